@@ -1,0 +1,636 @@
+/*
+ * ir.h - the model in memory: graphs, nodes, values, tensors, the op table,
+ * diagnostics, ONNX load and save.
+ *
+ * This is the only public header of ir/. It needs libc alone; protobuf-c is
+ * an implementation detail of load.c and save.c.
+ *
+ * Ownership in one paragraph: a model owns its graph and functions; a graph
+ * owns its nodes, values and the strings in them; nodes own their attributes.
+ * Tensors and the buffers under them are reference-counted and immutable once
+ * built, so clones of a graph (the stage history) share them; a pass that
+ * changes weights builds new tensors. Mappings of model and external-data
+ * files are reference-counted by the buffers that point into them.
+ */
+#ifndef OGSH_IR_H
+#define OGSH_IR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* ------------------------------------------------------------------------ */
+/* Diagnostics                                                               */
+/* ------------------------------------------------------------------------ */
+
+/* Error codes: functions that act return 0 or one of these. */
+enum {
+	IR_OK = 0,
+	IR_ERR = -1,     /* invalid input or operation; message in the diag */
+	IR_ENOMEM = -2,  /* out of memory */
+	IR_EIO = -3,     /* a system call failed (open, write, mmap...) */
+	IR_EINTR = -4,   /* stopped by the user (Ctrl-C) */
+};
+
+/*
+ * A diagnostics object collects the first error and any warnings of one
+ * operation. Nothing below shell/ prints: callers pass a diag, the shell
+ * shows it. A NULL diag is allowed everywhere and discards the messages.
+ */
+struct ir_diag {
+	char *error;       /* first error, NULL if none (owned) */
+	char **warnings;   /* owned strings */
+	size_t n_warnings;
+	size_t max_warnings; /* 0: unlimited; past it warnings are only counted */
+	size_t dropped;      /* warnings not kept because of max_warnings */
+};
+
+void ir_diag_init(struct ir_diag *d);
+void ir_diag_clear(struct ir_diag *d);
+/* Records an error (the first one wins) and returns `code`. */
+int ir_diag_err(struct ir_diag *d, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void ir_diag_warn(struct ir_diag *d, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Prefixes the current error with "prefix: " (used to add a file name). */
+void ir_diag_prefix(struct ir_diag *d, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Set by the shell's SIGINT handler; long operations poll it and return IR_EINTR. */
+extern volatile int ir_interrupted;
+
+/* ------------------------------------------------------------------------ */
+/* Element types (the numbers are ONNX's TensorProto.DataType)               */
+/* ------------------------------------------------------------------------ */
+
+enum ir_dtype {
+	IR_UNDEFINED = 0,
+	IR_FLOAT = 1,
+	IR_UINT8 = 2,
+	IR_INT8 = 3,
+	IR_UINT16 = 4,
+	IR_INT16 = 5,
+	IR_INT32 = 6,
+	IR_INT64 = 7,
+	IR_STRING = 8,
+	IR_BOOL = 9,
+	IR_FLOAT16 = 10,
+	IR_DOUBLE = 11,
+	IR_UINT32 = 12,
+	IR_UINT64 = 13,
+	IR_COMPLEX64 = 14,
+	IR_COMPLEX128 = 15,
+	IR_BFLOAT16 = 16,
+	IR_F8E4M3FN = 17,
+	IR_F8E4M3FNUZ = 18,
+	IR_F8E5M2 = 19,
+	IR_F8E5M2FNUZ = 20,
+	IR_UINT4 = 21,
+	IR_INT4 = 22,
+	IR_F4E2M1 = 23,
+	IR_F8E8M0 = 24,
+	IR_UINT2 = 25,
+	IR_INT2 = 26,
+	IR_DTYPE_COUNT
+};
+
+bool ir_dtype_valid(int dtype);           /* a defined element type (not UNDEFINED) */
+const char *ir_dtype_name(int dtype);     /* "float32", "float16", "int4"...; "dtype(99)" style never: returns "?" */
+int ir_dtype_from_name(const char *name); /* accepts our names and ONNX's ("FLOAT", "float"); -1 if unknown */
+int ir_dtype_bits(int dtype);             /* bits per element; 0 for STRING/UNDEFINED */
+bool ir_dtype_is_float(int dtype);        /* any floating type, complex excluded */
+bool ir_dtype_is_int(int dtype);          /* signed or unsigned integers, bool excluded */
+bool ir_dtype_is_signed(int dtype);
+/* Bytes that `numel` elements take in raw_data layout (sub-byte types packed).
+ * Returns false on overflow. */
+bool ir_dtype_nbytes(int dtype, uint64_t numel, uint64_t *out);
+/* Element i of raw little-endian data as a double (complex: the real part).
+ * `data` may be unaligned. Float8/float4/e8m0 follow the ONNX definitions. */
+double ir_elem_to_f64(int dtype, const void *data, uint64_t i);
+/* Scalar conversions used by kernels and printing. */
+float ir_f16_to_f32(uint16_t h);
+uint16_t ir_f32_to_f16(float f);
+float ir_bf16_to_f32(uint16_t h);
+uint16_t ir_f32_to_bf16(float f);
+
+/* ------------------------------------------------------------------------ */
+/* Tensors                                                                   */
+/* ------------------------------------------------------------------------ */
+
+#define IR_MAX_RANK 64
+
+struct ir_kv { char *key, *value; };   /* metadata_props, string maps */
+struct ir_bytes { size_t len; char *data; };   /* owned byte string (NUL added, not counted) */
+
+/* A read-only file mapping shared by the buffers that point into it. */
+struct ir_mapping {
+	int refcount;
+	void *addr;
+	size_t size;
+	char *path;       /* for messages */
+	bool heap;        /* addr is a malloc'd copy (models loaded from memory) */
+};
+
+/* A reference-counted block of bytes: heap memory or a region of a mapping. */
+struct ir_buffer {
+	int refcount;
+	void *data;               /* may be unaligned when it points into a mapping */
+	size_t size;
+	struct ir_mapping *map;   /* NULL: heap block owned by the buffer */
+};
+
+struct ir_buffer *ir_buffer_new(size_t size);            /* zeroed heap block */
+struct ir_buffer *ir_buffer_adopt(void *heap, size_t size);   /* takes a malloc'd block */
+struct ir_buffer *ir_buffer_mapped(struct ir_mapping *m, size_t off, size_t size);
+void ir_buffer_ref(struct ir_buffer *b);
+void ir_buffer_unref(struct ir_buffer *b);
+void ir_mapping_unref(struct ir_mapping *m);
+
+/* How a tensor was stored in the file it came from; save writes it back the same way. */
+enum ir_tensor_enc {
+	IR_ENC_RAW = 0,       /* raw_data (the default for new tensors) */
+	IR_ENC_TYPED,         /* float_data / int32_data / int64_data / ... */
+	IR_ENC_EXTERNAL,      /* external data file */
+};
+
+/*
+ * A dense tensor. Immutable once built and shared by reference count:
+ * ir_tensor_ref() to keep it, ir_tensor_unref() to drop it. The element
+ * bytes are in raw_data layout (little-endian, sub-byte types packed), at
+ * buf->data; strings are in `strings`.
+ */
+struct ir_tensor {
+	int refcount;
+	int dtype;
+	int rank;
+	int64_t *dims;
+	uint64_t numel;
+	struct ir_buffer *buf;        /* NULL for STRING and for empty tensors */
+	size_t nbytes;                /* == buf->size when buf */
+	struct ir_bytes *strings;     /* STRING: numel entries */
+	char *name;                   /* the TensorProto's name (attribute tensors; initializers use their value's) */
+	char *doc;
+	struct ir_kv *meta;
+	size_t n_meta;
+	enum ir_tensor_enc enc;
+	bool has_data_location;       /* fidelity: the file set data_location explicitly */
+	bool has_segment;             /* a segment field is kept as is; ogsh does not join segments */
+	int64_t seg_begin, seg_end;
+	char *ext_location;           /* IR_ENC_EXTERNAL: where it came from (for `info`) */
+	uint64_t ext_offset;
+};
+
+/* Makes a tensor with zeroed data (strings empty); NULL on overflow or no memory. */
+struct ir_tensor *ir_tensor_new(int dtype, int rank, const int64_t *dims, struct ir_diag *d);
+/* Wraps an existing buffer (takes a reference); checks that the size fits. */
+struct ir_tensor *ir_tensor_wrap(int dtype, int rank, const int64_t *dims,
+				 struct ir_buffer *buf, struct ir_diag *d);
+void ir_tensor_ref(struct ir_tensor *t);
+void ir_tensor_unref(struct ir_tensor *t);
+/* Bytes of the data (read-only, maybe unaligned). NULL for strings/empty. */
+const void *ir_tensor_data(const struct ir_tensor *t);
+/* Writable data of a tensor that has just been made and not yet shared. */
+void *ir_tensor_mutable(struct ir_tensor *t);
+double ir_tensor_get_f64(const struct ir_tensor *t, uint64_t i);
+bool ir_tensor_equal(const struct ir_tensor *a, const struct ir_tensor *b);
+/* "[2,3,4]" into buf; returns buf. */
+char *ir_dims_str(int rank, const int64_t *dims, char *buf, size_t size);
+
+struct ir_sparse {
+	struct ir_tensor *values;   /* 1-D [NNZ] */
+	struct ir_tensor *indices;  /* int64 [NNZ] or [NNZ, rank] */
+	int rank;
+	int64_t *dims;
+};
+void ir_sparse_free(struct ir_sparse *s);
+struct ir_sparse *ir_sparse_clone(const struct ir_sparse *s);
+
+/* ------------------------------------------------------------------------ */
+/* Types and shapes                                                          */
+/* ------------------------------------------------------------------------ */
+
+enum ir_dim_kind { IR_DIM_UNKNOWN = 0, IR_DIM_VALUE, IR_DIM_PARAM };
+
+struct ir_dim {
+	enum ir_dim_kind kind;
+	int64_t value;      /* IR_DIM_VALUE */
+	char *param;        /* IR_DIM_PARAM: a symbol such as "batch" */
+	char *denotation;
+};
+
+enum ir_type_kind {
+	IR_TYPE_NONE = 0,   /* no type known (function bodies, untyped value_info) */
+	IR_TYPE_TENSOR,
+	IR_TYPE_SPARSE_TENSOR,
+	IR_TYPE_SEQUENCE,
+	IR_TYPE_MAP,
+	IR_TYPE_OPTIONAL,
+};
+
+/* A value's type: ONNX's TypeProto. For tensors, rank -1 is "shape unknown". */
+struct ir_type {
+	enum ir_type_kind kind;
+	int elem;               /* tensor / sparse tensor element type (0: unknown) */
+	bool has_elem;          /* fidelity: elem_type present in the file */
+	int rank;               /* -1: no shape */
+	struct ir_dim *dims;
+	int key;                /* map key element type */
+	struct ir_type *inner;  /* sequence/optional element, map value */
+	char *denotation;
+};
+
+void ir_type_clear(struct ir_type *t);
+int ir_type_copy(struct ir_type *dst, const struct ir_type *src);
+bool ir_type_equal(const struct ir_type *a, const struct ir_type *b);
+/* "float32[batch,3,224,224]", "seq(float32[?])", "?" into buf; returns buf. */
+char *ir_type_str(const struct ir_type *t, char *buf, size_t size);
+/* Sets `t` to a tensor type of `elem` with the given dims (NULL dims/param: unknown). */
+int ir_type_set_tensor(struct ir_type *t, int elem, int rank, const struct ir_dim *dims);
+
+/* ------------------------------------------------------------------------ */
+/* Attributes                                                                */
+/* ------------------------------------------------------------------------ */
+
+enum ir_attr_type {   /* ONNX AttributeProto.AttributeType */
+	IR_ATTR_UNDEFINED = 0,
+	IR_ATTR_FLOAT = 1,
+	IR_ATTR_INT = 2,
+	IR_ATTR_STRING = 3,
+	IR_ATTR_TENSOR = 4,
+	IR_ATTR_GRAPH = 5,
+	IR_ATTR_FLOATS = 6,
+	IR_ATTR_INTS = 7,
+	IR_ATTR_STRINGS = 8,
+	IR_ATTR_TENSORS = 9,
+	IR_ATTR_GRAPHS = 10,
+	IR_ATTR_SPARSE_TENSOR = 11,
+	IR_ATTR_SPARSE_TENSORS = 12,
+	IR_ATTR_TYPE_PROTO = 13,
+	IR_ATTR_TYPE_PROTOS = 14,
+};
+
+struct ir_graph;
+
+struct ir_attr {
+	char *name;
+	enum ir_attr_type type;
+	bool has_type;          /* fidelity: the file carried the type field */
+	char *ref_attr_name;    /* in function bodies: refers to the caller's attribute */
+	char *doc;
+	/* exactly one group below is used, by `type` */
+	float f;
+	int64_t i;
+	struct ir_bytes s;
+	struct ir_tensor *t;
+	struct ir_graph *g;
+	struct ir_sparse *sp;
+	struct ir_type *tp;
+	size_t n;               /* element count of the list kinds */
+	float *floats;
+	int64_t *ints;
+	struct ir_bytes *strings;
+	struct ir_tensor **tensors;
+	struct ir_graph **graphs;
+	struct ir_sparse **sparses;
+	struct ir_type *tps;
+};
+
+const char *ir_attr_type_name(enum ir_attr_type t);   /* "int", "floats", "graph"... */
+void ir_attr_clear(struct ir_attr *a);
+/* Deep copy (tensors shared); subgraphs are cloned with `scope` as their
+ * enclosing graph (their captures are re-pointed there). */
+int ir_attr_copy(struct ir_attr *dst, const struct ir_attr *src, struct ir_graph *scope);
+/* Writes a short human form ("3", "[1,1,2,2]", "'NOTSET'", "tensor float32[64]", "graph(12 nodes)"). */
+char *ir_attr_str(const struct ir_attr *a, char *buf, size_t size);
+
+/* ------------------------------------------------------------------------ */
+/* The op table                                                              */
+/* ------------------------------------------------------------------------ */
+
+/* Op flags (columns of ops.def). */
+enum {
+	IR_OPF_ELEMENTWISE = 1 << 0,   /* output element i depends on input element i (broadcasting) */
+	IR_OPF_FUSABLE     = 1 << 1,   /* a fusion pass may absorb it */
+	IR_OPF_SHAPE_ONLY  = 1 << 2,   /* moves or views data, computes nothing */
+	IR_OPF_CONTROL     = 1 << 3,   /* has subgraphs (If, Loop, Scan) */
+	IR_OPF_TRAINING    = 1 << 4,   /* gradient/optimizer ops */
+	IR_OPF_QUANT       = 1 << 5,   /* quantization ops */
+	IR_OPF_RANDOM      = 1 << 6,   /* nondeterministic output */
+	IR_OPF_SEQUENCE    = 1 << 7,   /* sequence/optional types */
+	IR_OPF_REDUCE      = 1 << 8,   /* a reduction over axes */
+	IR_OPF_NORM        = 1 << 9,   /* a normalization */
+};
+
+enum ir_op {
+#define IR_OP(name, dom, in_min, in_max, out_min, out_max, flags) IR_OP_##name,
+#include "ops.def"
+#undef IR_OP
+	IR_OP_COUNT,
+	IR_OP_UNKNOWN = -1,   /* an op not in the table: kept opaque */
+};
+
+struct ir_op_info {
+	const char *name;
+	const char *domain;   /* "" for ONNX's default domain, "ai.ogsh"... */
+	int in_min, in_max;   /* in_max -1: variadic */
+	int out_min, out_max;
+	unsigned flags;
+};
+
+extern const struct ir_op_info ir_ops[IR_OP_COUNT];
+/* The op for a type and domain ("" and "ai.onnx" are the same); IR_OP_UNKNOWN if none. */
+int ir_op_lookup(const char *domain, const char *op_type);
+
+/* ------------------------------------------------------------------------ */
+/* Graphs, nodes, values                                                     */
+/* ------------------------------------------------------------------------ */
+
+struct ir_node;
+
+struct ir_use {
+	struct ir_node *node;
+	int slot;   /* input index, or -1-k for the node's k-th implicit (captured) input */
+};
+
+/*
+ * One tensor edge, defined once (SSA) in its graph: by a node output, a
+ * graph input, an initializer, or (in a subgraph) a capture of a value of
+ * an enclosing graph.
+ */
+struct ir_value {
+	char *name;
+	struct ir_type type;
+	struct ir_graph *graph;
+	struct ir_node *producer;     /* NULL for inputs, initializers, captures */
+	int producer_slot;
+	struct ir_use *uses;
+	size_t n_uses, cap_uses;
+	struct ir_tensor *init;       /* initializer data, NULL if none */
+	struct ir_sparse *sparse_init;/* sparse initializer, NULL if none */
+	struct ir_value *outer;       /* a capture: the enclosing graph's value it reads */
+	bool is_input, is_output;
+	bool has_vinfo;               /* listed in value_info */
+	int vinfo_order;              /* its place in value_info (fidelity) */
+	char *vi_doc;                 /* doc_string of its ValueInfoProto */
+	struct ir_kv *vi_meta;
+	size_t n_vi_meta;
+	bool has_type_proto;          /* fidelity: the ValueInfoProto had a type field */
+	uint32_t mark;                /* scratch for algorithms; 0 between calls */
+	void *aux;                    /* scratch for later layers (exec), not copied */
+	size_t idx;                   /* its index in graph->values (private) */
+};
+
+struct ir_node {
+	int id;                       /* stable, shown as n<id>; unique in its graph */
+	char *name;                   /* may be "" */
+	char *op_type;
+	char *domain;                 /* NULL when absent in the file */
+	char *overload;
+	int op;                       /* enum ir_op, or IR_OP_UNKNOWN */
+	struct ir_value **inputs;     /* NULL entry: an omitted optional input ("") */
+	int n_inputs;
+	struct ir_value **outputs;    /* NULL entry: an omitted optional output */
+	int n_outputs;
+	struct ir_attr *attrs;
+	int n_attrs;
+	struct ir_value **implicit;   /* outer values its subgraphs read (in this graph) */
+	int n_implicit;
+	char *doc;
+	struct ir_kv *meta;
+	size_t n_meta;
+	struct ir_bytes *devcfg;      /* packed NodeDeviceConfigurationProto messages, verbatim */
+	size_t n_devcfg;
+	char **from;                  /* provenance: names of the nodes it was made from */
+	int n_from;
+	struct ir_graph *graph;
+	struct ir_node *prev, *next;  /* the graph's node order */
+	uint32_t mark;
+	void *aux;
+};
+
+struct ir_map;   /* private string map (ir/map.c) */
+
+struct ir_graph {
+	char *name;
+	char *doc;
+	struct ir_kv *meta;
+	size_t n_meta;
+	struct ir_node *first, *last; /* in topological order */
+	int n_nodes;
+	struct ir_node **by_id;       /* index: id -> node (NULL when removed) */
+	int next_id;
+	size_t cap_id;
+	struct ir_value **values;     /* every value defined in this graph */
+	size_t n_values, cap_values;
+	struct ir_map *value_names;
+	struct ir_map *node_names;    /* name -> first node of that name */
+	int name_dups;                /* >0: some node names repeat */
+	unsigned fresh;               /* counter for made-up value names */
+	struct ir_value **inputs;  int n_inputs;
+	struct ir_value **outputs; int n_outputs;
+	struct ir_value **inits;   int n_inits;    /* initializers in file order */
+	struct ir_value **sparse_inits; int n_sparse_inits;
+	struct ir_bytes *qannot; size_t n_qannot;  /* packed TensorAnnotation messages, verbatim */
+	struct ir_graph *parent;      /* enclosing graph of a subgraph */
+	struct ir_node *owner;        /* the node whose attribute holds it */
+	bool is_function;             /* a function body: untyped values allowed */
+	int depth;                    /* nesting depth, 0 for the main graph */
+};
+
+struct ir_opset { char *domain; int64_t version; bool has_version; };
+
+struct ir_function {
+	char *name, *domain, *overload, *doc;
+	struct ir_graph *body;        /* inputs/outputs are the function's formal parameters */
+	char **attr_names; size_t n_attr_names;
+	struct ir_attr *attr_defaults; size_t n_attr_defaults;
+	struct ir_opset *opsets; size_t n_opsets;
+	struct ir_kv *meta; size_t n_meta;
+};
+
+struct ir_model {
+	int64_t ir_version; bool has_ir_version;
+	char *producer_name, *producer_version, *domain, *doc;
+	int64_t model_version; bool has_model_version;
+	struct ir_opset *opsets; size_t n_opsets;
+	struct ir_kv *meta; size_t n_meta;
+	struct ir_function *functions; size_t n_functions;
+	struct ir_graph *graph;
+	struct ir_bytes *training;   size_t n_training;   /* packed TrainingInfoProto, verbatim */
+	struct ir_bytes *devconfig;  size_t n_devconfig;  /* packed DeviceConfigurationProto, verbatim */
+	char *path;                   /* the file it was loaded from, or NULL */
+	uint64_t file_dev, file_ino;  /* identity of that file (save refuses to overwrite it) */
+	uint64_t file_size;
+	bool had_external;            /* some tensor came from an external data file */
+};
+
+/* --- graph life cycle --- */
+struct ir_graph *ir_graph_new(const char *name);
+void ir_graph_free(struct ir_graph *g);
+/*
+ * A copy of the graph sharing tensor data (reference counts) and copying
+ * structure, ids and names. Captures of a subgraph are re-pointed at the
+ * copy of the enclosing graph (`parent`, NULL for a main graph).
+ * Returns NULL on no memory.
+ */
+struct ir_graph *ir_graph_clone(const struct ir_graph *g, struct ir_graph *parent);
+
+struct ir_model *ir_model_new(void);
+void ir_model_free(struct ir_model *m);
+struct ir_model *ir_model_clone(const struct ir_model *m);
+
+/* --- values --- */
+/* A new value named `name` (must be unique in the graph; NULL name: a fresh "_v<n>"). */
+struct ir_value *ir_value_new(struct ir_graph *g, const char *name, struct ir_diag *d);
+struct ir_value *ir_value_find(const struct ir_graph *g, const char *name);
+/* Looks in g, then in the enclosing graphs. */
+struct ir_value *ir_value_find_scoped(const struct ir_graph *g, const char *name);
+/* Renames a value (and the captures that read it in subgraphs). */
+int ir_value_rename(struct ir_value *v, const char *name, struct ir_diag *d);
+/* Points every use of `from` at `to` (same graph); graph outputs are not moved. */
+void ir_value_replace_uses(struct ir_value *from, struct ir_value *to);
+/* Removes an unused value that nothing defines or lists. */
+void ir_value_remove(struct ir_value *v);
+/* Makes `v` an initializer holding `t` (takes a reference). */
+int ir_value_set_init(struct ir_value *v, struct ir_tensor *t, struct ir_diag *d);
+/* The constant tensor behind a value: its initializer, or a Constant node's value tensor. */
+const struct ir_tensor *ir_value_const(const struct ir_value *v);
+bool ir_value_is_const(const struct ir_value *v);
+/* Puts `to` in every graph-output slot that holds `from`. */
+void ir_graph_replace_output(struct ir_graph *g, struct ir_value *from, struct ir_value *to);
+/* Makes the value a graph input / output (appended). */
+int ir_graph_add_input(struct ir_graph *g, struct ir_value *v);
+int ir_graph_add_output(struct ir_graph *g, struct ir_value *v);
+/* Gets (or makes) the capture in `g` of an enclosing graph's value named `name`. */
+struct ir_value *ir_graph_capture(struct ir_graph *g, const char *name, struct ir_diag *d);
+
+/* --- nodes --- */
+/*
+ * A new node at the end of the graph (or before `before`). Inputs/outputs
+ * start NULL; connect them with ir_node_set_input / ir_node_set_output.
+ */
+struct ir_node *ir_node_new(struct ir_graph *g, const char *op_type, const char *domain,
+			    const char *name, int n_inputs, int n_outputs, struct ir_node *before);
+/* Connects input `slot` to `v` (NULL: omitted), keeping use lists true.
+ * 0, or IR_ENOMEM (the slot is then left empty). */
+int ir_node_set_input(struct ir_node *n, int slot, struct ir_value *v);
+/* Makes `v` (which must have no producer) output `slot` of `n`. */
+int ir_node_set_output(struct ir_node *n, int slot, struct ir_value *v, struct ir_diag *d);
+/* Appends an input slot. */
+int ir_node_add_input(struct ir_node *n, struct ir_value *v);
+/* Removes a node whose outputs are unused (outputs are removed too). */
+int ir_node_remove(struct ir_node *n, struct ir_diag *d);
+/* Renames a node ("" allowed; names need not be unique but usually are). */
+int ir_node_rename(struct ir_node *n, const char *name, struct ir_diag *d);
+struct ir_node *ir_node_by_id(const struct ir_graph *g, int id);
+/* First node named `name`; *count gets how many have that name. */
+struct ir_node *ir_node_by_name(const struct ir_graph *g, const char *name, int *count);
+/* Moves `n` just before `before` (NULL: the end). Does not check order. */
+void ir_node_move(struct ir_node *n, struct ir_node *before);
+
+struct ir_attr *ir_node_attr(const struct ir_node *n, const char *name);
+/* Adds or replaces an attribute; takes ownership of `a`'s contents. */
+int ir_node_set_attr(struct ir_node *n, struct ir_attr *a, struct ir_diag *d);
+int ir_node_remove_attr(struct ir_node *n, const char *name);
+int64_t ir_node_attr_int(const struct ir_node *n, const char *name, int64_t dflt);
+float ir_node_attr_float(const struct ir_node *n, const char *name, float dflt);
+/* Re-resolves n->op from op_type/domain. */
+void ir_node_resolve_op(struct ir_node *n);
+
+/*
+ * Recomputes the implicit inputs of a node from its subgraphs' captures,
+ * keeping use lists true. Called after editing a subgraph's captures.
+ */
+int ir_node_update_implicit(struct ir_node *n, struct ir_diag *d);
+
+/* Sorts nodes topologically, keeping the current order where it is already
+ * valid. Fails (graph unchanged) on a cycle, naming a node on it. */
+int ir_graph_toposort(struct ir_graph *g, struct ir_diag *d);
+
+/* Checks every invariant of the graph (and its subgraphs); names the first
+ * broken one in `d`. Cheap enough to run after every pass. */
+int ir_verify(const struct ir_graph *g, struct ir_diag *d);
+int ir_model_verify(const struct ir_model *m, struct ir_diag *d);
+
+/*
+ * Structural equality of two models or graphs: same nodes in the same
+ * order, names, attributes, types, tensors (bytes), metadata. On a
+ * difference returns false and describes the first one in `why`.
+ */
+bool ir_model_equal(const struct ir_model *a, const struct ir_model *b, char *why, size_t size);
+bool ir_graph_equal(const struct ir_graph *a, const struct ir_graph *b, char *why, size_t size);
+
+/* Iteration helpers. */
+#define ir_for_each_node(g, n) for (struct ir_node *n = (g)->first; n; n = n->next)
+/* Calls fn on g and on every subgraph below it (pre-order). */
+int ir_graph_walk(struct ir_graph *g, int (*fn)(struct ir_graph *, void *), void *arg);
+
+/* Totals for `info`: weights over initializers and Constant nodes. */
+struct ir_graph_totals {
+	int n_nodes;           /* main graph nodes */
+	int n_nodes_all;       /* including subgraphs */
+	int n_inits;
+	uint64_t n_params;     /* elements of initializers and Constant tensors */
+	uint64_t weight_bytes;
+	int n_subgraphs;
+};
+void ir_graph_totals(const struct ir_graph *g, struct ir_graph_totals *t);
+
+/* ------------------------------------------------------------------------ */
+/* Load and save                                                             */
+/* ------------------------------------------------------------------------ */
+
+struct ir_load_opts {
+	int max_depth;          /* subgraph nesting limit; 0: default (IR_DEFAULT_MAX_DEPTH) */
+	bool no_external;       /* refuse external data */
+};
+#define IR_DEFAULT_MAX_DEPTH 32
+
+/*
+ * Loads an ONNX model: maps the file, checks the wire format, unpacks it,
+ * builds and validates the IR. Large raw tensors point into the mapping
+ * (no copy). Returns NULL with one clear message in `d` on any problem.
+ */
+struct ir_model *ir_model_load(const char *path, const struct ir_load_opts *opts, struct ir_diag *d);
+/* The same from bytes in memory (copied if needed); `name` is used in messages;
+ * external data is refused unless `dir` names the folder to resolve it in. */
+struct ir_model *ir_model_load_mem(const void *data, size_t size, const char *name,
+				   const char *dir, const struct ir_load_opts *opts, struct ir_diag *d);
+
+enum ir_external_mode {
+	IR_EXT_AUTO = 0,   /* as loaded: external if the model came with external data, or if > 2 GB */
+	IR_EXT_NONE,       /* everything inside (fails if > 2 GB) */
+	IR_EXT_ALL,        /* tensors of at least `threshold` bytes go external */
+};
+
+struct ir_save_opts {
+	bool force;                   /* allow overwriting the file the model came from */
+	enum ir_external_mode external;
+	size_t threshold;             /* bytes; 0: default 1024 */
+	const char *data_name;        /* external file name; default "<file>.data" */
+};
+
+/*
+ * Writes the model atomically: a temporary file in the same folder, fsync,
+ * rename over `path`, fsync of the folder. The external data file, if any,
+ * is written fresh the same way. On failure nothing at `path` changes.
+ */
+int ir_model_save(const struct ir_model *m, const char *path, const struct ir_save_opts *opts,
+		  struct ir_diag *d);
+
+/* The built-in demo CNN (deterministic weights). */
+struct ir_model *ir_demo_model(void);
+
+/* ------------------------------------------------------------------------ */
+/* Small utilities shared by the layers above                                */
+/* ------------------------------------------------------------------------ */
+
+/* Parses "1x3x224x224", "batch,3,224,224", "[N,3,?,?]" or "[]" (a scalar)
+ * into dims (kind VALUE, PARAM, or UNKNOWN for "?"). `dims` holds
+ * IR_MAX_RANK entries; their params are allocated: ir_dims_clear(dims, rank).
+ * Returns the rank, or -1 with a message. */
+int ir_parse_dims(const char *s, struct ir_dim *dims, struct ir_diag *d);
+void ir_dims_clear(struct ir_dim *dims, int rank);
+
+#endif

@@ -1,0 +1,60 @@
+/*
+ * ops.c - the op table built from ops.def, and lookup by (domain, type).
+ */
+#include "ir_private.h"
+
+#include <stdio.h>
+
+const struct ir_op_info ir_ops[IR_OP_COUNT] = {
+#define IR_OP(id, dom, in_min, in_max, out_min, out_max, flags) \
+	[IR_OP_##id] = { #id, dom, in_min, in_max, out_min, out_max, flags },
+#include "ops.def"
+#undef IR_OP
+};
+
+/* The C identifier of a non-default-domain op carries a prefix ("ml_Scaler");
+ * the ONNX op type is what follows the first '_'. */
+static const char *op_type_of(int op)
+{
+	const char *n = ir_ops[op].name;
+	if (ir_ops[op].domain[0]) {
+		const char *u = strchr(n, '_');
+		if (u)
+			return u + 1;
+	}
+	return n;
+}
+
+static struct ir_map *op_map;
+static char op_keys[IR_OP_COUNT][96];
+
+static void build_map(void)
+{
+	struct ir_map *m = ir_map_new(IR_OP_COUNT);
+	if (!m)
+		return;
+	for (int i = 0; i < IR_OP_COUNT; i++) {
+		snprintf(op_keys[i], sizeof(op_keys[i]), "%s:%s", ir_ops[i].domain, op_type_of(i));
+		if (ir_map_put(m, op_keys[i], (void *)(intptr_t)(i + 1))) {
+			ir_map_free(m);
+			return;
+		}
+	}
+	op_map = m;
+}
+
+int ir_op_lookup(const char *domain, const char *op_type)
+{
+	if (!op_map)
+		build_map();
+	if (!op_map || !domain || !op_type)
+		return IR_OP_UNKNOWN;
+	if (strcmp(domain, "ai.onnx") == 0)
+		domain = "";
+	char key[256];
+	int n = snprintf(key, sizeof(key), "%s:%s", domain, op_type);
+	if (n < 0 || (size_t)n >= sizeof(key))
+		return IR_OP_UNKNOWN;
+	intptr_t v = (intptr_t)ir_map_get(op_map, key);
+	return v ? (int)v - 1 : IR_OP_UNKNOWN;
+}

@@ -1,0 +1,788 @@
+/*
+ * cmd_inspect.c - info, nodes, show, tensor, ops, inputs, outputs.
+ */
+#include "shell.h"
+
+#include "exec/exec.h"
+
+#include <fnmatch.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *type_s(const struct ir_type *t, char *buf, size_t size)
+{
+	return ir_type_str(t, buf, size);
+}
+
+static const char *domain_s(const char *d)
+{
+	return d && *d ? d : "ai.onnx";
+}
+
+/* "a, b, c" of value names, "" for omitted optional slots shown as "-" */
+static char *names_list(struct ir_value *const *vals, int n)
+{
+	size_t cap = 64, len = 0;
+	char *s = malloc(cap);
+	if (!s)
+		return NULL;
+	s[0] = 0;
+	for (int i = 0; i < n; i++) {
+		const char *nm = vals[i] ? sh_esc(vals[i]->name) : "-";
+		size_t need = len + strlen(nm) + 3;
+		if (need > cap) {
+			while (cap < need)
+				cap *= 2;
+			char *t = realloc(s, cap);
+			if (!t)
+				break;
+			s = t;
+		}
+		len += (size_t)snprintf(s + len, cap - len, "%s%s", i ? ", " : "", nm);
+	}
+	return s;
+}
+
+static int parse_common(struct session *s, const char *cmd, int argc, char **argv, struct sh_args *a)
+{
+	if (sh_parse_args(s, sh_find_command(cmd), argc, argv, a))
+		return -1;
+	return sh_need_model(s) ? 0 : -1;
+}
+
+/* ---- info ---- */
+
+int cmd_info(struct session *s, int argc, char **argv)
+{
+	struct sh_args a;
+	if (parse_common(s, "info", argc, argv, &a))
+		return -1;
+	if (a.npos)
+		return sh_error(s, "usage: info [--json]");
+	const struct ir_model *m = s->model;
+	const struct ir_graph *g = m->graph;
+	struct ir_graph_totals t;
+	ir_graph_totals(g, &t);
+	char b1[64], b2[64], tb[256];
+	if (sh_flag(&a, "json")) {
+		struct sh_json j;
+		sh_json_begin(&j, s->out);
+		sh_json_obj(&j);
+		sh_json_kstr(&j, "name", s->name);
+		sh_json_kstr(&j, "path", m->path);
+		sh_json_kstr(&j, "producer_name", m->producer_name);
+		sh_json_kstr(&j, "producer_version", m->producer_version);
+		sh_json_key(&j, "ir_version");
+		if (m->has_ir_version)
+			sh_json_int(&j, m->ir_version);
+		else
+			sh_json_null(&j);
+		sh_json_kstr(&j, "domain", m->domain);
+		sh_json_key(&j, "opsets");
+		sh_json_obj(&j);
+		for (size_t i = 0; i < m->n_opsets; i++)
+			sh_json_kint(&j, domain_s(m->opsets[i].domain), m->opsets[i].version);
+		sh_json_obj_end(&j);
+		sh_json_kstr(&j, "graph", g->name);
+		sh_json_kint(&j, "nodes", t.n_nodes);
+		sh_json_kint(&j, "nodes_in_subgraphs", t.n_nodes_all - t.n_nodes);
+		sh_json_kint(&j, "subgraphs", t.n_subgraphs);
+		sh_json_kint(&j, "initializers", t.n_inits);
+		sh_json_kuint(&j, "parameters", t.n_params);
+		sh_json_kuint(&j, "weight_bytes", t.weight_bytes);
+		sh_json_kbool(&j, "external_data", m->had_external);
+		sh_json_key(&j, "inputs");
+		sh_json_arr(&j);
+		for (int i = 0; i < g->n_inputs; i++) {
+			sh_json_obj(&j);
+			sh_json_kstr(&j, "name", g->inputs[i]->name);
+			sh_json_key(&j, "type");
+			sh_json_type(&j, &g->inputs[i]->type);
+			sh_json_kbool(&j, "has_initializer", g->inputs[i]->init != NULL);
+			sh_json_obj_end(&j);
+		}
+		sh_json_arr_end(&j);
+		sh_json_key(&j, "outputs");
+		sh_json_arr(&j);
+		for (int i = 0; i < g->n_outputs; i++) {
+			sh_json_obj(&j);
+			sh_json_kstr(&j, "name", g->outputs[i]->name);
+			sh_json_key(&j, "type");
+			sh_json_type(&j, &g->outputs[i]->type);
+			sh_json_obj_end(&j);
+		}
+		sh_json_arr_end(&j);
+		sh_json_key(&j, "functions");
+		sh_json_arr(&j);
+		for (size_t i = 0; i < m->n_functions; i++)
+			sh_json_str(&j, m->functions[i].name);
+		sh_json_arr_end(&j);
+		sh_json_key(&j, "metadata");
+		sh_json_obj(&j);
+		for (size_t i = 0; i < m->n_meta; i++)
+			sh_json_kstr(&j, m->meta[i].key ? m->meta[i].key : "", m->meta[i].value);
+		sh_json_obj_end(&j);
+		sh_json_kstr(&j, "doc", m->doc);
+		sh_json_kbool(&j, "unsaved_changes", s->dirty);
+		sh_json_obj_end(&j);
+		sh_json_end(&j);
+		return 0;
+	}
+	struct sh_table tab;
+	sh_table_init(&tab, 2, "", "");
+	sh_table_row(&tab, "model", m->path ? sh_esc(m->path) : "demo (built in)");
+	snprintf(tb, sizeof(tb), "%s%s%s", sh_esc(m->producer_name ? m->producer_name : "?"),
+		 m->producer_version && *m->producer_version ? " " : "", sh_esc(m->producer_version ? m->producer_version : ""));
+	sh_table_row(&tab, "producer", tb);
+	snprintf(tb, sizeof(tb), "%" PRId64, m->ir_version);
+	sh_table_row(&tab, "ir_version", m->has_ir_version ? tb : "(not set)");
+	char ops[512] = "";
+	size_t o = 0;
+	for (size_t i = 0; i < m->n_opsets && o < sizeof(ops); i++)
+		o += (size_t)snprintf(ops + o, sizeof(ops) - o, "%s%s %" PRId64, i ? ", " : "",
+				      sh_esc(domain_s(m->opsets[i].domain)), m->opsets[i].version);
+	sh_table_row(&tab, "opsets", m->n_opsets ? ops : "(none)");
+	snprintf(tb, sizeof(tb), "'%s': %d nodes", sh_esc(g->name ? g->name : ""), t.n_nodes);
+	if (t.n_subgraphs)
+		snprintf(tb + strlen(tb), sizeof(tb) - strlen(tb), " (+%d in %d subgraphs)",
+			 t.n_nodes_all - t.n_nodes, t.n_subgraphs);
+	sh_table_row(&tab, "graph", tb);
+	snprintf(tb, sizeof(tb), "%d initializers, %s parameters, %s%s", t.n_inits,
+		 sh_count(t.n_params, b1, sizeof(b1)), sh_bytes(t.weight_bytes, b2, sizeof(b2)),
+		 m->had_external ? " (external data)" : "");
+	sh_table_row(&tab, "weights", tb);
+	for (int i = 0; i < g->n_inputs; i++) {
+		if (g->inputs[i]->init)
+			continue;
+		snprintf(tb, sizeof(tb), "%s  %s", sh_esc(g->inputs[i]->name), type_s(&g->inputs[i]->type, b1, sizeof(b1)));
+		sh_table_row(&tab, "input", tb);
+	}
+	for (int i = 0; i < g->n_outputs; i++) {
+		snprintf(tb, sizeof(tb), "%s  %s", sh_esc(g->outputs[i]->name), type_s(&g->outputs[i]->type, b1, sizeof(b1)));
+		sh_table_row(&tab, "output", tb);
+	}
+	if (m->n_functions) {
+		o = 0;
+		for (size_t i = 0; i < m->n_functions && o < sizeof(ops); i++)
+			o += (size_t)snprintf(ops + o, sizeof(ops) - o, "%s%s", i ? ", " : "", sh_esc(m->functions[i].name));
+		sh_table_row(&tab, "functions", ops);
+	}
+	for (size_t i = 0; i < m->n_meta; i++) {
+		snprintf(tb, sizeof(tb), "%s = %s", sh_esc(m->meta[i].key), sh_esc(m->meta[i].value));
+		sh_table_row(&tab, "metadata", tb);
+	}
+	if (m->doc && *m->doc) {
+		snprintf(tb, sizeof(tb), "%.200s", m->doc);
+		for (char *c = tb; *c; c++)
+			if (*c == '\n')
+				*c = ' ';
+		sh_table_row(&tab, "doc", sh_esc(tb));
+	}
+	if (s->dirty)
+		sh_table_row(&tab, "state", "unsaved changes");
+	sh_table_print(s, &tab, false);
+	sh_table_free(&tab);
+	return 0;
+}
+
+/* ---- nodes ---- */
+
+int cmd_nodes(struct session *s, int argc, char **argv)
+{
+	struct sh_args a;
+	if (parse_common(s, "nodes", argc, argv, &a))
+		return -1;
+	if (a.npos > 1)
+		return sh_error(s, "usage: nodes [PATTERN] [--op=TYPE] [--json]");
+	const char *pat = a.npos ? a.pos[0] : NULL, *op = sh_opt(&a, "op");
+	bool json = sh_flag(&a, "json");
+	struct sh_json j;
+	struct sh_table tab;
+	if (json) {
+		sh_json_begin(&j, s->out);
+		sh_json_arr(&j);
+	} else {
+		sh_table_init(&tab, 5, "id", "name", "op", "inputs", "outputs");
+	}
+	int shown = 0;
+	ir_for_each_node(s->model->graph, n) {
+		char id[24];
+		snprintf(id, sizeof(id), "n%d", n->id);
+		if (op && strcmp(n->op_type, op) != 0)
+			continue;
+		if (pat && fnmatch(pat, n->name, 0) != 0 && fnmatch(pat, id, 0) != 0)
+			continue;
+		shown++;
+		if (json) {
+			sh_json_obj(&j);
+			sh_json_kint(&j, "id", n->id);
+			sh_json_kstr(&j, "name", n->name);
+			sh_json_kstr(&j, "op", n->op_type);
+			sh_json_kstr(&j, "domain", domain_s(n->domain));
+			sh_json_key(&j, "inputs");
+			sh_json_arr(&j);
+			for (int i = 0; i < n->n_inputs; i++)
+				sh_json_str(&j, n->inputs[i] ? n->inputs[i]->name : NULL);
+			sh_json_arr_end(&j);
+			sh_json_key(&j, "outputs");
+			sh_json_arr(&j);
+			for (int i = 0; i < n->n_outputs; i++)
+				sh_json_str(&j, n->outputs[i] ? n->outputs[i]->name : NULL);
+			sh_json_arr_end(&j);
+			sh_json_obj_end(&j);
+		} else {
+			char *ins = names_list(n->inputs, n->n_inputs), *outs = names_list(n->outputs, n->n_outputs);
+			char opn[160];
+			snprintf(opn, sizeof(opn), "%s%s%s", n->domain && *n->domain && strcmp(n->domain, "ai.onnx") ? sh_esc(n->domain) : "",
+				 n->domain && *n->domain && strcmp(n->domain, "ai.onnx") ? ":" : "", sh_esc(n->op_type));
+			sh_table_row(&tab, id, sh_esc(n->name), opn, ins ? ins : "", outs ? outs : "");
+			free(ins);
+			free(outs);
+		}
+	}
+	if (json) {
+		sh_json_arr_end(&j);
+		sh_json_end(&j);
+		return 0;
+	}
+	sh_table_print(s, &tab, true);
+	sh_table_free(&tab);
+	if (pat || op)
+		sh_printf(s, "%d of %d nodes\n", shown, s->model->graph->n_nodes);
+	return 0;
+}
+
+/* ---- show ---- */
+
+static void value_source(const struct ir_value *v, char *buf, size_t size)
+{
+	char nd[256];
+	if (v->init && v->is_input)
+		snprintf(buf, size, "graph input with initializer");
+	else if (v->init)
+		snprintf(buf, size, "initializer");
+	else if (v->sparse_init)
+		snprintf(buf, size, "sparse initializer");
+	else if (v->is_input)
+		snprintf(buf, size, "graph input");
+	else if (v->producer)
+		snprintf(buf, size, "from %s", sh_node_desc(v->producer, nd, sizeof(nd)));
+	else if (v->outer)
+		snprintf(buf, size, "from the enclosing graph");
+	else
+		snprintf(buf, size, "undefined");
+}
+
+static char *consumers(const struct ir_value *v)
+{
+	size_t cap = 128, len = 0;
+	char *s = malloc(cap);
+	if (!s)
+		return NULL;
+	s[0] = 0;
+	for (size_t i = 0; i < v->n_uses; i++) {
+		char nd[256];
+		sh_node_desc(v->uses[i].node, nd, sizeof(nd));
+		size_t need = len + strlen(nd) + 16;
+		if (need > cap) {
+			while (cap < need)
+				cap *= 2;
+			char *t = realloc(s, cap);
+			if (!t)
+				break;
+			s = t;
+		}
+		len += (size_t)snprintf(s + len, cap - len, "%s%s%s", i ? ", " : "", nd,
+					v->uses[i].slot < 0 ? " (in a subgraph)" : "");
+	}
+	if (v->is_output) {
+		if (len + 32 > cap) {
+			char *t = realloc(s, len + 32);
+			if (!t)
+				return s;
+			s = t;
+		}
+		snprintf(s + len, 32, "%sgraph output", len ? ", " : "");
+	}
+	return s;
+}
+
+static void json_value_ref(struct sh_json *j, const struct ir_value *v)
+{
+	sh_json_obj(j);
+	sh_json_kstr(j, "name", v->name);
+	sh_json_key(j, "type");
+	sh_json_type(j, &v->type);
+	sh_json_key(j, "producer");
+	if (v->producer)
+		sh_json_int(j, v->producer->id);
+	else
+		sh_json_null(j);
+	char src[300];
+	value_source(v, src, sizeof(src));
+	sh_json_kstr(j, "source", src);
+	sh_json_key(j, "consumers");
+	sh_json_arr(j);
+	for (size_t i = 0; i < v->n_uses; i++)
+		sh_json_int(j, v->uses[i].node->id);
+	sh_json_arr_end(j);
+	sh_json_kbool(j, "graph_output", v->is_output);
+	sh_json_obj_end(j);
+}
+
+int cmd_show(struct session *s, int argc, char **argv)
+{
+	struct sh_args a;
+	if (parse_common(s, "show", argc, argv, &a))
+		return -1;
+	if (a.npos != 1)
+		return sh_error(s, "usage: show NODE [--json]");
+	struct ir_node *n = sh_node(s, a.pos[0]);
+	if (!n)
+		return -1;
+	char buf[512], tb[256];
+	if (sh_flag(&a, "json")) {
+		struct sh_json j;
+		sh_json_begin(&j, s->out);
+		sh_json_obj(&j);
+		sh_json_kint(&j, "id", n->id);
+		sh_json_kstr(&j, "name", n->name);
+		sh_json_kstr(&j, "op", n->op_type);
+		sh_json_kstr(&j, "domain", domain_s(n->domain));
+		sh_json_kbool(&j, "known_op", n->op != IR_OP_UNKNOWN);
+		sh_json_kstr(&j, "doc", n->doc);
+		sh_json_key(&j, "attributes");
+		sh_json_obj(&j);
+		for (int i = 0; i < n->n_attrs; i++) {
+			sh_json_key(&j, n->attrs[i].name);
+			sh_json_obj(&j);
+			sh_json_kstr(&j, "type", ir_attr_type_name(n->attrs[i].type));
+			sh_json_kstr(&j, "value", ir_attr_str(&n->attrs[i], buf, sizeof(buf)));
+			sh_json_obj_end(&j);
+		}
+		sh_json_obj_end(&j);
+		sh_json_key(&j, "inputs");
+		sh_json_arr(&j);
+		for (int i = 0; i < n->n_inputs; i++) {
+			if (n->inputs[i])
+				json_value_ref(&j, n->inputs[i]);
+			else
+				sh_json_null(&j);
+		}
+		sh_json_arr_end(&j);
+		sh_json_key(&j, "implicit_inputs");
+		sh_json_arr(&j);
+		for (int i = 0; i < n->n_implicit; i++)
+			sh_json_str(&j, n->implicit[i]->name);
+		sh_json_arr_end(&j);
+		sh_json_key(&j, "outputs");
+		sh_json_arr(&j);
+		for (int i = 0; i < n->n_outputs; i++) {
+			if (n->outputs[i])
+				json_value_ref(&j, n->outputs[i]);
+			else
+				sh_json_null(&j);
+		}
+		sh_json_arr_end(&j);
+		sh_json_key(&j, "fused_from");
+		sh_json_arr(&j);
+		for (int i = 0; i < n->n_from; i++)
+			sh_json_str(&j, n->from[i]);
+		sh_json_arr_end(&j);
+		sh_json_obj_end(&j);
+		sh_json_end(&j);
+		return 0;
+	}
+	sh_printf(s, "%snode%s %s\n", sh_c(s, SH_BOLD), sh_c(s, SH_RESET), sh_node_desc(n, buf, sizeof(buf)));
+	sh_printf(s, "op   %s (%s)%s\n", sh_esc(n->op_type), sh_esc(domain_s(n->domain)),
+		  n->op == IR_OP_UNKNOWN ? ", not an op ogsh knows: kept as is" : "");
+	if (n->doc && *n->doc)
+		sh_printf(s, "doc  %s\n", sh_esc(n->doc));
+	if (n->n_from) {
+		sh_printf(s, "made from");
+		for (int i = 0; i < n->n_from; i++)
+			sh_printf(s, "%s %s", i ? "," : "", sh_esc(n->from[i]));
+		sh_printf(s, "\n");
+	}
+	if (n->n_attrs) {
+		sh_printf(s, "attributes\n");
+		struct sh_table t;
+		sh_table_init(&t, 3, "", "", "");
+		for (int i = 0; i < n->n_attrs; i++)
+			sh_table_row(&t, sh_esc(n->attrs[i].name), ir_attr_type_name(n->attrs[i].type),
+				     sh_esc(ir_attr_str(&n->attrs[i], buf, sizeof(buf))));
+		for (int i = 0; i < t.rows; i++) {
+			char *c = t.cells[i * 3];
+			char *ind = malloc(strlen(c) + 3);
+			if (ind) {
+				sprintf(ind, "  %s", c);
+				free(c);
+				t.cells[i * 3] = ind;
+			}
+		}
+		sh_table_print(s, &t, false);
+		sh_table_free(&t);
+	}
+	for (int pass = 0; pass < 3; pass++) {
+		int count = pass == 0 ? n->n_inputs : pass == 1 ? n->n_implicit : n->n_outputs;
+		if (!count)
+			continue;
+		sh_printf(s, "%s\n", pass == 0 ? "inputs" : pass == 1 ? "implicit inputs (read by subgraphs)" : "outputs");
+		struct sh_table t;
+		sh_table_init(&t, 4, "", "", "", "");
+		for (int i = 0; i < count; i++) {
+			struct ir_value *v = pass == 0 ? n->inputs[i] : pass == 1 ? n->implicit[i] : n->outputs[i];
+			char idx[16];
+			snprintf(idx, sizeof(idx), "  %d", i);
+			if (!v) {
+				sh_table_row(&t, idx, "-", "", "(omitted)");
+				continue;
+			}
+			char where[512];
+			if (pass == 2) {
+				char *c = consumers(v);
+				snprintf(where, sizeof(where), "-> %s", c && *c ? c : "(unused)");
+				free(c);
+			} else {
+				value_source(v, where, sizeof(where));
+			}
+			sh_table_row(&t, idx, sh_esc(v->name), type_s(&v->type, tb, sizeof(tb)), where);
+		}
+		sh_table_print(s, &t, false);
+		sh_table_free(&t);
+	}
+	return 0;
+}
+
+/* ---- tensor ---- */
+
+static void fmt_elem(const struct ir_tensor *t, uint64_t i, char *buf, size_t size)
+{
+	if (t->dtype == IR_STRING) {
+		const struct ir_bytes *b = &t->strings[i];
+		snprintf(buf, size, "'%.*s'", (int)(b->len > 40 ? 40 : b->len), b->data);
+		return;
+	}
+	double v = ir_tensor_get_f64(t, i);
+	if (t->dtype == IR_BOOL)
+		snprintf(buf, size, "%s", v != 0 ? "true" : "false");
+	else if (ir_dtype_is_int(t->dtype))
+		snprintf(buf, size, "%.0f", v);
+	else if (t->dtype == IR_COMPLEX64 || t->dtype == IR_COMPLEX128) {
+		double im = t->dtype == IR_COMPLEX64 ? ir_elem_to_f64(IR_FLOAT, ir_tensor_data(t), 2 * i + 1)
+						     : ir_elem_to_f64(IR_DOUBLE, ir_tensor_data(t), 2 * i + 1);
+		snprintf(buf, size, "%.6g%+.6gi", v, im);
+	} else
+		snprintf(buf, size, "%.6g", v);
+}
+
+static const struct ir_tensor *tensor_of(const struct ir_value *v)
+{
+	if (v->sparse_init)
+		return v->sparse_init->values;
+	return ir_value_const(v);
+}
+
+int cmd_tensor(struct session *s, int argc, char **argv)
+{
+	struct sh_args a;
+	if (parse_common(s, "tensor", argc, argv, &a))
+		return -1;
+	if (a.npos != 1)
+		return sh_error(s, "usage: tensor NAME [--values=N] [--json]");
+	long nvals = 8;
+	const char *nv = sh_opt(&a, "values");
+	if (nv) {
+		char *end;
+		nvals = strtol(nv, &end, 10);
+		if (!*nv || *end || nvals < 0 || nvals > 100000)
+			return sh_error(s, "tensor: --values needs a count from 0 to 100000, not '%s'", sh_esc(nv));
+	}
+	struct ir_value *v = sh_value(s, a.pos[0]);
+	if (!v)
+		return -1;
+	const struct ir_tensor *t = tensor_of(v);
+	struct kern_stats st = { 0 };
+	bool have_stats = false;
+	if (t && t->dtype != IR_STRING && t->numel) {
+		struct ir_diag d;
+		ir_diag_init(&d);
+		if (exec_tensor_stats(t, &st, &d))
+			return sh_diag(s, &d);
+		have_stats = true;
+	}
+	char src[300], tb[256], b1[64], b2[64];
+	value_source(v, src, sizeof(src));
+	uint64_t shown = t ? (uint64_t)nvals < t->numel ? (uint64_t)nvals : t->numel : 0;
+	if (sh_flag(&a, "json")) {
+		struct sh_json j;
+		sh_json_begin(&j, s->out);
+		sh_json_obj(&j);
+		sh_json_kstr(&j, "name", v->name);
+		sh_json_kstr(&j, "source", src);
+		sh_json_key(&j, "type");
+		sh_json_type(&j, &v->type);
+		sh_json_kbool(&j, "constant", t != NULL);
+		if (t) {
+			sh_json_kstr(&j, "dtype", ir_dtype_name(t->dtype));
+			sh_json_key(&j, "shape");
+			sh_json_arr(&j);
+			for (int i = 0; i < t->rank; i++)
+				sh_json_int(&j, t->dims[i]);
+			sh_json_arr_end(&j);
+			sh_json_kuint(&j, "elements", t->numel);
+			sh_json_kuint(&j, "bytes", t->nbytes);
+			sh_json_kstr(&j, "external_file", t->ext_location);
+			if (v->sparse_init) {
+				sh_json_kuint(&j, "nonzeros", t->numel);
+			}
+			if (have_stats) {
+				sh_json_knum(&j, "min", st.min);
+				sh_json_knum(&j, "max", st.max);
+				sh_json_knum(&j, "mean", st.mean);
+				sh_json_knum(&j, "std", st.std);
+				sh_json_kuint(&j, "zeros", st.zeros);
+				sh_json_kuint(&j, "nan", st.nan);
+				sh_json_kuint(&j, "inf", st.inf);
+			}
+			sh_json_key(&j, "values");
+			sh_json_arr(&j);
+			for (uint64_t i = 0; i < shown; i++) {
+				if (t->dtype == IR_STRING)
+					sh_json_strn(&j, t->strings[i].data, t->strings[i].len);
+				else if (t->dtype == IR_BOOL)
+					sh_json_bool(&j, ir_tensor_get_f64(t, i) != 0);
+				else
+					sh_json_num(&j, ir_tensor_get_f64(t, i));
+			}
+			sh_json_arr_end(&j);
+		}
+		sh_json_obj_end(&j);
+		sh_json_end(&j);
+		return 0;
+	}
+	struct sh_table tab;
+	sh_table_init(&tab, 2, "", "");
+	sh_table_row(&tab, "tensor", sh_esc(v->name));
+	sh_table_row(&tab, "source", src);
+	if (!t) {
+		sh_table_row(&tab, "type", type_s(&v->type, tb, sizeof(tb)));
+		char *c = consumers(v);
+		sh_table_row(&tab, "used by", c && *c ? c : "(nothing)");
+		free(c);
+		sh_table_row(&tab, "data", "none stored: computed when the graph runs");
+		sh_table_print(s, &tab, false);
+		sh_table_free(&tab);
+		return 0;
+	}
+	sh_table_row(&tab, "dtype", ir_dtype_name(t->dtype));
+	if (v->sparse_init) {
+		const struct ir_sparse *sp = v->sparse_init;
+		sh_table_row(&tab, "shape", ir_dims_str(sp->rank, sp->dims, tb, sizeof(tb)));
+		snprintf(tb, sizeof(tb), "%s stored values (sparse)", sh_count(t->numel, b1, sizeof(b1)));
+		sh_table_row(&tab, "size", tb);
+	} else {
+		sh_table_row(&tab, "shape", ir_dims_str(t->rank, t->dims, tb, sizeof(tb)));
+		snprintf(tb, sizeof(tb), "%s elements, %s", sh_count(t->numel, b1, sizeof(b1)),
+			 sh_bytes(t->nbytes, b2, sizeof(b2)));
+		sh_table_row(&tab, "size", tb);
+	}
+	if (t->ext_location) {
+		snprintf(tb, sizeof(tb), "external file '%s' at offset %" PRIu64, sh_esc(t->ext_location), t->ext_offset);
+		sh_table_row(&tab, "stored", tb);
+	}
+	if (have_stats) {
+		snprintf(tb, sizeof(tb), "%.6g", st.min);
+		sh_table_row(&tab, "min", tb);
+		snprintf(tb, sizeof(tb), "%.6g", st.max);
+		sh_table_row(&tab, "max", tb);
+		snprintf(tb, sizeof(tb), "%.6g", st.mean);
+		sh_table_row(&tab, "mean", tb);
+		snprintf(tb, sizeof(tb), "%.6g", st.std);
+		sh_table_row(&tab, "std", tb);
+		snprintf(tb, sizeof(tb), "%" PRIu64, st.zeros);
+		sh_table_row(&tab, "zeros", tb);
+		snprintf(tb, sizeof(tb), "%" PRIu64 " NaN, %" PRIu64 " Inf", st.nan, st.inf);
+		sh_table_row(&tab, "nan/inf", tb);
+	}
+	if (shown) {
+		size_t cap = 64 + (size_t)shown * 24, len = 0;
+		char *vals = malloc(cap);
+		if (vals) {
+			len += (size_t)snprintf(vals, cap, "[");
+			for (uint64_t i = 0; i < shown; i++) {
+				char e[80];
+				fmt_elem(t, i, e, sizeof(e));
+				len += (size_t)snprintf(vals + len, cap - len, "%s%s", i ? ", " : "", sh_esc(e));
+				if (len >= cap)
+					break;
+			}
+			if (len < cap)
+				snprintf(vals + len, cap - len, "%s]", shown < t->numel ? ", ..." : "");
+			sh_table_row(&tab, "values", vals);
+			free(vals);
+		}
+	}
+	sh_table_print(s, &tab, false);
+	sh_table_free(&tab);
+	return 0;
+}
+
+/* ---- ops ---- */
+
+struct op_count { const char *op, *domain; int count; bool known; };
+
+static int count_ops(struct ir_graph *g, void *arg)
+{
+	struct { struct op_count *c; int n, cap; } *acc = arg;
+	ir_for_each_node(g, n) {
+		int i;
+		for (i = 0; i < acc->n; i++)
+			if (strcmp(acc->c[i].op, n->op_type) == 0 && strcmp(acc->c[i].domain, domain_s(n->domain)) == 0)
+				break;
+		if (i == acc->n) {
+			if (acc->n == acc->cap) {
+				int cap = acc->cap ? acc->cap * 2 : 32;
+				struct op_count *c = realloc(acc->c, (size_t)cap * sizeof(*c));
+				if (!c)
+					return -1;
+				acc->c = c;
+				acc->cap = cap;
+			}
+			acc->c[acc->n++] = (struct op_count){ n->op_type, domain_s(n->domain), 0, n->op != IR_OP_UNKNOWN };
+		}
+		acc->c[i].count++;
+	}
+	return 0;
+}
+
+static int cmp_count(const void *x, const void *y)
+{
+	const struct op_count *a = x, *b = y;
+	if (a->count != b->count)
+		return b->count - a->count;
+	return strcmp(a->op, b->op);
+}
+
+int cmd_ops(struct session *s, int argc, char **argv)
+{
+	struct sh_args a;
+	if (parse_common(s, "ops", argc, argv, &a))
+		return -1;
+	if (a.npos)
+		return sh_error(s, "usage: ops [--json]");
+	struct { struct op_count *c; int n, cap; } acc = { 0 };
+	if (ir_graph_walk(s->model->graph, count_ops, &acc)) {
+		free(acc.c);
+		return sh_error(s, "out of memory");
+	}
+	qsort(acc.c, (size_t)acc.n, sizeof(*acc.c), cmp_count);
+	int total = 0;
+	for (int i = 0; i < acc.n; i++)
+		total += acc.c[i].count;
+	if (sh_flag(&a, "json")) {
+		struct sh_json j;
+		sh_json_begin(&j, s->out);
+		sh_json_arr(&j);
+		for (int i = 0; i < acc.n; i++) {
+			sh_json_obj(&j);
+			sh_json_kstr(&j, "op", acc.c[i].op);
+			sh_json_kstr(&j, "domain", acc.c[i].domain);
+			sh_json_kint(&j, "count", acc.c[i].count);
+			sh_json_kbool(&j, "known", acc.c[i].known);
+			sh_json_obj_end(&j);
+		}
+		sh_json_arr_end(&j);
+		sh_json_end(&j);
+	} else {
+		struct sh_table t;
+		sh_table_init(&t, 4, "op", "domain", ">count", ">share");
+		for (int i = 0; i < acc.n; i++) {
+			char c[32], sh[32], opn[160];
+			snprintf(c, sizeof(c), "%d", acc.c[i].count);
+			snprintf(sh, sizeof(sh), "%.1f%%", 100.0 * acc.c[i].count / (total ? total : 1));
+			snprintf(opn, sizeof(opn), "%s%s", sh_esc(acc.c[i].op), acc.c[i].known ? "" : " (unknown)");
+			sh_table_row(&t, opn, sh_esc(acc.c[i].domain), c, sh);
+		}
+		sh_table_print(s, &t, true);
+		sh_table_free(&t);
+		sh_printf(s, "%d nodes, %d op types\n", total, acc.n);
+	}
+	free(acc.c);
+	return 0;
+}
+
+/* ---- inputs / outputs ---- */
+
+static int list_io(struct session *s, int argc, char **argv, bool inputs)
+{
+	struct sh_args a;
+	const char *cmd = inputs ? "inputs" : "outputs";
+	if (parse_common(s, cmd, argc, argv, &a))
+		return -1;
+	if (a.npos)
+		return sh_error(s, "usage: %s [--json]", cmd);
+	const struct ir_graph *g = s->model->graph;
+	int n = inputs ? g->n_inputs : g->n_outputs;
+	struct ir_value *const *vals = inputs ? g->inputs : g->outputs;
+	if (sh_flag(&a, "json")) {
+		struct sh_json j;
+		sh_json_begin(&j, s->out);
+		sh_json_arr(&j);
+		for (int i = 0; i < n; i++) {
+			sh_json_obj(&j);
+			sh_json_kstr(&j, "name", vals[i]->name);
+			sh_json_key(&j, "type");
+			sh_json_type(&j, &vals[i]->type);
+			if (inputs)
+				sh_json_kbool(&j, "has_initializer", vals[i]->init != NULL);
+			else {
+				sh_json_key(&j, "producer");
+				if (vals[i]->producer)
+					sh_json_int(&j, vals[i]->producer->id);
+				else
+					sh_json_null(&j);
+			}
+			sh_json_obj_end(&j);
+		}
+		sh_json_arr_end(&j);
+		sh_json_end(&j);
+		return 0;
+	}
+	struct sh_table t;
+	sh_table_init(&t, 4, "name", "dtype", "shape", inputs ? "note" : "from");
+	for (int i = 0; i < n; i++) {
+		const struct ir_type *ty = &vals[i]->type;
+		char shape[256] = "", note[300] = "";
+		if (ty->kind == IR_TYPE_TENSOR || ty->kind == IR_TYPE_SPARSE_TENSOR) {
+			char full[300];
+			ir_type_str(ty, full, sizeof(full));
+			const char *br = strchr(full, '[');
+			snprintf(shape, sizeof(shape), "%s", br ? br : "");
+		} else {
+			ir_type_str(ty, shape, sizeof(shape));
+		}
+		if (inputs && vals[i]->init)
+			snprintf(note, sizeof(note), "has an initializer (default value)");
+		if (!inputs)
+			value_source(vals[i], note, sizeof(note));
+		sh_table_row(&t, sh_esc(vals[i]->name),
+			     ty->kind == IR_TYPE_TENSOR || ty->kind == IR_TYPE_SPARSE_TENSOR ? (ty->elem ? ir_dtype_name(ty->elem) : "?") : "",
+			     shape, note);
+	}
+	sh_table_print(s, &t, true);
+	sh_table_free(&t);
+	return 0;
+}
+
+int cmd_inputs(struct session *s, int argc, char **argv)
+{
+	return list_io(s, argc, argv, true);
+}
+
+int cmd_outputs(struct session *s, int argc, char **argv)
+{
+	return list_io(s, argc, argv, false);
+}

@@ -1,0 +1,233 @@
+/*
+ * cmd_session.c - help, load, save, source, set, quit.
+ */
+#include "shell.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Prints text wrapped at 76 columns with an indent. */
+static void wrap(struct session *s, const char *text, int ind)
+{
+	const char *p = text;
+	int col = 0;
+	while (*p) {
+		size_t w = strcspn(p, " ");
+		if (col && col + 1 + (int)w > 76) {
+			fputc('\n', s->out);
+			col = 0;
+		}
+		if (!col) {
+			fprintf(s->out, "%*s", ind, "");
+			col = ind;
+		} else {
+			fputc(' ', s->out);
+			col++;
+		}
+		fwrite(p, 1, w, s->out);
+		col += (int)w;
+		p += w;
+		while (*p == ' ')
+			p++;
+	}
+	if (col)
+		fputc('\n', s->out);
+}
+
+static void help_one(struct session *s, const struct sh_cmd *c)
+{
+	sh_printf(s, "usage: %s %s\n\n", c->name, c->usage);
+	wrap(s, c->summary, 2);
+	sh_printf(s, "\n");
+	wrap(s, c->help, 2);
+	sh_printf(s, "\nexample: %s\n", c->example);
+}
+
+int cmd_help(struct session *s, int argc, char **argv)
+{
+	if (argc > 2)
+		return sh_error(s, "usage: help [COMMAND]");
+	if (argc == 2) {
+		const struct sh_cmd *c = sh_find_command(argv[1]);
+		if (!c)
+			return sh_error(s, "no command is named '%s' (type help for the list)", sh_esc(argv[1]));
+		help_one(s, c);
+		return 0;
+	}
+	sh_printf(s, "ogsh %s, the ONNX graph shell\n", OGSH_VERSION);
+	const char *groups[] = { "session", "inspect", "edit" };
+	for (size_t gi = 0; gi < sizeof(groups) / sizeof(groups[0]); gi++) {
+		sh_printf(s, "\n%s%s%s\n", sh_c(s, SH_BOLD), groups[gi], sh_c(s, SH_RESET));
+		for (int i = 0; i < sh_n_commands; i++) {
+			const struct sh_cmd *c = &sh_commands[i];
+			if (strcmp(c->group, groups[gi]) != 0 || strcmp(c->name, "exit") == 0)
+				continue;
+			sh_printf(s, "  %-16s %s\n", c->name, c->summary);
+		}
+	}
+	sh_printf(s, "\nhelp COMMAND shows one command in full. NODE is a node name, an id (n12) or #12.\n"
+		     "Several commands can go on one line separated by ';'. # starts a comment.\n");
+	return 0;
+}
+
+int cmd_load(struct session *s, int argc, char **argv)
+{
+	struct sh_args a;
+	if (sh_parse_args(s, sh_find_command("load"), argc, argv, &a))
+		return -1;
+	if (a.npos != 1)
+		return sh_error(s, "usage: load FILE");
+	if (s->dirty && !sh_confirm(s, "the model has unsaved changes: discard them?"))
+		return sh_error(s, "load cancelled");
+	struct ir_diag d;
+	ir_diag_init(&d);
+	d.max_warnings = 20;
+	struct ir_model *m = ir_model_load(a.pos[0], NULL, &d);
+	if (!m)
+		return sh_diag(s, &d);
+	sh_diag(s, &d);
+	sh_set_model(s, m, a.pos[0]);
+	struct ir_graph_totals t;
+	ir_graph_totals(m->graph, &t);
+	char b1[32], b2[32];
+	if (s->interactive)
+		sh_printf(s, "loaded %s: %d nodes, %s parameters (%s)\n", sh_esc(s->name), t.n_nodes,
+			  sh_count(t.n_params, b1, sizeof(b1)), sh_bytes(t.weight_bytes, b2, sizeof(b2)));
+	return 0;
+}
+
+int cmd_save(struct session *s, int argc, char **argv)
+{
+	struct sh_args a;
+	if (sh_parse_args(s, sh_find_command("save"), argc, argv, &a))
+		return -1;
+	if (!sh_need_model(s))
+		return -1;
+	struct ir_save_opts o = { .force = sh_flag(&a, "force") };
+	const char *path;
+	if (a.npos == 1) {
+		path = a.pos[0];
+	} else if (a.npos == 0 && o.force && s->model->path) {
+		path = s->model->path;
+	} else {
+		return sh_error(s, "usage: save FILE [--force] [--external] [--embed] (save --force alone writes back to the loaded file)");
+	}
+	if (sh_flag(&a, "external") && sh_flag(&a, "embed"))
+		return sh_error(s, "save: --external and --embed contradict each other");
+	o.external = sh_flag(&a, "external") ? IR_EXT_ALL : sh_flag(&a, "embed") ? IR_EXT_NONE : IR_EXT_AUTO;
+	const char *th = sh_opt(&a, "threshold");
+	if (th) {
+		char *end;
+		unsigned long long v = strtoull(th, &end, 10);
+		if (!*th || *end || th[0] == '-' || v == 0)
+			return sh_error(s, "save: --threshold needs a positive number of bytes, not '%s'", sh_esc(th));
+		o.threshold = (size_t)v;
+		if (o.external == IR_EXT_AUTO)
+			o.external = IR_EXT_ALL;
+	}
+	o.data_name = sh_opt(&a, "data");
+	if (o.data_name && o.external == IR_EXT_AUTO)
+		o.external = IR_EXT_ALL;
+	struct ir_diag d;
+	ir_diag_init(&d);
+	if (ir_model_save(s->model, path, &o, &d))
+		return sh_diag(s, &d);
+	sh_diag(s, &d);
+	s->dirty = false;
+	if (s->interactive) {
+		struct stat st;
+		char b[32];
+		if (stat(path, &st) == 0)
+			sh_printf(s, "saved %s (%s)\n", sh_esc(path), sh_bytes((uint64_t)st.st_size, b, sizeof(b)));
+	}
+	return 0;
+}
+
+int cmd_source(struct session *s, int argc, char **argv)
+{
+	struct sh_args a;
+	if (sh_parse_args(s, sh_find_command("source"), argc, argv, &a))
+		return -1;
+	if (a.npos != 1)
+		return sh_error(s, "usage: source FILE");
+	bool was = s->interactive;
+	s->interactive = false;   /* scripts never ask questions */
+	int rc = sh_run_file(s, a.pos[0]);
+	s->interactive = was;
+	return rc;
+}
+
+static const char *on_off(bool v)
+{
+	return v ? "on" : "off";
+}
+
+static int parse_bool(struct session *s, const char *name, const char *v, bool *out)
+{
+	if (strcmp(v, "on") == 0 || strcmp(v, "true") == 0 || strcmp(v, "1") == 0)
+		*out = true;
+	else if (strcmp(v, "off") == 0 || strcmp(v, "false") == 0 || strcmp(v, "0") == 0)
+		*out = false;
+	else
+		return sh_error(s, "set %s: expected on or off, not '%s'", name, sh_esc(v));
+	return 0;
+}
+
+int cmd_set(struct session *s, int argc, char **argv)
+{
+	struct sh_args a;
+	if (sh_parse_args(s, sh_find_command("set"), argc, argv, &a))
+		return -1;
+	if (a.npos == 0) {
+		sh_printf(s, "on-error  %s\ntimer     %s\ncolor     %s\n", s->on_error_continue ? "continue" : "stop",
+			  on_off(s->timer), on_off(s->color));
+		return 0;
+	}
+	const char *name = a.pos[0], *v = a.npos > 1 ? a.pos[1] : NULL;
+	if (a.npos > 2)
+		return sh_error(s, "usage: set [NAME [VALUE]]");
+	if (strcmp(name, "on-error") == 0) {
+		if (!v)
+			sh_printf(s, "on-error  %s\n", s->on_error_continue ? "continue" : "stop");
+		else if (strcmp(v, "continue") == 0)
+			s->on_error_continue = true;
+		else if (strcmp(v, "stop") == 0)
+			s->on_error_continue = false;
+		else
+			return sh_error(s, "set on-error: expected stop or continue, not '%s'", sh_esc(v));
+		return 0;
+	}
+	if (strcmp(name, "timer") == 0) {
+		if (!v) {
+			sh_printf(s, "timer     %s\n", on_off(s->timer));
+			return 0;
+		}
+		return parse_bool(s, name, v, &s->timer);
+	}
+	if (strcmp(name, "color") == 0) {
+		if (!v) {
+			sh_printf(s, "color     %s\n", on_off(s->color));
+			return 0;
+		}
+		if (strcmp(v, "auto") == 0) {
+			s->color = sh_color_auto();
+			return 0;
+		}
+		return parse_bool(s, name, v, &s->color);
+	}
+	return sh_error(s, "unknown setting '%s' (settings: on-error, timer, color)", sh_esc(name));
+}
+
+int cmd_quit(struct session *s, int argc, char **argv)
+{
+	struct sh_args a;
+	if (sh_parse_args(s, sh_find_command("quit"), argc, argv, &a))
+		return -1;
+	if (a.npos)
+		return sh_error(s, "usage: quit [--force]");
+	if (s->dirty && !sh_flag(&a, "force") && !sh_confirm(s, "the model has unsaved changes: quit anyway?"))
+		return 0;
+	s->quit = true;
+	return 0;
+}

@@ -1,0 +1,108 @@
+/*
+ * commands.c - the command table: dispatch, `help`, completion and
+ * docs/commands.md are all made from it.
+ *
+ * To add a command: write cmd_NAME in a cmd_*.c file, declare it in
+ * shell.h, add a row here (options it takes, what its arguments complete
+ * to), add a golden script test in tests/script/, and regenerate
+ * docs/commands.md with `build/ogsh --doc > docs/commands.md`.
+ */
+#include "shell.h"
+
+#include <string.h>
+
+const struct sh_cmd sh_commands[] = {
+	{ "help", cmd_help, "[COMMAND]", "list commands, or describe one",
+	  "With no argument, lists every command with a one-line summary. With a command name, "
+	  "shows its usage, what it does, its options and an example.",
+	  "help save", "", SH_C_COMMAND, 0, "session" },
+	{ "load", cmd_load, "FILE", "open an ONNX model, replacing the current one",
+	  "Maps FILE, checks it and builds the editable graph. Large tensors stay in the mapped "
+	  "file until a pass changes them. External data is read from the model's folder only. "
+	  "Asks before discarding unsaved changes at a terminal.",
+	  "load resnet50.onnx", "", SH_C_FILE, 0, "session" },
+	{ "save", cmd_save, "FILE [--force] [--external] [--embed] [--threshold=BYTES] [--data=NAME]",
+	  "write the model to an ONNX file",
+	  "Writes atomically: a temporary file next to FILE is written, synced and renamed over it, "
+	  "so a failed save never damages an existing file. The file the model was loaded from is "
+	  "only overwritten with --force (`save --force` alone saves back to it). --external puts "
+	  "tensors of at least --threshold bytes (default 1024) in FILE.data (or --data=NAME), "
+	  "4 KiB-aligned, written fresh; --embed keeps everything in one file. By default a model "
+	  "loaded with external data is saved with external data, and a model over 2 GB goes "
+	  "external.",
+	  "save optimized.onnx --external", "--force --external --embed --threshold= --data=",
+	  SH_C_FILE, 0, "session" },
+	{ "info", cmd_info, "[--json]", "summarise the model",
+	  "Producer, IR version, opsets, graph inputs and outputs with their types, node and "
+	  "initializer counts, parameters and weight bytes, functions and metadata.",
+	  "info", "--json", SH_C_NONE, SH_F_JSON, "inspect" },
+	{ "nodes", cmd_nodes, "[PATTERN] [--op=TYPE] [--json]", "list nodes, in order",
+	  "Lists the nodes of the main graph in execution order: id, name, op, inputs and outputs. "
+	  "PATTERN is a shell-style pattern (* ? [..]) matched against node names and ids; "
+	  "--op keeps only nodes of one op type.",
+	  "nodes --op=Conv", "--op= --json", SH_C_NODE, SH_F_JSON, "inspect" },
+	{ "show", cmd_show, "NODE [--json]", "show one node in detail",
+	  "Shows a node's op, domain, attributes, and each input and output with its type, "
+	  "producer and consumers. NODE is a node name, an id such as n12, or #12.",
+	  "show conv1", "--json", SH_C_NODE, SH_F_JSON, "inspect" },
+	{ "tensor", cmd_tensor, "NAME [--values=N] [--json]", "show a tensor and its statistics",
+	  "For an initializer or a Constant's output: dtype, shape, size, min/max/mean/std, "
+	  "NaN/Inf/zero counts and the first values (--values, default 8). For other values: "
+	  "the type and where the value comes from.",
+	  "tensor conv1.weight", "--values= --json", SH_C_VALUE, SH_F_JSON, "inspect" },
+	{ "ops", cmd_ops, "[--json]", "count nodes per op type",
+	  "A histogram of op types over the main graph and its subgraphs, most frequent first. "
+	  "Ops ogsh does not know are marked.",
+	  "ops", "--json", SH_C_NONE, SH_F_JSON, "inspect" },
+	{ "inputs", cmd_inputs, "[--json]", "list the graph inputs",
+	  "Graph inputs with their element type and shape; symbolic dimensions keep their names. "
+	  "Inputs that also have an initializer (a default value) are marked.",
+	  "inputs", "--json", SH_C_NONE, SH_F_JSON, "inspect" },
+	{ "outputs", cmd_outputs, "[--json]", "list the graph outputs",
+	  "Graph outputs with their element type, shape and the node that computes them.",
+	  "outputs", "--json", SH_C_NONE, SH_F_JSON, "inspect" },
+	{ "rm", cmd_rm, "NODE", "remove a node, rewiring its consumers",
+	  "Removes a node. If its outputs are used, the node must have one data input (other "
+	  "inputs constant or absent) and one used output: consumers are rewired to read its "
+	  "input instead. A removed node that produced a graph output hands the output's name to "
+	  "its input.",
+	  "rm dropout1", "", SH_C_NODE, SH_F_MODIFIES, "edit" },
+	{ "rename", cmd_rename, "OLD NEW [--node] [--value]", "rename a node or a tensor",
+	  "Renames the node or value called OLD. If both a node and a value have that name, say "
+	  "which with --node or --value. Renaming a value renames it everywhere it is read, "
+	  "subgraphs included.",
+	  "rename conv1 stem_conv", "--node --value", SH_C_ANY, SH_F_MODIFIES, "edit" },
+	{ "set-attr", cmd_set_attr, "NODE NAME=VALUE...", "set or change node attributes",
+	  "VALUE is an int (3), a float (0.5), a list ([1,1,2,2] or [0.5,1.0]), or a string "
+	  "('NOTSET' or text). An existing attribute keeps its type; force one with NAME:TYPE=VALUE "
+	  "(int, float, string, ints, floats, strings). NAME= with no value removes the attribute.",
+	  "set-attr pool strides=[1,1] auto_pad=NOTSET", "", SH_C_NODE, SH_F_MODIFIES, "edit" },
+	{ "set-input-shape", cmd_set_input_shape, "NAME DIMS", "give a graph input a new shape",
+	  "DIMS is 1x3x224x224, batch,3,224,224 or [batch,3,?,?]: numbers, symbolic names "
+	  "(use commas with names) and ? for unknown. The element type is kept.",
+	  "set-input-shape image 1x3x32x32", "", SH_C_VALUE, SH_F_MODIFIES, "edit" },
+	{ "source", cmd_source, "FILE", "run the commands in a script file",
+	  "Runs FILE line by line, as `ogsh -f FILE` would. An error stops the script (and reports "
+	  "FILE:LINE) unless `set on-error continue`. Scripts may source others, 16 deep at most.",
+	  "source scripts/inspect.ogs", "", SH_C_FILE, 0, "session" },
+	{ "set", cmd_set, "[NAME [VALUE]]", "show or change a setting",
+	  "Settings: on-error stop|continue (what a script does after an error), timer on|off "
+	  "(print each command's wall time), color auto|on|off. With no argument, lists them.",
+	  "set on-error continue", "", SH_C_SETTING, 0, "session" },
+	{ "quit", cmd_quit, "[--force]", "leave ogsh",
+	  "Leaves the shell. At a terminal, asks first when there are unsaved changes "
+	  "(--force does not ask). `exit` and Ctrl-D do the same.",
+	  "quit", "--force", SH_C_NONE, 0, "session" },
+	{ "exit", cmd_quit, "[--force]", "leave ogsh (same as quit)",
+	  "Same as quit.", "exit", "--force", SH_C_NONE, 0, "session" },
+};
+
+const int sh_n_commands = (int)(sizeof(sh_commands) / sizeof(sh_commands[0]));
+
+const struct sh_cmd *sh_find_command(const char *name)
+{
+	for (int i = 0; i < sh_n_commands; i++)
+		if (strcmp(sh_commands[i].name, name) == 0)
+			return &sh_commands[i];
+	return NULL;
+}

@@ -1,0 +1,178 @@
+/*
+ * main.c - ogsh's entry point: options, the first model, and which way
+ * commands come in (keyboard, -c, -f, or a pipe on stdin).
+ */
+#include "shell.h"
+
+#include "kernels/kernels.h"
+
+#include <graphviz/cgraph.h>
+#include <graphviz/graphviz_version.h>
+#include <graphviz/gvc.h>
+#include <protobuf-c/protobuf-c.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: ogsh [options] [model.onnx]\n"
+		"\n"
+		"Opens the model (or the built-in demo CNN when none is given) in an\n"
+		"interactive shell. Commands can also come from -c, -f or a pipe.\n"
+		"\n"
+		"  -c 'CMD; CMD'   run these commands and exit (may be repeated)\n"
+		"  -f FILE.ogs     run a script and exit (may be repeated)\n"
+		"  -q              no banner\n"
+		"  --version       versions of ogsh and of the libraries it uses\n"
+		"  --doc           the command reference in Markdown (docs/commands.md)\n"
+		"  --help          this text\n"
+		"\n"
+		"In scripts an error prints FILE:LINE: error: ... and stops with exit\n"
+		"status 1, unless the script says `set on-error continue`.\n");
+}
+
+static void print_version(void)
+{
+	printf("ogsh %s\n", OGSH_VERSION);
+	printf("protobuf-c %s\n", protobuf_c_version());
+	printf("graphviz %s\n", PACKAGE_VERSION);
+	struct kern_cuda_info ci;
+	kern_cuda_info(&ci);
+	if (!ci.compiled) {
+		printf("cuda: not built in (CPU only)\n");
+		return;
+	}
+	printf("cuda runtime %d.%d, cudnn %ld.%ld.%ld, cublasLt %d\n", ci.runtime_version / 1000,
+	       ci.runtime_version % 1000 / 10, ci.cudnn_version / 10000, ci.cudnn_version / 100 % 100,
+	       ci.cudnn_version % 100, ci.cublas_version);
+	if (!ci.driver_version)
+		printf("cuda driver: none found (GPU commands will not be available)\n");
+	else
+		printf("cuda driver %d.%d, %d device%s%s%s\n", ci.driver_version / 1000, ci.driver_version % 1000 / 10,
+		       ci.device_count, ci.device_count == 1 ? "" : "s", ci.device_count ? ": " : "", ci.device_name);
+}
+
+/* docs/commands.md, made from the command table */
+static void print_doc(void)
+{
+	printf("# ogsh commands\n\n");
+	printf("Generated from the command table by `ogsh --doc`; `help COMMAND` in the shell shows the same text.\n");
+	printf("A test fails when this file and the table disagree.\n\n");
+	printf("| command | summary |\n|---|---|\n");
+	for (int i = 0; i < sh_n_commands; i++)
+		printf("| [`%s`](#%s) | %s |\n", sh_commands[i].name, sh_commands[i].name, sh_commands[i].summary);
+	for (int i = 0; i < sh_n_commands; i++) {
+		const struct sh_cmd *c = &sh_commands[i];
+		printf("\n## %s\n\n```\n%s %s\n```\n\n%s.\n\n%s\n\nExample: `%s`\n", c->name, c->name, c->usage,
+		       c->summary, c->help, c->example);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct session s = { .out = stdout };
+	s.color = sh_color_auto();
+	const char *model_path = NULL;
+	struct { bool file; const char *text; } jobs[64];
+	int njobs = 0;
+	bool quiet = false;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+			usage(stdout);
+			return 0;
+		}
+		if (strcmp(a, "--version") == 0) {
+			print_version();
+			return 0;
+		}
+		if (strcmp(a, "--doc") == 0) {
+			print_doc();
+			return 0;
+		}
+		if (strcmp(a, "-q") == 0) {
+			quiet = true;
+			continue;
+		}
+		if (strcmp(a, "-c") == 0 || strcmp(a, "-f") == 0) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "ogsh: %s needs an argument\n", a);
+				return 2;
+			}
+			if (njobs == 64) {
+				fprintf(stderr, "ogsh: too many -c/-f options\n");
+				return 2;
+			}
+			jobs[njobs].file = a[1] == 'f';
+			jobs[njobs++].text = argv[++i];
+			continue;
+		}
+		if (a[0] == '-' && a[1]) {
+			fprintf(stderr, "ogsh: unknown option '%s'\n", a);
+			usage(stderr);
+			return 2;
+		}
+		if (model_path) {
+			fprintf(stderr, "ogsh: only one model can be given ('%s' and '%s')\n", model_path, a);
+			return 2;
+		}
+		model_path = a;
+	}
+
+	sh_install_signals();
+	if (model_path) {
+		struct ir_diag d;
+		ir_diag_init(&d);
+		d.max_warnings = 20;
+		struct ir_model *m = ir_model_load(model_path, NULL, &d);
+		if (!m) {
+			sh_diag(&s, &d);
+			return 1;
+		}
+		sh_diag(&s, &d);
+		sh_set_model(&s, m, model_path);
+	} else {
+		struct ir_model *m = ir_demo_model();
+		if (!m) {
+			fprintf(stderr, "ogsh: out of memory building the demo model\n");
+			return 1;
+		}
+		sh_set_model(&s, m, "demo");
+	}
+
+	int rc = 0;
+	if (njobs) {
+		for (int i = 0; i < njobs && !s.quit; i++) {
+			if (jobs[i].file) {
+				rc = sh_run_file(&s, jobs[i].text);
+			} else {
+				FILE *f = fmemopen((void *)jobs[i].text, strlen(jobs[i].text), "r");
+				if (!f) {
+					fprintf(stderr, "ogsh: out of memory\n");
+					rc = -1;
+				} else {
+					rc = sh_run_stream(&s, f, "-c");
+					fclose(f);
+				}
+			}
+			if (rc && !s.on_error_continue)
+				break;
+		}
+	} else if (isatty(STDIN_FILENO)) {
+		s.interactive = true;
+		if (!quiet)
+			printf("ogsh %s, the ONNX graph shell. %s loaded; type help for the commands.\n", OGSH_VERSION,
+			       model_path ? sh_esc(s.name) : "The built-in demo CNN is");
+		rc = sh_repl(&s);
+	} else {
+		rc = sh_run_stream(&s, stdin, "<stdin>");
+	}
+	fflush(stdout);
+	ir_model_free(s.model);
+	free(s.name);
+	if (s.exit_code)
+		return s.exit_code;
+	return rc || s.errors ? 1 : 0;
+}

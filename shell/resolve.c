@@ -1,0 +1,109 @@
+/*
+ * resolve.c - finding nodes and values from what a user typed, and the
+ * session's model.
+ */
+#include "shell.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+bool sh_need_model(struct session *s)
+{
+	if (s->model && s->model->graph)
+		return true;
+	sh_error(s, "no model is loaded (use load FILE)");
+	return false;
+}
+
+static int parse_id(const char *ref)
+{
+	const char *p = ref;
+	if (*p == '#' || *p == 'n')
+		p++;
+	else
+		return -1;
+	if (!*p || strlen(p) > 9)
+		return -1;
+	int id = 0;
+	for (; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -1;
+		id = id * 10 + (*p - '0');
+	}
+	return id;
+}
+
+struct ir_node *sh_node(struct session *s, const char *ref)
+{
+	if (!sh_need_model(s))
+		return NULL;
+	struct ir_graph *g = s->model->graph;
+	if (ref[0] != '#') {
+		int count = 0;
+		struct ir_node *n = ir_node_by_name(g, ref, &count);
+		if (n && count > 1) {
+			sh_error(s, "%d nodes are named '%s': use an id (first is n%d)", count, sh_esc(ref), n->id);
+			return NULL;
+		}
+		if (n)
+			return n;
+	}
+	int id = parse_id(ref);
+	struct ir_node *n = id >= 0 ? ir_node_by_id(g, id) : NULL;
+	if (n)
+		return n;
+	if (id >= 0)
+		sh_error(s, "no node has id %s", sh_esc(ref));
+	else if (ir_value_find(g, ref))
+		sh_error(s, "no node is named '%s' (a tensor is: try tensor %s)", sh_esc(ref), sh_esc(ref));
+	else
+		sh_error(s, "no node is named '%s'", sh_esc(ref));
+	return NULL;
+}
+
+struct ir_value *sh_value(struct session *s, const char *name)
+{
+	if (!sh_need_model(s))
+		return NULL;
+	struct ir_value *v = ir_value_find(s->model->graph, name);
+	if (v && !v->outer)
+		return v;
+	if (ir_node_by_name(s->model->graph, name, NULL))
+		sh_error(s, "no tensor is named '%s' (a node is: try show %s)", sh_esc(name), sh_esc(name));
+	else
+		sh_error(s, "no tensor is named '%s'", sh_esc(name));
+	return NULL;
+}
+
+const char *sh_node_desc(const struct ir_node *n, char *buf, size_t size)
+{
+	if (n->name && *n->name)
+		snprintf(buf, size, "'%s' (n%d, %s)", sh_esc(n->name), n->id, sh_esc(n->op_type));
+	else
+		snprintf(buf, size, "n%d (%s)", n->id, sh_esc(n->op_type));
+	return buf;
+}
+
+void sh_set_model(struct session *s, struct ir_model *m, const char *name)
+{
+	ir_model_free(s->model);
+	s->model = m;
+	free(s->name);
+	const char *base = strrchr(name, '/');
+	s->name = strdup(base && base[1] ? base + 1 : name);
+	s->dirty = false;
+	s->stage = 0;
+}
+
+bool sh_confirm(struct session *s, const char *question)
+{
+	if (!s->interactive || !isatty(STDIN_FILENO))
+		return true;
+	fprintf(stderr, "%s [y/N] ", question);
+	fflush(stderr);
+	char buf[32];
+	if (!fgets(buf, sizeof(buf), stdin))
+		return false;
+	return buf[0] == 'y' || buf[0] == 'Y';
+}

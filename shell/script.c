@@ -1,0 +1,323 @@
+/*
+ * script.c - words, options, and running commands from a line, a stream or
+ * a file. The keyboard, `-c`, `-f`, stdin and `source` all go through
+ * sh_run_line, so a script does exactly what typing it would.
+ */
+#include "shell.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define SH_MAX_LINE (1 << 20)
+
+int sh_split(const char *line, char *buf, size_t bufsize, char **argv, int max, const char **rest,
+	     const char **err)
+{
+	const char *p = line;
+	size_t o = 0;
+	int argc = 0;
+	*rest = NULL;
+	*err = NULL;
+	for (;;) {
+		while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
+			p++;
+		if (!*p || *p == '#')
+			return argc;
+		if (*p == ';') {
+			*rest = p + 1;
+			return argc;
+		}
+		if (argc == max) {
+			*err = "too many words";
+			return -1;
+		}
+		argv[argc++] = buf + o;
+		while (*p && *p != ' ' && *p != '\t' && *p != '\r' && *p != '\n' && *p != ';') {
+			if (o + 2 >= bufsize) {
+				*err = "line too long";
+				return -1;
+			}
+			if (*p == '\'') {
+				const char *q = strchr(p + 1, '\'');
+				if (!q) {
+					*err = "a ' quote is not closed";
+					return -1;
+				}
+				size_t n = (size_t)(q - p - 1);
+				if (o + n + 2 >= bufsize) {
+					*err = "line too long";
+					return -1;
+				}
+				memcpy(buf + o, p + 1, n);
+				o += n;
+				p = q + 1;
+			} else if (*p == '"') {
+				p++;
+				while (*p && *p != '"') {
+					if (*p == '\\' && (p[1] == '"' || p[1] == '\\'))
+						p++;
+					if (o + 2 >= bufsize) {
+						*err = "line too long";
+						return -1;
+					}
+					buf[o++] = *p++;
+				}
+				if (*p != '"') {
+					*err = "a \" quote is not closed";
+					return -1;
+				}
+				p++;
+			} else if (*p == '\\' && p[1]) {
+				buf[o++] = p[1];
+				p += 2;
+			} else {
+				buf[o++] = *p++;
+			}
+		}
+		buf[o++] = 0;
+	}
+}
+
+/* ---- options ---- */
+
+/* Finds `name` (without dashes) in the option list; *takes_value set. */
+static bool find_option(const char *list, const char *name, size_t len, bool *takes_value)
+{
+	const char *p = list;
+	while (p && *p) {
+		while (*p == ' ')
+			p++;
+		if (p[0] != '-' || p[1] != '-')
+			break;
+		p += 2;
+		size_t n = strcspn(p, " =");
+		bool val = p[n] == '=';
+		if (n == len && strncmp(p, name, len) == 0) {
+			*takes_value = val;
+			return true;
+		}
+		p += n + (val ? 1 : 0);
+	}
+	return false;
+}
+
+int sh_parse_args(struct session *s, const struct sh_cmd *c, int argc, char **argv, struct sh_args *a)
+{
+	memset(a, 0, sizeof(*a));
+	bool opts_done = false;
+	for (int i = 1; i < argc; i++) {
+		char *arg = argv[i];
+		if (!opts_done && strcmp(arg, "--") == 0) {
+			opts_done = true;
+			continue;
+		}
+		if (opts_done || arg[0] != '-' || arg[1] != '-' || !arg[2]) {
+			if (a->npos == SH_MAX_ARGS)
+				return sh_error(s, "%s: too many arguments", c->name);
+			a->pos[a->npos++] = arg;
+			continue;
+		}
+		const char *name = arg + 2;
+		const char *eq = strchr(name, '=');
+		size_t len = eq ? (size_t)(eq - name) : strlen(name);
+		bool takes;
+		if (!find_option(c->options, name, len, &takes))
+			return sh_error(s, "%s has no option '--%.*s' (see: help %s)", c->name, (int)len, name, c->name);
+		const char *val = NULL;
+		if (takes) {
+			if (eq)
+				val = eq + 1;
+			else if (i + 1 < argc)
+				val = argv[++i];
+			else
+				return sh_error(s, "%s: option --%.*s needs a value", c->name, (int)len, name);
+		} else if (eq) {
+			return sh_error(s, "%s: option --%.*s takes no value", c->name, (int)len, name);
+		}
+		if (a->nopt == 32)
+			return sh_error(s, "%s: too many options", c->name);
+		a->opt_name[a->nopt] = name;
+		a->opt_val[a->nopt++] = val;
+		/* the stored name ends at '=' or the end: cut it at '=' in place */
+		if (eq)
+			*(char *)eq = 0;
+	}
+	return 0;
+}
+
+bool sh_flag(const struct sh_args *a, const char *name)
+{
+	for (int i = 0; i < a->nopt; i++)
+		if (strcmp(a->opt_name[i], name) == 0)
+			return true;
+	return false;
+}
+
+const char *sh_opt(const struct sh_args *a, const char *name)
+{
+	const char *v = NULL;
+	for (int i = 0; i < a->nopt; i++)
+		if (strcmp(a->opt_name[i], name) == 0)
+			v = a->opt_val[i];   /* the last one wins */
+	return v;
+}
+
+/* ---- dispatch ---- */
+
+static int edit_distance(const char *a, const char *b)
+{
+	int la = (int)strlen(a), lb = (int)strlen(b);
+	if (la > 40 || lb > 40)
+		return 99;
+	int d[41][41];
+	for (int i = 0; i <= la; i++)
+		d[i][0] = i;
+	for (int j = 0; j <= lb; j++)
+		d[0][j] = j;
+	for (int i = 1; i <= la; i++)
+		for (int j = 1; j <= lb; j++) {
+			int c = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+			if (d[i - 1][j] + 1 < c)
+				c = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < c)
+				c = d[i][j - 1] + 1;
+			d[i][j] = c;
+		}
+	return d[la][lb];
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int dispatch(struct session *s, int argc, char **argv)
+{
+	const struct sh_cmd *c = sh_find_command(argv[0]);
+	if (!c) {
+		const char *best = NULL;
+		int bd = 3;
+		for (int i = 0; i < sh_n_commands; i++) {
+			int dd = edit_distance(argv[0], sh_commands[i].name);
+			if (dd < bd) {
+				bd = dd;
+				best = sh_commands[i].name;
+			}
+		}
+		if (best)
+			return sh_error(s, "unknown command '%s' (did you mean '%s'? type help for the list)",
+					sh_esc(argv[0]), best);
+		return sh_error(s, "unknown command '%s' (type help for the list)", sh_esc(argv[0]));
+	}
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			char *hargv[2] = { (char *)"help", (char *)c->name };
+			return cmd_help(s, 2, hargv);
+		}
+	double t0 = s->timer ? now() : 0;
+	ir_interrupted = 0;
+	int rc = c->fn(s, argc, argv);
+	fflush(s->out);
+	if (s->timer)
+		fprintf(stderr, "time: %.3f s\n", now() - t0);
+	if (ir_interrupted && rc == 0) {
+		/* the command finished anyway: nothing to report */
+	}
+	ir_interrupted = 0;
+	return rc;
+}
+
+int sh_run_line(struct session *s, const char *line)
+{
+	size_t len = strlen(line);
+	if (len > SH_MAX_LINE)
+		return sh_error(s, "line too long (%zu bytes)", len);
+	char *buf = malloc(len + 2);
+	char **argv = malloc(SH_MAX_ARGS * sizeof(char *));
+	if (!buf || !argv) {
+		free(buf);
+		free(argv);
+		return sh_error(s, "out of memory");
+	}
+	int rc = 0;
+	const char *p = line;
+	while (p && !s->quit) {
+		const char *rest, *err;
+		int argc = sh_split(p, buf, len + 2, argv, SH_MAX_ARGS, &rest, &err);
+		if (argc < 0) {
+			rc = sh_error(s, "%s", err);
+			break;
+		}
+		if (argc > 0) {
+			int r = dispatch(s, argc, argv);
+			if (r) {
+				rc = r;
+				s->errors++;
+				if (!s->on_error_continue || s->interactive)
+					break;
+			}
+		}
+		p = rest;
+	}
+	free(buf);
+	free(argv);
+	return rc;
+}
+
+int sh_run_stream(struct session *s, FILE *f, const char *name)
+{
+	struct sh_source src = { name, 0, s->src };
+	s->src = &src;
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	int rc = 0;
+	while (!s->quit && (n = getline(&line, &cap, f)) >= 0) {
+		src.line++;
+		if (memchr(line, 0, (size_t)n)) {
+			rc = sh_error(s, "the line has a NUL byte (is this a binary file?)");
+			s->errors++;
+			if (!s->on_error_continue)
+				break;
+			continue;
+		}
+		int r = sh_run_line(s, line);
+		if (r) {
+			rc = r;
+			if (!s->on_error_continue)
+				break;
+		}
+		if (ir_interrupted) {
+			rc = sh_error(s, "interrupted");
+			break;
+		}
+	}
+	free(line);
+	s->src = src.up;
+	return rc;
+}
+
+int sh_run_file(struct session *s, const char *path)
+{
+	if (s->depth >= SH_MAX_SOURCE_DEPTH)
+		return sh_error(s, "cannot source '%s': scripts nested more than %d deep", sh_esc(path),
+				SH_MAX_SOURCE_DEPTH);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return sh_error(s, "cannot open '%s': %s", sh_esc(path), strerror(errno));
+	struct stat st;
+	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+		fclose(f);
+		return sh_error(s, "cannot source '%s': it is a folder", sh_esc(path));
+	}
+	s->depth++;
+	int rc = sh_run_stream(s, f, path);
+	s->depth--;
+	fclose(f);
+	return rc;
+}

@@ -1,0 +1,213 @@
+/*
+ * shell.h - the REPL, commands and scripts (private to shell/).
+ */
+#ifndef OGSH_SHELL_H
+#define OGSH_SHELL_H
+
+#include "ir/ir.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#define OGSH_VERSION "0.1.0"
+#define SH_MAX_ARGS 256
+#define SH_MAX_SOURCE_DEPTH 16
+
+/* Where the current command came from, for "FILE:LINE: error: ..." */
+struct sh_source {
+	const char *name;   /* script path, "-c", "<stdin>"; NULL: the keyboard */
+	int line;
+	struct sh_source *up;
+};
+
+struct session {
+	struct ir_model *model;
+	char *name;            /* shown in the prompt: file name or "demo" */
+	bool dirty;            /* changed since loaded or saved */
+	int stage;             /* stage number (the stage history comes with the passes) */
+
+	bool on_error_continue;
+	bool timer;
+	bool color;            /* stdout is a terminal and NO_COLOR is unset */
+	bool interactive;      /* commands come from a person at a terminal */
+	bool quit;
+	int exit_code;
+	int errors;            /* errors so far (scripts with on-error continue) */
+
+	struct sh_source *src;
+	int depth;             /* source nesting */
+	FILE *out;
+};
+
+/* ---- the command table (commands.c) ---- */
+
+enum sh_complete {
+	SH_C_NONE = 0,
+	SH_C_FILE,        /* file paths */
+	SH_C_NODE,        /* node names and ids */
+	SH_C_VALUE,       /* tensor (value) names */
+	SH_C_ANY,         /* nodes and values */
+	SH_C_COMMAND,     /* command names */
+	SH_C_SETTING,     /* settings of `set` */
+};
+
+/* Command flags */
+enum {
+	SH_F_JSON = 1 << 0,      /* takes --json */
+	SH_F_MODIFIES = 1 << 1,  /* changes the model */
+};
+
+struct sh_cmd {
+	const char *name;
+	int (*fn)(struct session *s, int argc, char **argv);
+	const char *usage;     /* arguments, e.g. "FILE [--force]" */
+	const char *summary;   /* one line for `help` */
+	const char *help;      /* the longer text for `help CMD` */
+	const char *example;
+	const char *options;   /* "--force --external --threshold=" ('=' takes a value) */
+	enum sh_complete complete;
+	unsigned flags;
+	const char *group;     /* heading in `help` */
+};
+
+extern const struct sh_cmd sh_commands[];
+extern const int sh_n_commands;
+const struct sh_cmd *sh_find_command(const char *name);
+
+/* ---- running commands (script.c) ---- */
+
+/* Runs one line (may hold several ';'-separated commands). 0 or an error. */
+int sh_run_line(struct session *s, const char *line);
+/* Runs every line of a stream; stops at the first error unless on-error continue. */
+int sh_run_stream(struct session *s, FILE *f, const char *name);
+int sh_run_file(struct session *s, const char *path);
+/* Splits a command into words: quotes '..' ".." and backslash escapes;
+ * stops at an unquoted ';' (*rest points after it) or '#' at a word start.
+ * Returns argc, or -1 with *err set. */
+int sh_split(const char *line, char *buf, size_t bufsize, char **argv, int max, const char **rest,
+	     const char **err);
+
+/* ---- options ---- */
+
+struct sh_args {
+	int npos;
+	char *pos[SH_MAX_ARGS];
+	int nopt;
+	const char *opt_name[32];
+	const char *opt_val[32];   /* NULL for flags */
+};
+
+/* Parses argv[1..] against the command's option list; error message on unknown options. */
+int sh_parse_args(struct session *s, const struct sh_cmd *c, int argc, char **argv, struct sh_args *a);
+bool sh_flag(const struct sh_args *a, const char *name);
+const char *sh_opt(const struct sh_args *a, const char *name);
+
+/* ---- messages and output (out.c) ---- */
+
+int sh_error(struct session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sh_warn(struct session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Shows a diag: its warnings, then its error (returns -1 if there was one). */
+int sh_diag(struct session *s, struct ir_diag *d);
+void sh_printf(struct session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A name made safe for a terminal: control bytes as \xNN. Static buffer rotation (4). */
+const char *sh_esc(const char *name);
+/* "1.5 MiB", "312 B" */
+const char *sh_bytes(uint64_t n, char *buf, size_t size);
+/* "25,557,032" */
+const char *sh_count(uint64_t n, char *buf, size_t size);
+/* Colour escapes when colour is on, "" otherwise. */
+const char *sh_c(struct session *s, const char *code);
+#define SH_BOLD "1"
+#define SH_DIM "2"
+#define SH_RED "31"
+#define SH_GREEN "32"
+#define SH_YELLOW "33"
+#define SH_CYAN "36"
+#define SH_RESET "0"
+
+/* Aligned tables */
+struct sh_table {
+	int ncols;
+	const char *head[16];
+	bool right[16];     /* right-align (numbers) */
+	char **cells;       /* rows * ncols, owned */
+	int rows, cap;
+};
+void sh_table_init(struct sh_table *t, int ncols, ...);   /* headers; a leading '>' right-aligns */
+void sh_table_row(struct sh_table *t, ...);              /* ncols strings (copied) */
+void sh_table_print(struct session *s, const struct sh_table *t, bool header);
+void sh_table_free(struct sh_table *t);
+
+/* JSON writer: pretty-printed, valid UTF-8 (bad bytes become U+FFFD). */
+struct sh_json {
+	FILE *f;
+	int depth;
+	bool first[64];
+	bool key_pending;
+};
+void sh_json_begin(struct sh_json *j, FILE *f);
+void sh_json_end(struct sh_json *j);   /* final newline */
+void sh_json_obj(struct sh_json *j);
+void sh_json_obj_end(struct sh_json *j);
+void sh_json_arr(struct sh_json *j);
+void sh_json_arr_end(struct sh_json *j);
+void sh_json_key(struct sh_json *j, const char *k);
+void sh_json_str(struct sh_json *j, const char *v);     /* NULL -> null */
+void sh_json_strn(struct sh_json *j, const char *v, size_t n);
+void sh_json_int(struct sh_json *j, int64_t v);
+void sh_json_uint(struct sh_json *j, uint64_t v);
+void sh_json_num(struct sh_json *j, double v);          /* NaN/Inf -> strings "nan", "inf" */
+void sh_json_bool(struct sh_json *j, bool v);
+void sh_json_null(struct sh_json *j);
+/* key + value helpers */
+void sh_json_kstr(struct sh_json *j, const char *k, const char *v);
+void sh_json_kint(struct sh_json *j, const char *k, int64_t v);
+void sh_json_kuint(struct sh_json *j, const char *k, uint64_t v);
+void sh_json_knum(struct sh_json *j, const char *k, double v);
+void sh_json_kbool(struct sh_json *j, const char *k, bool v);
+/* a type as {"dtype":..., "shape":[...]} */
+void sh_json_type(struct sh_json *j, const struct ir_type *t);
+
+/* ---- lookups shared by commands (resolve.c) ---- */
+
+/* A node of the main graph by name, nN or #N; NULL with an error printed. */
+struct ir_node *sh_node(struct session *s, const char *ref);
+/* A value of the main graph by name; NULL with an error printed. */
+struct ir_value *sh_value(struct session *s, const char *name);
+/* "'conv1' (n3, Conv)" */
+const char *sh_node_desc(const struct ir_node *n, char *buf, size_t size);
+bool sh_need_model(struct session *s);
+/* Replaces the session's model (frees the old one). */
+void sh_set_model(struct session *s, struct ir_model *m, const char *name);
+/* Asks y/N on the terminal; true when not interactive. */
+bool sh_confirm(struct session *s, const char *question);
+
+/* ---- the interactive loop (repl.c) ---- */
+
+int sh_repl(struct session *s);
+/* Whether colour should be on: stdout is a terminal and NO_COLOR is unset. */
+bool sh_color_auto(void);
+void sh_install_signals(void);
+
+/* ---- commands (cmd_*.c) ---- */
+
+int cmd_help(struct session *s, int argc, char **argv);
+int cmd_load(struct session *s, int argc, char **argv);
+int cmd_save(struct session *s, int argc, char **argv);
+int cmd_info(struct session *s, int argc, char **argv);
+int cmd_nodes(struct session *s, int argc, char **argv);
+int cmd_show(struct session *s, int argc, char **argv);
+int cmd_tensor(struct session *s, int argc, char **argv);
+int cmd_ops(struct session *s, int argc, char **argv);
+int cmd_inputs(struct session *s, int argc, char **argv);
+int cmd_outputs(struct session *s, int argc, char **argv);
+int cmd_rm(struct session *s, int argc, char **argv);
+int cmd_rename(struct session *s, int argc, char **argv);
+int cmd_set_attr(struct session *s, int argc, char **argv);
+int cmd_set_input_shape(struct session *s, int argc, char **argv);
+int cmd_source(struct session *s, int argc, char **argv);
+int cmd_set(struct session *s, int argc, char **argv);
+int cmd_quit(struct session *s, int argc, char **argv);
+
+#endif
