@@ -67,8 +67,9 @@ struct ir_graph *ir_graph_clone(const struct ir_graph *g, struct ir_graph *paren
 		struct ir_value *nv = parent ? ir_graph_capture(c, v->name, NULL) : NULL;
 		if (!nv)
 			goto fail;
+		/* type and flags (a capture may be a graph output, or in value_info) */
 		ir_type_clear(&nv->type);
-		if (ir_type_copy(&nv->type, &v->type))
+		if (copy_value_fields(nv, v))
 			goto fail;
 	}
 	if (!(c->inputs = map_list(g->inputs, g->n_inputs, c)) ||

@@ -12,48 +12,83 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* strerror, starting in lowercase like the rest of the message */
+static const char *errstr(int err, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s", strerror(err));
+	if (buf[0] >= 'A' && buf[0] <= 'Z' && !(buf[1] >= 'A' && buf[1] <= 'Z'))
+		buf[0] = (char)(buf[0] - 'A' + 'a');
+	return buf;
+}
+
 /*
  * Opens `location` below the folder `dirfd`, one component at a time with
  * O_NOFOLLOW, so that no symbolic link (final or intermediate) is followed;
- * absolute paths, ".." and empty names are refused. Returns an fd or -1.
+ * absolute paths, ".." and empty names are refused, and so is a final
+ * component that is not a regular file (a fifo would block the open).
+ * Returns an fd or -1.
  */
 static int open_below(int dirfd, const char *location, struct ir_diag *d)
 {
+	char eb[128];
 	if (!*location)
-		return ir_diag_err(d, IR_ERR, "empty location");
+		return ir_diag_err(d, IR_ERR, "external_data has an empty location");
 	if (location[0] == '/')
 		return ir_diag_err(d, IR_ERR, "location '%s' is an absolute path", location);
+	/* every component first: "sub/../../x" is refused whether or not sub exists */
+	for (const char *c = location; *c;) {
+		size_t n = strcspn(c, "/");
+		if (n == 2 && c[0] == '.' && c[1] == '.')
+			return ir_diag_err(d, IR_ERR, "location '%s' has a '..' component", location);
+		c += n;
+		c += strspn(c, "/");
+	}
 	char *copy = ir_strdup(location);
 	if (!copy)
 		return ir_diag_err(d, IR_ENOMEM, "out of memory");
 	int fd = dup(dirfd);
+	if (fd < 0)
+		ir_diag_err(d, IR_EIO, "cannot open external data '%s': %s", location, errstr(errno, eb, sizeof(eb)));
 	char *save = NULL;
 	char *comp = strtok_r(copy, "/", &save);
 	while (comp && fd >= 0) {
 		char *next = strtok_r(NULL, "/", &save);
-		if (strcmp(comp, "..") == 0) {
-			ir_diag_err(d, IR_ERR, "location '%s' has a '..' component", location);
-			close(fd);
-			fd = -1;
-			break;
-		}
 		if (strcmp(comp, ".") == 0) {
 			comp = next;
 			continue;
 		}
-		int flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | (next ? O_DIRECTORY : 0);
-		int nfd = openat(fd, comp, flags);
-		int err = errno;
+		struct stat st;
+		int nfd = -1, err = 0;
+		if (!next) {
+			/* the file itself: looked at before it is opened */
+			if (fstatat(fd, comp, &st, AT_SYMLINK_NOFOLLOW) < 0)
+				err = errno;
+			else if (S_ISLNK(st.st_mode))
+				err = ELOOP;
+			else if (!S_ISREG(st.st_mode)) {
+				ir_diag_err(d, IR_ERR, "external data '%s' is not a regular file", location);
+				close(fd);
+				fd = -1;
+				break;
+			}
+		}
+		if (!err) {
+			int flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | (next ? O_DIRECTORY : O_NONBLOCK);
+			nfd = openat(fd, comp, flags);
+			err = errno;
+		}
+		if (nfd < 0 && err == ENOTDIR && fstatat(fd, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+			err = ELOOP;
 		close(fd);
 		fd = nfd;
 		if (fd < 0) {
 			if (err == ELOOP || err == EMLINK)
 				ir_diag_err(d, IR_ERR, "location '%s': '%s' is a symbolic link", location, comp);
 			else if (err == ENOTDIR)
-				ir_diag_err(d, IR_ERR, "location '%s': '%s' is not a folder (or is a symbolic link)",
-					    location, comp);
+				ir_diag_err(d, IR_ERR, "location '%s': '%s' is not a folder", location, comp);
 			else
-				ir_diag_err(d, IR_EIO, "cannot open external data '%s': %s", location, strerror(err));
+				ir_diag_err(d, IR_EIO, "cannot open external data '%s': %s", location,
+					    errstr(err, eb, sizeof(eb)));
 		}
 		comp = next;
 	}
@@ -74,8 +109,9 @@ struct ext_file *ext_open(struct ext_cache *c, const char *location, struct ir_d
 	if (fd < 0)
 		return NULL;
 	struct stat st;
+	char eb[128];
 	if (fstat(fd, &st) < 0) {
-		ir_diag_err(d, IR_EIO, "cannot stat external data '%s': %s", location, strerror(errno));
+		ir_diag_err(d, IR_EIO, "cannot stat external data '%s': %s", location, errstr(errno, eb, sizeof(eb)));
 		close(fd);
 		return NULL;
 	}
@@ -103,7 +139,7 @@ struct ext_file *ext_open(struct ext_cache *c, const char *location, struct ir_d
 		/* mapped, not read: pages come in when a tensor is first used */
 		map->addr = mmap(NULL, map->size, PROT_READ, MAP_PRIVATE, fd, 0);
 		if (map->addr == MAP_FAILED) {
-			ir_diag_err(d, IR_EIO, "cannot map external data '%s': %s", location, strerror(errno));
+			ir_diag_err(d, IR_EIO, "cannot map external data '%s': %s", location, errstr(errno, eb, sizeof(eb)));
 			close(fd);
 			free(map->path);
 			free(map);
@@ -140,9 +176,12 @@ static bool parse_u64(const char *s, uint64_t *out)
 		return false;
 	uint64_t v = 0;
 	for (; *s; s++) {
-		if (*s < '0' || *s > '9' || v > (UINT64_MAX - 9) / 10)
+		if (*s < '0' || *s > '9')
 			return false;
-		v = v * 10 + (uint64_t)(*s - '0');
+		unsigned digit = (unsigned)(*s - '0');
+		if (v > (UINT64_MAX - digit) / 10)
+			return false;   /* past 2^64-1 */
+		v = v * 10 + digit;
 	}
 	*out = v;
 	return true;
@@ -186,15 +225,18 @@ int ext_resolve(struct ext_cache *c, const struct ir_kv *keys, size_t n, uint64_
 	if (len != nbytes)
 		return ir_diag_err(d, IR_ERR, "external data '%s' has %" PRIu64 " bytes at offset %" PRIu64 ", the tensor needs %" PRIu64,
 				   location, len, off, nbytes);
-	if (checksum && !f->checked) {
-		unsigned char sum[20];
-		char hex[41];
-		ir_sha1(f->map->addr, f->map->size, sum);
-		for (int i = 0; i < 20; i++)
-			snprintf(hex + 2 * i, 3, "%02x", sum[i]);
-		if (strcasecmp(hex, checksum) != 0)
-			return ir_diag_err(d, IR_ERR, "external data '%s': SHA-1 is %s, the model says %s", location, hex, checksum);
-		f->checked = true;
+	if (checksum) {
+		/* computed once per file, compared for every tensor that gives one */
+		if (!f->checked) {
+			unsigned char sum[20];
+			ir_sha1(f->map->addr, f->map->size, sum);
+			for (int i = 0; i < 20; i++)
+				snprintf(f->sha1 + 2 * i, 3, "%02x", sum[i]);
+			f->checked = true;
+		}
+		if (strcasecmp(f->sha1, checksum) != 0)
+			return ir_diag_err(d, IR_ERR, "external data '%s': SHA-1 is %s, the model says %s", location,
+					   f->sha1, checksum);
 	}
 	*out = NULL;
 	if (len) {

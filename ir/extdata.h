@@ -11,7 +11,8 @@
 struct ext_file {
 	char *location;            /* points into map->path */
 	struct ir_mapping *map;
-	bool checked;              /* checksum verified */
+	bool checked;              /* sha1 computed */
+	char sha1[41];             /* SHA-1 of the whole file, hex */
 };
 
 /* The external files one load has opened, resolved inside `dirfd`. */

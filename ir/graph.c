@@ -331,32 +331,31 @@ int ir_node_update_implicit(struct ir_node *n, struct ir_diag *d)
 		gs[i]->depth = n->graph->depth + 1;
 		for (size_t j = 0; j < gs[i]->n_values; j++) {
 			struct ir_value *c = gs[i]->values[j];
-			if (!c->outer)
-				continue;
-			int k;
-			for (k = 0; k < n->n_implicit; k++)
-				if (n->implicit[k] == c->outer)
-					break;
-			if (k < n->n_implicit)
+			/* mark: already listed (a scan of the list would be quadratic) */
+			if (!c->outer || c->outer->mark)
 				continue;
 			if (n->n_implicit == cap) {
 				cap = cap ? cap * 2 : 4;
 				struct ir_value **p = realloc(n->implicit, (size_t)cap * sizeof(*p));
-				if (!p) {
-					free(gs);
-					return ir_diag_err(d, IR_ENOMEM, "out of memory");
-				}
+				if (!p)
+					goto nomem;
 				n->implicit = p;
 			}
-			if (ir_use_add(c->outer, n, -1 - n->n_implicit)) {
-				free(gs);
-				return ir_diag_err(d, IR_ENOMEM, "out of memory");
-			}
+			if (ir_use_add(c->outer, n, -1 - n->n_implicit))
+				goto nomem;
+			c->outer->mark = 1;
 			n->implicit[n->n_implicit++] = c->outer;
 		}
 	}
+	for (int k = 0; k < n->n_implicit; k++)
+		n->implicit[k]->mark = 0;
 	free(gs);
 	return 0;
+nomem:
+	for (int k = 0; k < n->n_implicit; k++)
+		n->implicit[k]->mark = 0;
+	free(gs);
+	return ir_diag_err(d, IR_ENOMEM, "out of memory");
 }
 
 /* Re-points the captures of `from` in n's subgraphs at `to`. */

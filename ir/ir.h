@@ -339,6 +339,28 @@ struct ir_op_info {
 };
 
 extern const struct ir_op_info ir_ops[IR_OP_COUNT];
+
+struct ir_model;
+
+/* An attribute of an op in the ONNX schema (attrs.def). */
+struct ir_attr_schema {
+	int op;                 /* enum ir_op */
+	const char *name;
+	enum ir_attr_type type;
+	bool required;          /* in the newest version of the op */
+	const char *dflt;       /* the default as text ("1", "NOTSET", "[1,1]"), or NULL */
+	int since, until;       /* opset versions that have it: since <= v < until (until 0: all later) */
+};
+/* The schema of attribute `name` of `op` at `opset` (0: in any version), or
+ * NULL (unknown op or attribute). */
+const struct ir_attr_schema *ir_op_attr(int op, const char *name, int64_t opset);
+/* Every attribute `op` has had (*count of them, sorted by name); NULL if none. */
+const struct ir_attr_schema *ir_op_attrs(int op, int *count);
+/* Whether the attribute exists at `opset` (0: always true). */
+bool ir_attr_schema_at(const struct ir_attr_schema *a, int64_t opset);
+/* The opset version a model imports for a domain (NULL, "" and "ai.onnx" are
+ * the default domain); 0 when it imports none. */
+int64_t ir_model_opset(const struct ir_model *m, const char *domain);
 /* The op for a type and domain ("" and "ai.onnx" are the same); IR_OP_UNKNOWN if none. */
 int ir_op_lookup(const char *domain, const char *op_type);
 
@@ -609,6 +631,9 @@ struct ir_save_opts {
 	enum ir_external_mode external;
 	size_t threshold;             /* bytes; 0: default 1024 */
 	const char *data_name;        /* external file name; default "<file>.data" */
+	/* called now and then with bytes written so far and the total (may be NULL) */
+	void (*progress)(void *arg, uint64_t done, uint64_t total);
+	void *progress_arg;
 };
 
 /*

@@ -137,6 +137,10 @@ static struct ir_tensor *conv_tensor(struct loader *L, Onnx__TensorProto *tp, co
 		return NULL;
 	}
 	int dt = tp->data_type;
+	if (dt == IR_UNDEFINED) {
+		ir_diag_err(d, IR_ERR, "%s: data_type is 0 (UNDEFINED)", what);
+		return NULL;
+	}
 	if (!ir_dtype_valid(dt)) {
 		ir_diag_err(d, IR_ERR, "%s: unknown data_type %d", what, dt);
 		return NULL;
@@ -152,8 +156,10 @@ static struct ir_tensor *conv_tensor(struct loader *L, Onnx__TensorProto *tp, co
 			ir_diag_err(d, IR_ERR, "%s: dimension %d is negative (%" PRId64 ")", what, i, tp->dims[i]);
 			return NULL;
 		}
-		if (ir_mul_overflow(numel, (uint64_t)tp->dims[i], &numel)) {
-			ir_diag_err(d, IR_ERR, "%s: dims %s overflow", what, ir_dims_str(rank, tp->dims, dbuf, sizeof(dbuf)));
+		/* element counts are int64 in ONNX (and in the IR's dims) */
+		if (ir_mul_overflow(numel, (uint64_t)tp->dims[i], &numel) || numel > (uint64_t)INT64_MAX) {
+			ir_diag_err(d, IR_ERR, "%s: the product of dims %s overflows int64", what,
+				    ir_dims_str(rank, tp->dims, dbuf, sizeof(dbuf)));
 			return NULL;
 		}
 	}
@@ -298,6 +304,10 @@ static struct ir_tensor *conv_tensor(struct loader *L, Onnx__TensorProto *tp, co
 			have = want == TF_FLOAT ? tp->n_float_data : want == TF_INT32 ? tp->n_int32_data
 			     : want == TF_INT64 ? tp->n_int64_data : want == TF_DOUBLE ? tp->n_double_data
 			     : tp->n_uint64_data;
+		} else if (count) {
+			ir_diag_err(d, IR_ERR, "%s: has no data (dims %s %s need %" PRIu64 " bytes)", what,
+				    ir_dims_str(rank, tp->dims, dbuf, sizeof(dbuf)), ir_dtype_name(dt), nbytes);
+			return NULL;
 		}
 		if (have != count) {
 			ir_diag_err(d, IR_ERR, "%s: %s has %zu entries, dims %s %s need %" PRIu64, what,
@@ -389,7 +399,7 @@ static struct ir_sparse *conv_sparse(struct loader *L, Onnx__SparseTensorProto *
 	uint64_t total = 1;
 	for (int i = 0; i < s->rank; i++) {
 		s->dims[i] = sp->dims[i];
-		if (sp->dims[i] < 0 || ir_mul_overflow(total, (uint64_t)sp->dims[i], &total)) {
+		if (sp->dims[i] < 0 || ir_mul_overflow(total, (uint64_t)sp->dims[i], &total) || total > (uint64_t)INT64_MAX) {
 			ir_diag_err(d, IR_ERR, "%s: sparse dims are negative or overflow", what);
 			goto fail;
 		}
@@ -436,16 +446,22 @@ static int conv_shape(struct loader *L, struct ir_type *t, Onnx__TensorShapeProt
 	}
 	if (sh->n_dim > IR_MAX_RANK)
 		return ir_diag_err(L->d, IR_ERR, "%s: rank %zu is more than %d", what, sh->n_dim, IR_MAX_RANK);
-	t->rank = (int)sh->n_dim;
-	if (!sh->n_dim)
+	if (!sh->n_dim) {
+		t->rank = 0;
 		return 0;
+	}
+	/* rank is set once dims exist: ir_type_clear walks them */
 	if (!(t->dims = ir_alloc_array(sh->n_dim, sizeof(*t->dims))))
 		return nomem(L);
+	t->rank = (int)sh->n_dim;
 	for (size_t i = 0; i < sh->n_dim; i++) {
 		Onnx__TensorShapeProto__Dimension *dm = sh->dim[i];
 		struct ir_dim *o = &t->dims[i];
 		o->denotation = steal(&dm->denotation);
 		if (dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+			if (dm->dim_value < 0)
+				return ir_diag_err(L->d, IR_ERR, "%s: dimension %zu is negative (%" PRId64 ")", what, i,
+						   dm->dim_value);
 			o->kind = IR_DIM_VALUE;
 			o->value = dm->dim_value;
 		} else if (dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM) {
@@ -540,8 +556,17 @@ static int conv_attr(struct loader *L, struct ir_attr *a, Onnx__AttributeProto *
 		     : ap->has_i ? IR_ATTR_INT : ap->has_f ? IR_ATTR_FLOAT : 0;
 	}
 	a->type = (enum ir_attr_type)type;
-	if (a->ref_attr_name)
-		return 0;   /* a reference to the calling node's attribute: no value */
+	if (a->ref_attr_name) {
+		/* a reference to the calling node's attribute: no value, so only in a function body
+		 * (elsewhere, code that reads a Constant's tensor or an If's graph would find none) */
+		const struct ir_graph *f = scope;
+		while (f && !f->is_function)
+			f = f->parent;
+		if (!f)
+			return ir_diag_err(d, IR_ERR, "%s: refers to the caller's attribute '%s' outside a function body",
+					   what, a->ref_attr_name);
+		return 0;
+	}
 	switch (type) {
 	case IR_ATTR_FLOAT: a->f = ap->f; break;
 	case IR_ATTR_INT: a->i = ap->i; break;
@@ -593,6 +618,8 @@ static int conv_attr(struct loader *L, struct ir_attr *a, Onnx__AttributeProto *
 		break;
 	case IR_ATTR_STRINGS:
 		a->n = ap->n_strings;
+		if (!a->n)
+			break;   /* no array for an empty list, as ir_attr_copy makes it */
 		if (!(a->strings = ir_alloc_array(a->n, sizeof(*a->strings))))
 			return nomem(L);
 		for (size_t i = 0; i < a->n; i++)
@@ -626,9 +653,13 @@ static int conv_attr(struct loader *L, struct ir_attr *a, Onnx__AttributeProto *
 	case IR_ATTR_TYPE_PROTOS:
 		if (!(a->tps = ir_alloc_array(ap->n_type_protos, sizeof(*a->tps))))
 			return nomem(L);
-		for (size_t i = 0; i < ap->n_type_protos; i++, a->n++)
-			if (conv_type(L, &a->tps[i], ap->type_protos[i], what))
+		for (size_t i = 0; i < ap->n_type_protos; i++) {
+			/* counted first: a half-converted type is freed with the attribute */
+			int rc = conv_type(L, &a->tps[i], ap->type_protos[i], what);
+			a->n++;
+			if (rc)
 				return IR_ERR;
+		}
 		break;
 	default:
 		return ir_diag_err(d, IR_ERR, "%s: unknown attribute type %d", what, type);
@@ -695,6 +726,16 @@ static struct ir_graph *build_graph(struct loader *L, Onnx__GraphProto *gp, stru
 	if (conv_kv(L, &g->meta, &g->n_meta, gp->metadata_props, gp->n_metadata_props))
 		goto fail;
 
+	/* The lists are sized once: appending one by one reallocates each time, which is
+	 * quadratic where realloc copies (sanitizers, other allocators) on 10^5 inputs. */
+	if (gp->n_input > INT32_MAX || gp->n_output > INT32_MAX || gp->n_initializer > INT32_MAX ||
+	    gp->n_sparse_initializer > INT32_MAX ||
+	    !(g->inputs = ir_alloc_array(gp->n_input, sizeof(*g->inputs))) ||
+	    !(g->outputs = ir_alloc_array(gp->n_output, sizeof(*g->outputs))) ||
+	    !(g->inits = ir_alloc_array(gp->n_initializer, sizeof(*g->inits))) ||
+	    !(g->sparse_inits = ir_alloc_array(gp->n_sparse_initializer, sizeof(*g->sparse_inits))))
+		goto fail_nomem;
+
 	/* 1. inputs, initializers, sparse initializers */
 	for (size_t i = 0; i < gp->n_input; i++) {
 		Onnx__ValueInfoProto *vi = gp->input[i];
@@ -708,8 +749,10 @@ static struct ir_graph *build_graph(struct loader *L, Onnx__GraphProto *gp, stru
 			goto fail;
 		}
 		struct ir_value *v = ir_value_new(g, vi->name, d);
-		if (!v || set_vinfo(L, v, vi, what) || ir_graph_add_input(g, v))
-			goto fail_nomem;
+		if (!v || set_vinfo(L, v, vi, what))
+			goto fail;
+		v->is_input = true;   /* ir_graph_add_input, in the list sized above */
+		g->inputs[g->n_inputs++] = v;
 	}
 	for (size_t i = 0; i < gp->n_initializer; i++) {
 		Onnx__TensorProto *tp = gp->initializer[i];
@@ -730,10 +773,8 @@ static struct ir_graph *build_graph(struct loader *L, Onnx__GraphProto *gp, stru
 			goto fail;
 		free(t->name);   /* the value's name is the tensor's */
 		t->name = NULL;
-		int rc = ir_value_set_init(v, t, d);
-		ir_tensor_unref(t);
-		if (rc)
-			goto fail;
+		v->init = t;   /* ir_value_set_init (v has no producer yet), in the list sized above */
+		g->inits[g->n_inits++] = v;
 		if (!v->has_type_proto) {
 			struct ir_dim dims[IR_MAX_RANK];
 			for (int k = 0; k < t->rank; k++)
@@ -759,11 +800,7 @@ static struct ir_graph *build_graph(struct loader *L, Onnx__GraphProto *gp, stru
 			goto fail;
 		if (!(v->sparse_init = conv_sparse(L, sp, what)))
 			goto fail;
-		struct ir_value **p = realloc(g->sparse_inits, (size_t)(g->n_sparse_inits + 1) * sizeof(*p));
-		if (!p)
-			goto fail_nomem;
-		g->sparse_inits = p;
-		p[g->n_sparse_inits++] = v;
+		g->sparse_inits[g->n_sparse_inits++] = v;
 		if (!v->has_type_proto) {
 			struct ir_dim dims[IR_MAX_RANK];
 			const struct ir_sparse *s = v->sparse_init;
@@ -828,18 +865,32 @@ static struct ir_graph *build_graph(struct loader *L, Onnx__GraphProto *gp, stru
 		if (np->n_attribute) {
 			if (!(n->attrs = ir_alloc_array(np->n_attribute, sizeof(*n->attrs))))
 				goto fail_nomem_nodes;
+			/* names seen so far; a map past a few, so that 10^6 attributes stay linear */
+			struct ir_map *seen = NULL;
+			if (np->n_attribute > 8 && !(seen = ir_map_new(np->n_attribute)))
+				goto fail_nomem_nodes;
 			for (size_t k = 0; k < np->n_attribute; k++) {
 				const char *an = np->attribute[k]->name;
-				for (int j = 0; an && j < n->n_attrs; j++)
-					if (strcmp(n->attrs[j].name, an) == 0) {
-						ir_diag_err(d, IR_ERR, "%s: attribute '%s' is given twice", where, an);
-						goto fail_nodes;
-					}
+				bool dup = false;
+				if (an && seen)
+					dup = ir_map_get(seen, an) != NULL;
+				for (int j = 0; an && !seen && !dup && j < n->n_attrs; j++)
+					dup = strcmp(n->attrs[j].name, an) == 0;
+				if (dup) {
+					ir_diag_err(d, IR_ERR, "%s: attribute '%s' is given twice", where, an);
+					ir_map_free(seen);
+					goto fail_nodes;
+				}
 				int rc = conv_attr(L, &n->attrs[k], np->attribute[k], g, depth, where);
 				n->n_attrs++;
-				if (rc)
+				if (!rc && seen && ir_map_put(seen, n->attrs[k].name, &n->attrs[k]))
+					rc = nomem(L);
+				if (rc) {
+					ir_map_free(seen);
 					goto fail_nodes;
+				}
 			}
+			ir_map_free(seen);
 			if (ir_node_update_implicit(n, d))
 				goto fail_nodes;
 		}
@@ -884,8 +935,10 @@ static struct ir_graph *build_graph(struct loader *L, Onnx__GraphProto *gp, stru
 			ir_diag_err(d, IR_ERR, "%s is not defined", what);
 			goto fail;
 		}
-		if (set_vinfo(L, v, vi, what) || ir_graph_add_output(g, v))
-			goto fail_nomem;
+		if (set_vinfo(L, v, vi, what))
+			goto fail;
+		v->is_output = true;   /* ir_graph_add_output, in the list sized above */
+		g->outputs[g->n_outputs++] = v;
 	}
 
 	/* 5. value_info */
@@ -1119,50 +1172,81 @@ static int default_depth(const struct ir_load_opts *o)
 	return o && o->max_depth > 0 ? o->max_depth : IR_DEFAULT_MAX_DEPTH;
 }
 
+/* strerror, starting in lowercase like the rest of the message */
+static const char *errstr(int err, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s", strerror(err));
+	if (buf[0] >= 'A' && buf[0] <= 'Z' && !(buf[1] >= 'A' && buf[1] <= 'Z'))
+		buf[0] = (char)(buf[0] - 'A' + 'a');
+	return buf;
+}
+
+/* A failed load leaves one message: the warnings it added before failing go. */
+static void fail_diag(struct ir_diag *d, size_t n_warnings, size_t dropped, const char *name)
+{
+	if (!d)
+		return;
+	ir_diag_prefix(d, "%s", name);
+	for (size_t i = n_warnings; i < d->n_warnings; i++)
+		free(d->warnings[i]);
+	if (d->n_warnings > n_warnings)
+		d->n_warnings = n_warnings;
+	d->dropped = dropped;
+}
+
 struct ir_model *ir_model_load(const char *path, const struct ir_load_opts *opts, struct ir_diag *d)
 {
 	struct loader L = { .max_depth = default_depth(opts), .d = d };
 	L.ext.dirfd = -1;
 	struct ir_model *m = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		ir_diag_err(d, IR_EIO, "cannot open '%s': %s", path, strerror(errno));
-		return NULL;
-	}
+	size_t n_warnings = d ? d->n_warnings : 0, dropped = d ? d->dropped : 0;
+	char eb[128];
 	struct stat st;
-	if (fstat(fd, &st) < 0) {
-		ir_diag_err(d, IR_EIO, "cannot stat '%s': %s", path, strerror(errno));
-		close(fd);
-		return NULL;
+	int fd = -1;
+	/* looked at before it is opened: opening a fifo or a device could block or act */
+	if (stat(path, &st) < 0) {
+		ir_diag_err(d, IR_EIO, "cannot open: %s", errstr(errno, eb, sizeof(eb)));
+		goto out;
 	}
 	if (S_ISDIR(st.st_mode)) {
-		ir_diag_err(d, IR_ERR, "cannot load '%s': it is a folder", path);
-		close(fd);
-		return NULL;
+		ir_diag_err(d, IR_ERR, "cannot load: it is a folder");
+		goto out;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		ir_diag_err(d, IR_ERR, "cannot load '%s': not a regular file", path);
-		close(fd);
-		return NULL;
+		ir_diag_err(d, IR_ERR, "cannot load: not a regular file");
+		goto out;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0) {
+		ir_diag_err(d, IR_EIO, "cannot open: %s", errstr(errno, eb, sizeof(eb)));
+		goto out;
+	}
+	if (fstat(fd, &st) < 0) {
+		ir_diag_err(d, IR_EIO, "cannot stat: %s", errstr(errno, eb, sizeof(eb)));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {   /* replaced since the stat above */
+		ir_diag_err(d, IR_ERR, "cannot load: not a regular file");
+		goto out;
 	}
 	if (st.st_size == 0) {
-		ir_diag_err(d, IR_ERR, "cannot load '%s': the file is empty", path);
-		close(fd);
-		return NULL;
+		ir_diag_err(d, IR_ERR, "cannot load: the file is empty");
+		goto out;
 	}
 	if (!(L.map = calloc(1, sizeof(*L.map))) || !(L.map->path = ir_strdup(path))) {
 		free(L.map);
-		close(fd);
+		L.map = NULL;
 		ir_diag_err(d, IR_ENOMEM, "out of memory");
-		return NULL;
+		goto out;
 	}
 	L.map->refcount = 1;
 	L.map->size = (size_t)st.st_size;
 	L.map->addr = mmap(NULL, L.map->size, PROT_READ, MAP_PRIVATE, fd, 0);
 	close(fd);
+	fd = -1;
 	if (L.map->addr == MAP_FAILED) {
 		L.map->addr = NULL;
-		ir_diag_err(d, IR_EIO, "cannot map '%s': %s", path, strerror(errno));
+		ir_diag_err(d, IR_EIO, "cannot map: %s", errstr(errno, eb, sizeof(eb)));
 		goto out;
 	}
 	if (!(opts && opts->no_external)) {
@@ -1185,10 +1269,17 @@ struct ir_model *ir_model_load(const char *path, const struct ir_load_opts *opts
 		m->file_dev = (uint64_t)st.st_dev;
 		m->file_ino = (uint64_t)st.st_ino;
 		m->file_size = (uint64_t)st.st_size;
+		if (!m->path) {
+			ir_model_free(m);
+			m = NULL;
+			ir_diag_err(d, IR_ENOMEM, "out of memory");
+		}
 	}
 out:
+	if (fd >= 0)
+		close(fd);
 	if (!m)
-		ir_diag_prefix(d, "%s", path);
+		fail_diag(d, n_warnings, dropped, path);
 	loader_done(&L);
 	return m;
 }
@@ -1199,9 +1290,12 @@ struct ir_model *ir_model_load_mem(const void *data, size_t size, const char *na
 	struct loader L = { .max_depth = default_depth(opts), .d = d };
 	L.ext.dirfd = -1;
 	struct ir_model *m = NULL;
-	if (!size) {
-		ir_diag_err(d, IR_ERR, "%s: the model is empty", name);
-		return NULL;
+	size_t n_warnings = d ? d->n_warnings : 0, dropped = d ? d->dropped : 0;
+	if (!name)
+		name = "<memory>";
+	if (!size || !data) {
+		ir_diag_err(d, IR_ERR, "the model is empty");
+		goto out;
 	}
 	/* a private copy that big tensors can point into */
 	if (!(L.map = calloc(1, sizeof(*L.map))) || !(L.map->addr = malloc(size)) ||
@@ -1209,8 +1303,9 @@ struct ir_model *ir_model_load_mem(const void *data, size_t size, const char *na
 		if (L.map)
 			free(L.map->addr);
 		free(L.map);
+		L.map = NULL;
 		ir_diag_err(d, IR_ENOMEM, "out of memory");
-		return NULL;
+		goto out;
 	}
 	memcpy(L.map->addr, data, size);
 	L.map->refcount = 1;
@@ -1219,8 +1314,9 @@ struct ir_model *ir_model_load_mem(const void *data, size_t size, const char *na
 	if (dir && !(opts && opts->no_external))
 		L.ext.dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	m = load_bytes(&L, L.map->addr, size);
+out:
 	if (!m)
-		ir_diag_prefix(d, "%s", name);
+		fail_diag(d, n_warnings, dropped, name);
 	loader_done(&L);
 	return m;
 }

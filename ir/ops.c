@@ -25,6 +25,66 @@ static const char *op_type_of(int op)
 	return n;
 }
 
+static const struct ir_attr_schema attr_schemas[] = {
+#define IR_ATTR_DEF(id, name, type, required, dflt, since, until) \
+	{ IR_OP_##id, name, type, required, dflt, since, until },
+#include "attrs.def"
+#undef IR_ATTR_DEF
+};
+
+#define N_ATTR_SCHEMAS ((int)(sizeof(attr_schemas) / sizeof(attr_schemas[0])))
+
+const struct ir_attr_schema *ir_op_attrs(int op, int *count)
+{
+	*count = 0;
+	if (op < 0 || op >= IR_OP_COUNT)
+		return NULL;
+	/* rows are grouped by op in table order: binary search for the first */
+	int lo = 0, hi = N_ATTR_SCHEMAS;
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+		if (attr_schemas[mid].op < op)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	int n = 0;
+	while (lo + n < N_ATTR_SCHEMAS && attr_schemas[lo + n].op == op)
+		n++;
+	*count = n;
+	return n ? &attr_schemas[lo] : NULL;
+}
+
+bool ir_attr_schema_at(const struct ir_attr_schema *a, int64_t opset)
+{
+	return opset <= 0 || (a->since <= opset && (a->until == 0 || opset < a->until));
+}
+
+const struct ir_attr_schema *ir_op_attr(int op, const char *name, int64_t opset)
+{
+	int n;
+	const struct ir_attr_schema *a = ir_op_attrs(op, &n);
+	for (int i = 0; i < n; i++)
+		if (strcmp(a[i].name, name) == 0 && ir_attr_schema_at(&a[i], opset))
+			return &a[i];
+	return NULL;
+}
+
+static bool default_domain(const char *d)
+{
+	return !d || !*d || strcmp(d, "ai.onnx") == 0;
+}
+
+int64_t ir_model_opset(const struct ir_model *m, const char *domain)
+{
+	for (size_t i = 0; m && i < m->n_opsets; i++) {
+		const char *d = m->opsets[i].domain;
+		if (default_domain(domain) ? default_domain(d) : (d && strcmp(d, domain) == 0))
+			return m->opsets[i].version;
+	}
+	return 0;
+}
+
 static struct ir_map *op_map;
 static char op_keys[IR_OP_COUNT][96];
 

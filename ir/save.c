@@ -627,7 +627,18 @@ struct file_buf {
 	size_t used, cap;
 	int err;        /* errno of the first failed write */
 	uint64_t total;
+	/* progress over model + external data */
+	const struct ir_save_opts *o;
+	uint64_t done_before, grand_total, next_report;
 };
+
+static void report(struct file_buf *fb, uint64_t done)
+{
+	if (fb->o && fb->o->progress && done >= fb->next_report) {
+		fb->o->progress(fb->o->progress_arg, done, fb->grand_total);
+		fb->next_report = done + (64u << 20);
+	}
+}
 
 static int write_all(int fd, const void *p, size_t n)
 {
@@ -656,8 +667,11 @@ static void fb_append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
 {
 	struct file_buf *fb = (struct file_buf *)b;
 	fb->total += len;
+	if (!fb->err && ir_interrupted)
+		fb->err = EINTR;   /* Ctrl-C: the rest is skipped, the temporary file removed */
 	if (fb->err)
 		return;
+	report(fb, fb->done_before + fb->total);
 	if (len >= fb->cap) {   /* big tensors go straight from their buffer to the file */
 		fb_flush(fb);
 		if (!fb->err)
@@ -683,16 +697,19 @@ static int make_temp(const char *path, char *tmp, size_t size, mode_t mode, stru
 	return fd;
 }
 
-static int finish_file(int fd, const char *tmp, const char *path, int err, struct ir_diag *d)
+/* Syncs and closes a written temporary file; on error removes it. */
+static int close_temp(int fd, const char *tmp, const char *path, int err, struct ir_diag *d)
 {
 	if (!err && fsync(fd) < 0)
 		err = errno;
 	if (close(fd) < 0 && !err)
 		err = errno;
-	if (!err && rename(tmp, path) < 0)
-		err = errno;
 	if (err) {
 		unlink(tmp);
+		if (err == EINTR)
+			return ir_diag_err(d, IR_EINTR, "saving '%s' was interrupted: nothing was changed", path);
+		if (err == EFBIG)
+			return ir_diag_err(d, IR_EIO, "cannot write '%s': the file would be too large", path);
 		return ir_diag_err(d, IR_EIO, "cannot write '%s': %s", path, strerror(err));
 	}
 	return 0;
@@ -726,10 +743,14 @@ static mode_t file_mode(const char *path)
 	return 0666 & ~um;
 }
 
-static int write_external(struct saver *S, const char *path, struct ir_diag *d)
+/* Writes the external data to a synced temporary file next to `path`,
+ * named in *tmp_out (the caller renames or removes it). */
+static int write_external(struct saver *S, const char *path, struct file_buf *prog, char **tmp_out,
+			  struct ir_diag *d)
 {
 	size_t tl = strlen(path) + 32;
 	char *tmp = malloc(tl);
+	*tmp_out = NULL;
 	if (!tmp)
 		return ir_diag_err(d, IR_ENOMEM, "out of memory");
 	int fd = make_temp(path, tmp, tl, file_mode(path), d);
@@ -747,14 +768,22 @@ static int write_external(struct saver *S, const char *path, struct ir_diag *d)
 			err = write_all(fd, zeros, pad);
 			at += pad;
 		}
-		if (!err)
-			err = write_all(fd, ir_tensor_data(it->t), it->t->nbytes);
+		/* in pieces, so that progress and Ctrl-C are seen inside big tensors */
+		const char *p = ir_tensor_data(it->t);
+		for (size_t k = 0; k < it->t->nbytes && !err; k += (16u << 20)) {
+			size_t n = it->t->nbytes - k < (16u << 20) ? it->t->nbytes - k : (16u << 20);
+			err = write_all(fd, p + k, n);
+			if (!err && ir_interrupted)
+				err = EINTR;
+			report(prog, at + k + n);
+		}
 		at += it->t->nbytes;
-		if (ir_interrupted && !err)
-			err = EINTR;
 	}
-	int rc = finish_file(fd, tmp, path, err, d);
-	free(tmp);
+	int rc = close_temp(fd, tmp, path, err, d);
+	if (rc)
+		free(tmp);
+	else
+		*tmp_out = tmp;
 	return rc;
 }
 
@@ -833,37 +862,59 @@ int ir_model_save(const struct ir_model *m, const char *path, const struct ir_sa
 		rc = ir_diag_err(d, IR_ENOMEM, "out of memory while saving '%s'", path);
 		goto out;
 	}
-	if (S.external && S.n_items && (rc = write_external(&S, data_path, d)))
+	struct file_buf fb = { .base = { fb_append }, .cap = 1 << 20, .o = &o };
+	if (o.progress) {
+		fb.grand_total = protobuf_c_message_get_packed_size(&mp->base) + (S.external ? S.ext_size : 0);
+		fb.next_report = 64u << 20;
+	}
+	char *data_tmp = NULL;
+	if (S.external && S.n_items && (rc = write_external(&S, data_path, &fb, &data_tmp, d)))
 		goto out;
+	fb.done_before = S.external ? S.ext_size : 0;
 
 	size_t tl = strlen(path) + 32;
 	char *tmp = malloc(tl);
-	struct file_buf fb = { .base = { fb_append }, .cap = 1 << 20 };
 	fb.buf = malloc(fb.cap);
 	if (!tmp || !fb.buf) {
 		free(tmp);
 		free(fb.buf);
 		rc = ir_diag_err(d, IR_ENOMEM, "out of memory");
-		goto out;
+		goto out_data;
 	}
 	fb.fd = make_temp(path, tmp, tl, file_mode(path), d);
 	if (fb.fd < 0) {
 		free(tmp);
 		free(fb.buf);
 		rc = IR_EIO;
-		goto out;
+		goto out_data;
 	}
 	protobuf_c_message_pack_to_buffer(&mp->base, &fb.base);
 	fb_flush(&fb);
-	if (!fb.err && fb.total >= TWO_GB)
-		fb.err = EFBIG;
-	rc = finish_file(fb.fd, tmp, path, fb.err, d);
-	if (fb.err == EFBIG)
-		ir_diag_prefix(d, "the model is larger than 2 GB (use save --external)");
+	if (o.progress && fb.grand_total >= (64u << 20))
+		o.progress(o.progress_arg, fb.grand_total, fb.grand_total);
+	bool too_big = !fb.err && fb.total >= TWO_GB;
+	rc = close_temp(fb.fd, tmp, path, too_big ? EFBIG : fb.err, d);
+	if (too_big)
+		ir_diag_prefix(d, "the model is larger than protobuf's 2 GB limit (use save --external)");
+	/* both files are complete and synced: now they replace the old ones, data first */
+	if (!rc && data_tmp && rename(data_tmp, data_path) < 0) {
+		rc = ir_diag_err(d, IR_EIO, "cannot write '%s': %s", data_path, strerror(errno));
+		unlink(tmp);
+	}
+	if (!rc && rename(tmp, path) < 0)
+		rc = ir_diag_err(d, IR_EIO, "cannot write '%s': %s", path, strerror(errno));
+	if (rc)
+		unlink(tmp);
 	free(tmp);
 	free(fb.buf);
 	if (!rc)
 		sync_folder(path);
+out_data:
+	if (data_tmp) {
+		if (rc)
+			unlink(data_tmp);
+		free(data_tmp);
+	}
 out:
 	for (size_t i = 0; i < S.n_unpacked; i++)
 		protobuf_c_message_free_unpacked(S.unpacked[i], NULL);

@@ -89,8 +89,8 @@ static struct ir_tensor *tensor_shell(int dtype, int rank, const int64_t *dims, 
 			ir_diag_err(d, IR_ERR, "dimension %d is negative (%" PRId64 ")", i, dims[i]);
 			return NULL;
 		}
-		if (ir_mul_overflow(numel, (uint64_t)dims[i], &numel)) {
-			ir_diag_err(d, IR_ERR, "the element count overflows");
+		if (ir_mul_overflow(numel, (uint64_t)dims[i], &numel) || numel > (uint64_t)INT64_MAX) {
+			ir_diag_err(d, IR_ERR, "the element count overflows int64");
 			return NULL;
 		}
 	}

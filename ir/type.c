@@ -322,7 +322,7 @@ char *ir_attr_str(const struct ir_attr *a, char *buf, size_t size)
 		if (a->t->numel == 1 && a->t->dtype != IR_STRING)
 			PUT(" = %g", ir_tensor_get_f64(a->t, 0));
 		break;
-	case IR_ATTR_GRAPH: PUT("graph '%s' (%d nodes)", a->g->name ? a->g->name : "", a->g->n_nodes); break;
+	case IR_ATTR_GRAPH: PUT("graph '%s' (%d node%s)", a->g->name ? a->g->name : "", a->g->n_nodes, a->g->n_nodes == 1 ? "" : "s"); break;
 	case IR_ATTR_SPARSE_TENSOR:
 		PUT("sparse %s%s", ir_dtype_name(a->sp->values->dtype), ir_dims_str(a->sp->rank, a->sp->dims, tmp, sizeof(tmp)));
 		break;
@@ -347,7 +347,7 @@ char *ir_attr_str(const struct ir_attr *a, char *buf, size_t size)
 				PUT("%s%s", ir_dtype_name(a->tensors[i]->dtype),
 				    ir_dims_str(a->tensors[i]->rank, a->tensors[i]->dims, tmp, sizeof(tmp)));
 			else if (a->type == IR_ATTR_GRAPHS)
-				PUT("graph(%d nodes)", a->graphs[i]->n_nodes);
+				PUT("graph(%d node%s)", a->graphs[i]->n_nodes, a->graphs[i]->n_nodes == 1 ? "" : "s");
 			else if (a->type == IR_ATTR_SPARSE_TENSORS)
 				PUT("sparse");
 			else

@@ -87,9 +87,13 @@ static int walk(struct walker *w, const uint8_t *p, const uint8_t *end,
 		const ProtobufCMessageDescriptor *desc, int depth, bool holes)
 {
 	if (depth > w->max_depth)
-		return wbad(w, p, "messages nested too deeply");
+		return ir_diag_err(w->d, IR_ERR, "protobuf messages are nested more than %d deep (at byte %zu)",
+				   w->max_depth, (size_t)(p - w->base));
 	if (ir_interrupted)
 		return ir_diag_err(w->d, IR_EINTR, "interrupted");
+	/* singular message fields seen (by index in desc->fields): given twice, protobuf-c
+	 * would merge them, copying arrays each time (quadratic); ONNX files never do it */
+	uint64_t seen = 0;
 	while (p < end) {
 		const uint8_t *field_start = p;
 		uint64_t tag;
@@ -130,6 +134,16 @@ static int walk(struct walker *w, const uint8_t *p, const uint8_t *end,
 				return wbad(w, p, "a field is longer than 4 GiB");
 			const ProtobufCFieldDescriptor *f = desc ? protobuf_c_message_descriptor_get_field(desc, fnum) : NULL;
 			if (f && f->type == PROTOBUF_C_TYPE_MESSAGE) {
+				size_t fi = (size_t)(f - desc->fields);
+				if (f->label != PROTOBUF_C_LABEL_REPEATED && fi < 64) {
+					if (seen >> fi & 1) {
+						char why[160];
+						snprintf(why, sizeof(why), "field '%s' of %s is given more than once", f->name,
+							 desc->short_name);
+						return wbad(w, field_start, why);
+					}
+					seen |= (uint64_t)1 << fi;
+				}
 				/* tag, a 5-byte length, then the rewritten content */
 				bool sub_holes = holes && !(desc == &onnx__model_proto__descriptor && fnum == 20);
 				if (put(w->o, field_start, (size_t)(p - n - field_start)) || reserve(w->o, 5))

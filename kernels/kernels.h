@@ -26,15 +26,17 @@ struct kern_stats {
  */
 bool cpu_stats(int dtype, const void *data, uint64_t n, struct kern_stats *st);
 
-/* What the CUDA side of the build was compiled with and finds at run time.
- * In a build without CUDA, cuda_compiled is false and the rest is zero. */
+/* What the CUDA side of the build was compiled with and what the machine
+ * has (libraries opened with dlopen, nothing linked). In a build without
+ * CUDA, `compiled` is false and the rest is zero. */
 struct kern_cuda_info {
 	bool compiled;
 	int runtime_version;   /* cudaRuntimeGetVersion, e.g. 13000 */
 	int driver_version;    /* 0: no driver */
 	int device_count;
-	long cudnn_version;    /* cudnnGetVersion */
-	int cublas_version;    /* cublasLtGetVersion */
+	long cudnn_version;    /* cudnnGetVersion of the library found; 0: none */
+	long cudnn_built;      /* CUDNN_VERSION of the headers ogsh was built with */
+	int cublas_version;    /* cublasLtGetVersion; 0: none found */
 	char device_name[256]; /* device 0 */
 };
 void kern_cuda_info(struct kern_cuda_info *info);

@@ -31,10 +31,10 @@ static int verify(struct session *s)
 int cmd_rm(struct session *s, int argc, char **argv)
 {
 	struct sh_args a;
-	if (sh_parse_args(s, sh_find_command("rm"), argc, argv, &a))
+	if (sh_parse_args(s, sh_find_command(argv[0]), argc, argv, &a))
 		return -1;
 	if (a.npos != 1)
-		return sh_error(s, "usage: rm NODE");
+		return sh_usage(s, argv[0]);
 	struct ir_node *n = sh_node(s, a.pos[0]);
 	if (!n)
 		return -1;
@@ -54,46 +54,51 @@ int cmd_rm(struct session *s, int argc, char **argv)
 int cmd_rename(struct session *s, int argc, char **argv)
 {
 	struct sh_args a;
-	if (sh_parse_args(s, sh_find_command("rename"), argc, argv, &a))
+	if (sh_parse_args(s, sh_find_command(argv[0]), argc, argv, &a))
 		return -1;
 	if (a.npos != 2)
-		return sh_error(s, "usage: rename OLD NEW [--node] [--value]");
+		return sh_usage(s, argv[0]);
 	if (!sh_need_model(s))
 		return -1;
 	const char *old = a.pos[0], *nw = a.pos[1];
 	struct ir_graph *g = s->model->graph;
 	bool want_node = sh_flag(&a, "node"), want_value = sh_flag(&a, "value");
+	if (want_node && want_value)
+		return sh_error(s, "rename: --node and --value contradict each other");
 	struct ir_value *v = want_node ? NULL : ir_value_find(g, old);
 	if (v && v->outer)
 		v = NULL;
 	struct ir_node *n = NULL;
+	int count = 0;
 	if (!want_value) {
-		n = ir_node_by_name(g, old, NULL);
-		if (!n && (old[0] == '#' || old[0] == 'n') && !v) {
-			char *end;
-			long id = strtol(old + 1, &end, 10);
-			if (old[1] && !*end && id >= 0 && id < 1000000000)
-				n = ir_node_by_id(g, (int)id);
-		}
+		/* by name; by id (n12, #12) only when no tensor has that name */
+		n = ir_node_by_name(g, old, &count);
+		if (!n && !v)
+			n = sh_find_node(g, old, &count);
 	}
 	if (n && v)
 		return sh_error(s, "both a node and a tensor are named '%s': add --node or --value", sh_esc(old));
+	if (n && count > 1)
+		return sh_ambiguous(s, g, old, count);
 	if (!n && !v)
-		return sh_error(s, "nothing is named '%s'%s", sh_esc(old),
-				want_node ? " among the nodes" : want_value ? " among the tensors" : "");
+		return sh_error(s, "no %s is named '%s'", want_node ? "node" : want_value ? "tensor" : "node or tensor",
+				sh_esc(old));
 	if (!*nw)
 		return sh_error(s, "rename: the new name is empty");
 	struct ir_diag d;
 	ir_diag_init(&d);
 	if (n) {
-		int count = 0;
-		ir_node_by_name(g, nw, &count);
-		if (count)
+		int dup = 0;
+		ir_node_by_name(g, nw, &dup);
+		if (dup && strcmp(nw, n->name) != 0)
 			return sh_error(s, "a node named '%s' already exists", sh_esc(nw));
 		if (ir_node_rename(n, nw, &d))
 			return sh_diag(s, &d);
-	} else if (ir_value_rename(v, nw, &d)) {
-		return sh_diag(s, &d);
+	} else if (strcmp(nw, v->name) != 0) {
+		if (ir_value_find(g, nw))
+			return sh_error(s, "a tensor named '%s' already exists", sh_esc(nw));
+		if (ir_value_rename(v, nw, &d))
+			return sh_diag(s, &d);
 	}
 	edited(s);
 	return verify(s);
@@ -121,6 +126,22 @@ static bool parse_float(const char *t, float *out)
 		return false;
 	*out = (float)v;
 	return true;
+}
+
+/* After parse_int failed: an integer too large for int64? */
+static bool int_too_large(const char *t)
+{
+	if (*t == '-' || *t == '+')
+		t++;
+	return *t && strspn(t, "0123456789") == strlen(t);
+}
+
+/* After parse_float failed: a number too large for float32? */
+static bool float_too_large(const char *t)
+{
+	char *end;
+	strtod(t, &end);
+	return *t && !*end;
 }
 
 /* Splits "[a,b,c]" or "a,b,c" into items (in place). Returns count or -1. */
@@ -206,11 +227,13 @@ static int make_attr(struct session *s, struct ir_attr *a, const char *name, enu
 	switch (type) {
 	case IR_ATTR_INT:
 		if (!parse_int(v, &a->i))
-			return sh_error(s, "set-attr %s: '%s' is not an integer", sh_esc(name), sh_esc(v));
+			return sh_error(s, "set-attr %s: '%s' is not an integer%s", sh_esc(name), sh_esc(v),
+					int_too_large(v) ? " in the int64 range" : "");
 		return 0;
 	case IR_ATTR_FLOAT:
 		if (!parse_float(v, &a->f))
-			return sh_error(s, "set-attr %s: '%s' is not a number", sh_esc(name), sh_esc(v));
+			return sh_error(s, "set-attr %s: '%s' is not a number%s", sh_esc(name), sh_esc(v),
+					float_too_large(v) ? " in the float32 range" : "");
 		return 0;
 	case IR_ATTR_STRING:
 		a->s.len = strlen(v);
@@ -262,10 +285,10 @@ done:
 int cmd_set_attr(struct session *s, int argc, char **argv)
 {
 	struct sh_args a;
-	if (sh_parse_args(s, sh_find_command("set-attr"), argc, argv, &a))
+	if (sh_parse_args(s, sh_find_command(argv[0]), argc, argv, &a))
 		return -1;
 	if (a.npos < 2)
-		return sh_error(s, "usage: set-attr NODE NAME=VALUE...");
+		return sh_usage(s, argv[0]);
 	struct ir_node *n = sh_node(s, a.pos[0]);
 	if (!n)
 		return -1;
@@ -301,17 +324,29 @@ int cmd_set_attr(struct session *s, int argc, char **argv)
 		const struct ir_attr *old = ir_node_attr(n, as);
 		if (!*val && forced < 0) {
 			if (!old) {
-				rc = sh_error(s, "set-attr: %s has no attribute '%s' to remove", sh_esc(n->name), sh_esc(as));
+				char nd[300];
+				rc = sh_error(s, "set-attr: %s has no attribute '%s' to remove", sh_node_desc(n, nd, sizeof(nd)),
+					      sh_esc(as));
 				break;
 			}
 			remove[k] = true;
 			attrs[k].name = strdup(as);
 			continue;
 		}
-		enum ir_attr_type type = forced >= 0 ? (enum ir_attr_type)forced : old ? old->type : guess_type(val);
-		if (old && old->ref_attr_name && forced < 0)
-			type = guess_type(val);
+		/* the type: forced, else the attribute's own, else the ONNX schema's, else a guess */
+		int64_t opset = ir_model_opset(s->model, n->domain);
+		const struct ir_attr_schema *sch = ir_op_attr(n->op, as, opset);
+		enum ir_attr_type type = forced >= 0 ? (enum ir_attr_type)forced : old && !old->ref_attr_name ? old->type
+				       : sch ? sch->type : guess_type(val);
 		rc = make_attr(s, &attrs[k], as, type, val);
+		if (rc)
+			break;
+		if (n->op != IR_OP_UNKNOWN && !sch && !old)
+			sh_warn(s, "%s (opset %lld) has no attribute '%s' in the ONNX schema; set as %s",
+				sh_esc(n->op_type), (long long)opset, sh_esc(as), ir_attr_type_name(type));
+		else if (sch && type != sch->type)
+			sh_warn(s, "the ONNX schema makes %s.%s %s, not %s", sh_esc(n->op_type), sh_esc(as),
+				ir_attr_type_name(sch->type), ir_attr_type_name(type));
 	}
 	if (!rc) {
 		struct ir_diag d;
@@ -331,13 +366,51 @@ int cmd_set_attr(struct session *s, int argc, char **argv)
 	return rc ? rc : verify(s);
 }
 
+/* What ir_parse_dims would read wrongly or explain badly: in the
+ * 1x3x224x224 form 'x' separates dimensions, so a name next to an 'x' is
+ * ambiguous (is batchx3 one name, or batch and 3?) and names need commas or
+ * brackets; and a '[' that is not closed. NULL when the text is fine. */
+static const char *dims_problem(const char *t)
+{
+	size_t n = strlen(t);
+	while (n && t[n - 1] == ' ')
+		n--;
+	const char *p = t;
+	while (*p == ' ')
+		p++;
+	if (*p == '[' && (n == 0 || t[n - 1] != ']'))
+		return "the ']' is missing";
+	if (strpbrk(t, ",[]"))
+		return NULL;
+	bool name = false, x = false;
+	for (p = t; *p; p++) {
+		if (*p == 'x')
+			x = true;
+		else if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || *p == '_')
+			name = true;
+	}
+	return name && x ? "with names, use commas (batch,3,224,224) or brackets ([seq_max]), not x"
+			 : NULL;
+}
+
+/* Whether the initializer of an input fits the shape `dims`. */
+static bool init_fits(const struct ir_tensor *t, int rank, const struct ir_dim *dims)
+{
+	if (t->rank != rank)
+		return false;
+	for (int i = 0; i < rank; i++)
+		if (dims[i].kind == IR_DIM_VALUE && dims[i].value != t->dims[i])
+			return false;
+	return true;
+}
+
 int cmd_set_input_shape(struct session *s, int argc, char **argv)
 {
 	struct sh_args a;
-	if (sh_parse_args(s, sh_find_command("set-input-shape"), argc, argv, &a))
+	if (sh_parse_args(s, sh_find_command(argv[0]), argc, argv, &a))
 		return -1;
 	if (a.npos != 2)
-		return sh_error(s, "usage: set-input-shape NAME DIMS");
+		return sh_usage(s, argv[0]);
 	struct ir_value *v = sh_value(s, a.pos[0]);
 	if (!v)
 		return -1;
@@ -345,14 +418,25 @@ int cmd_set_input_shape(struct session *s, int argc, char **argv)
 		return sh_error(s, "'%s' is not a graph input", sh_esc(v->name));
 	if (v->type.kind != IR_TYPE_TENSOR && v->type.kind != IR_TYPE_NONE)
 		return sh_error(s, "'%s' is not a tensor input", sh_esc(v->name));
+	const char *text = a.pos[1];
+	const char *problem = dims_problem(text);
+	if (problem)
+		return sh_error(s, "cannot read the dimensions '%s': %s", sh_esc(text), problem);
 	struct ir_dim dims[IR_MAX_RANK];
 	struct ir_diag d;
 	ir_diag_init(&d);
-	int rank = ir_parse_dims(a.pos[1], dims, &d);
+	int rank = ir_parse_dims(text, dims, &d);
 	if (rank < 0)
 		return sh_diag(s, &d);
-	if (v->init && v->init->rank != rank)
-		sh_warn(s, "'%s' has an initializer of rank %d", sh_esc(v->name), v->init->rank);
+	if (v->init && !init_fits(v->init, rank, dims)) {
+		char tb[256], shape[256];
+		struct ir_type want = { .kind = IR_TYPE_TENSOR, .elem = v->type.elem, .rank = rank, .dims = dims };
+		ir_type_str(&want, tb, sizeof(tb));
+		const char *br = strchr(tb, '[');
+		ir_dims_clear(dims, rank);
+		return sh_error(s, "cannot give '%s' the shape %s: its initializer has the shape %s", sh_esc(v->name),
+				br ? br : tb, ir_dims_str(v->init->rank, v->init->dims, shape, sizeof(shape)));
+	}
 	int rc = ir_type_set_tensor(&v->type, v->type.elem, rank, dims);
 	ir_dims_clear(dims, rank);
 	if (rc)

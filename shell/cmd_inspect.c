@@ -11,8 +11,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* ir_type_str, except that a tensor of unknown rank says so ("float32[?]"
+ * would read as one dimension of unknown size) */
 static const char *type_s(const struct ir_type *t, char *buf, size_t size)
 {
+	if ((t->kind == IR_TYPE_TENSOR || t->kind == IR_TYPE_SPARSE_TENSOR) && t->rank < 0) {
+		snprintf(buf, size, "%s%s (shape unknown)", t->kind == IR_TYPE_SPARSE_TENSOR ? "sparse " : "",
+			 t->elem ? ir_dtype_name(t->elem) : "?");
+		return buf;
+	}
 	return ir_type_str(t, buf, size);
 }
 
@@ -45,9 +52,31 @@ static char *names_list(struct ir_value *const *vals, int n)
 	return s;
 }
 
-static int parse_common(struct session *s, const char *cmd, int argc, char **argv, struct sh_args *a)
+/* An attribute's value as text, without the type ir_attr_str starts some
+ * with ("graph 'body' (3 nodes)"): the type has a column of its own. */
+static const char *attr_value(const struct ir_attr *a, char *buf, size_t size)
 {
-	if (sh_parse_args(s, sh_find_command(cmd), argc, argv, a))
+	ir_attr_str(a, buf, size);
+	const char *t = ir_attr_type_name(a->type);
+	size_t n = strlen(t);
+	if (strncmp(buf, t, n) == 0 && buf[n] == ' ')
+		memmove(buf, buf + n + 1, strlen(buf + n + 1) + 1);
+	return buf;
+}
+
+/* The model's function that a node calls, if any. */
+static const struct ir_function *function_of(const struct ir_model *m, const char *domain, const char *op)
+{
+	const char *dom = domain_s(domain);
+	for (size_t i = 0; i < m->n_functions; i++)
+		if (strcmp(m->functions[i].name, op) == 0 && strcmp(domain_s(m->functions[i].domain), dom) == 0)
+			return &m->functions[i];
+	return NULL;
+}
+
+static int parse_common(struct session *s, int argc, char **argv, struct sh_args *a)
+{
+	if (sh_parse_args(s, sh_find_command(argv[0]), argc, argv, a))
 		return -1;
 	return sh_need_model(s) ? 0 : -1;
 }
@@ -57,10 +86,10 @@ static int parse_common(struct session *s, const char *cmd, int argc, char **arg
 int cmd_info(struct session *s, int argc, char **argv)
 {
 	struct sh_args a;
-	if (parse_common(s, "info", argc, argv, &a))
+	if (parse_common(s, argc, argv, &a))
 		return -1;
 	if (a.npos)
-		return sh_error(s, "usage: info [--json]");
+		return sh_usage(s, argv[0]);
 	const struct ir_model *m = s->model;
 	const struct ir_graph *g = m->graph;
 	struct ir_graph_totals t;
@@ -116,8 +145,12 @@ int cmd_info(struct session *s, int argc, char **argv)
 		sh_json_arr_end(&j);
 		sh_json_key(&j, "functions");
 		sh_json_arr(&j);
-		for (size_t i = 0; i < m->n_functions; i++)
-			sh_json_str(&j, m->functions[i].name);
+		for (size_t i = 0; i < m->n_functions; i++) {
+			sh_json_obj(&j);
+			sh_json_kstr(&j, "name", m->functions[i].name);
+			sh_json_kstr(&j, "domain", domain_s(m->functions[i].domain));
+			sh_json_obj_end(&j);
+		}
 		sh_json_arr_end(&j);
 		sh_json_key(&j, "metadata");
 		sh_json_obj(&j);
@@ -144,29 +177,42 @@ int cmd_info(struct session *s, int argc, char **argv)
 		o += (size_t)snprintf(ops + o, sizeof(ops) - o, "%s%s %" PRId64, i ? ", " : "",
 				      sh_esc(domain_s(m->opsets[i].domain)), m->opsets[i].version);
 	sh_table_row(&tab, "opsets", m->n_opsets ? ops : "(none)");
-	snprintf(tb, sizeof(tb), "'%s': %d nodes", sh_esc(g->name ? g->name : ""), t.n_nodes);
+	snprintf(tb, sizeof(tb), "'%s': %s", sh_esc(g->name ? g->name : ""),
+		 sh_nouns((uint64_t)t.n_nodes, "node", "nodes", b1, sizeof(b1)));
 	if (t.n_subgraphs)
-		snprintf(tb + strlen(tb), sizeof(tb) - strlen(tb), " (+%d in %d subgraphs)",
-			 t.n_nodes_all - t.n_nodes, t.n_subgraphs);
+		snprintf(tb + strlen(tb), sizeof(tb) - strlen(tb), " (+%d in %s)", t.n_nodes_all - t.n_nodes,
+			 sh_nouns((uint64_t)t.n_subgraphs, "subgraph", "subgraphs", b1, sizeof(b1)));
 	sh_table_row(&tab, "graph", tb);
-	snprintf(tb, sizeof(tb), "%d initializers, %s parameters, %s%s", t.n_inits,
-		 sh_count(t.n_params, b1, sizeof(b1)), sh_bytes(t.weight_bytes, b2, sizeof(b2)),
+	char b3[64];
+	snprintf(tb, sizeof(tb), "%s, %s, %s%s", sh_nouns((uint64_t)t.n_inits, "initializer", "initializers", b3, sizeof(b3)),
+		 sh_nouns(t.n_params, "parameter", "parameters", b1, sizeof(b1)), sh_bytes(t.weight_bytes, b2, sizeof(b2)),
 		 m->had_external ? " (external data)" : "");
 	sh_table_row(&tab, "weights", tb);
-	for (int i = 0; i < g->n_inputs; i++) {
-		if (g->inputs[i]->init)
-			continue;
-		snprintf(tb, sizeof(tb), "%s  %s", sh_esc(g->inputs[i]->name), type_s(&g->inputs[i]->type, b1, sizeof(b1)));
-		sh_table_row(&tab, "input", tb);
+	/* names of inputs and outputs padded to one width, so their types line up */
+	int nw = 0;
+	for (int k = 0; k < g->n_inputs + g->n_outputs; k++) {
+		const struct ir_value *v = k < g->n_inputs ? g->inputs[k] : g->outputs[k - g->n_inputs];
+		int w = (int)strlen(sh_esc(v->name));
+		if (!(k < g->n_inputs && v->init) && w > nw)
+			nw = w < 40 ? w : 40;
 	}
-	for (int i = 0; i < g->n_outputs; i++) {
-		snprintf(tb, sizeof(tb), "%s  %s", sh_esc(g->outputs[i]->name), type_s(&g->outputs[i]->type, b1, sizeof(b1)));
-		sh_table_row(&tab, "output", tb);
+	for (int k = 0; k < g->n_inputs + g->n_outputs; k++) {
+		bool in = k < g->n_inputs;
+		const struct ir_value *v = in ? g->inputs[k] : g->outputs[k - g->n_inputs];
+		if (in && v->init)
+			continue;
+		char ty[256];
+		snprintf(tb, sizeof(tb), "%-*s  %s", nw, sh_esc(v->name), type_s(&v->type, ty, sizeof(ty)));
+		sh_table_row(&tab, in ? "input" : "output", tb);
 	}
 	if (m->n_functions) {
 		o = 0;
-		for (size_t i = 0; i < m->n_functions && o < sizeof(ops); i++)
-			o += (size_t)snprintf(ops + o, sizeof(ops) - o, "%s%s", i ? ", " : "", sh_esc(m->functions[i].name));
+		for (size_t i = 0; i < m->n_functions && o < sizeof(ops); i++) {
+			const struct ir_function *f = &m->functions[i];
+			o += (size_t)snprintf(ops + o, sizeof(ops) - o, "%s%s%s%s", i ? ", " : "",
+					      f->domain && *f->domain ? sh_esc(f->domain) : "", f->domain && *f->domain ? ":" : "",
+					      sh_esc(f->name));
+		}
 		sh_table_row(&tab, "functions", ops);
 	}
 	for (size_t i = 0; i < m->n_meta; i++) {
@@ -192,10 +238,10 @@ int cmd_info(struct session *s, int argc, char **argv)
 int cmd_nodes(struct session *s, int argc, char **argv)
 {
 	struct sh_args a;
-	if (parse_common(s, "nodes", argc, argv, &a))
+	if (parse_common(s, argc, argv, &a))
 		return -1;
 	if (a.npos > 1)
-		return sh_error(s, "usage: nodes [PATTERN] [--op=TYPE] [--json]");
+		return sh_usage(s, argv[0]);
 	const char *pat = a.npos ? a.pos[0] : NULL, *op = sh_opt(&a, "op");
 	bool json = sh_flag(&a, "json");
 	struct sh_json j;
@@ -247,18 +293,30 @@ int cmd_nodes(struct session *s, int argc, char **argv)
 		sh_json_end(&j);
 		return 0;
 	}
-	sh_table_print(s, &tab, true);
+	if (shown)
+		sh_table_print(s, &tab, true);
 	sh_table_free(&tab);
 	if (pat || op)
 		sh_printf(s, "%d of %d nodes\n", shown, s->model->graph->n_nodes);
+	else if (!shown)
+		sh_printf(s, "the graph has no nodes\n");
 	return 0;
 }
 
 /* ---- show ---- */
 
-static void value_source(const struct ir_value *v, char *buf, size_t size)
+/* Where a value comes from, in words. Names are made safe for a terminal,
+ * except with `raw` (for JSON, whose writer escapes them itself). */
+static void value_source(const struct ir_value *v, char *buf, size_t size, bool raw)
 {
 	char nd[256];
+	const struct ir_node *p = v->producer;
+	if (p && raw && p->name && *p->name)
+		snprintf(nd, sizeof(nd), "'%s' (n%d, %s)", p->name, p->id, p->op_type);
+	else if (p && raw)
+		snprintf(nd, sizeof(nd), "n%d (%s)", p->id, p->op_type);
+	else if (p)
+		sh_node_desc(p, nd, sizeof(nd));
 	if (v->init && v->is_input)
 		snprintf(buf, size, "graph input with initializer");
 	else if (v->init)
@@ -268,7 +326,7 @@ static void value_source(const struct ir_value *v, char *buf, size_t size)
 	else if (v->is_input)
 		snprintf(buf, size, "graph input");
 	else if (v->producer)
-		snprintf(buf, size, "from %s", sh_node_desc(v->producer, nd, sizeof(nd)));
+		snprintf(buf, size, "from %s", nd);
 	else if (v->outer)
 		snprintf(buf, size, "from the enclosing graph");
 	else
@@ -321,7 +379,7 @@ static void json_value_ref(struct sh_json *j, const struct ir_value *v)
 	else
 		sh_json_null(j);
 	char src[300];
-	value_source(v, src, sizeof(src));
+	value_source(v, src, sizeof(src), true);
 	sh_json_kstr(j, "source", src);
 	sh_json_key(j, "consumers");
 	sh_json_arr(j);
@@ -335,10 +393,10 @@ static void json_value_ref(struct sh_json *j, const struct ir_value *v)
 int cmd_show(struct session *s, int argc, char **argv)
 {
 	struct sh_args a;
-	if (parse_common(s, "show", argc, argv, &a))
+	if (parse_common(s, argc, argv, &a))
 		return -1;
 	if (a.npos != 1)
-		return sh_error(s, "usage: show NODE [--json]");
+		return sh_usage(s, argv[0]);
 	struct ir_node *n = sh_node(s, a.pos[0]);
 	if (!n)
 		return -1;
@@ -352,6 +410,7 @@ int cmd_show(struct session *s, int argc, char **argv)
 		sh_json_kstr(&j, "op", n->op_type);
 		sh_json_kstr(&j, "domain", domain_s(n->domain));
 		sh_json_kbool(&j, "known_op", n->op != IR_OP_UNKNOWN);
+		sh_json_kbool(&j, "function", n->op == IR_OP_UNKNOWN && function_of(s->model, n->domain, n->op_type));
 		sh_json_kstr(&j, "doc", n->doc);
 		sh_json_key(&j, "attributes");
 		sh_json_obj(&j);
@@ -359,7 +418,7 @@ int cmd_show(struct session *s, int argc, char **argv)
 			sh_json_key(&j, n->attrs[i].name);
 			sh_json_obj(&j);
 			sh_json_kstr(&j, "type", ir_attr_type_name(n->attrs[i].type));
-			sh_json_kstr(&j, "value", ir_attr_str(&n->attrs[i], buf, sizeof(buf)));
+			sh_json_kstr(&j, "value", attr_value(&n->attrs[i], buf, sizeof(buf)));
 			sh_json_obj_end(&j);
 		}
 		sh_json_obj_end(&j);
@@ -386,6 +445,15 @@ int cmd_show(struct session *s, int argc, char **argv)
 				sh_json_null(&j);
 		}
 		sh_json_arr_end(&j);
+		sh_json_key(&j, "defaults");
+		sh_json_obj(&j);
+		int ns;
+		const struct ir_attr_schema *sch = ir_op_attrs(n->op, &ns);
+		int64_t opset = ir_model_opset(s->model, n->domain);
+		for (int i = 0; i < ns; i++)
+			if (sch[i].dflt && ir_attr_schema_at(&sch[i], opset) && !ir_node_attr(n, sch[i].name))
+				sh_json_kstr(&j, sch[i].name, sch[i].dflt);
+		sh_json_obj_end(&j);
 		sh_json_key(&j, "fused_from");
 		sh_json_arr(&j);
 		for (int i = 0; i < n->n_from; i++)
@@ -397,7 +465,9 @@ int cmd_show(struct session *s, int argc, char **argv)
 	}
 	sh_printf(s, "%snode%s %s\n", sh_c(s, SH_BOLD), sh_c(s, SH_RESET), sh_node_desc(n, buf, sizeof(buf)));
 	sh_printf(s, "op   %s (%s)%s\n", sh_esc(n->op_type), sh_esc(domain_s(n->domain)),
-		  n->op == IR_OP_UNKNOWN ? ", not an op ogsh knows: kept as is" : "");
+		  n->op != IR_OP_UNKNOWN ? ""
+		  : function_of(s->model, n->domain, n->op_type) ? ", a function of the model"
+		  : ", not an op ogsh knows: kept as is");
 	if (n->doc && *n->doc)
 		sh_printf(s, "doc  %s\n", sh_esc(n->doc));
 	if (n->n_from) {
@@ -412,7 +482,7 @@ int cmd_show(struct session *s, int argc, char **argv)
 		sh_table_init(&t, 3, "", "", "");
 		for (int i = 0; i < n->n_attrs; i++)
 			sh_table_row(&t, sh_esc(n->attrs[i].name), ir_attr_type_name(n->attrs[i].type),
-				     sh_esc(ir_attr_str(&n->attrs[i], buf, sizeof(buf))));
+				     sh_esc(attr_value(&n->attrs[i], buf, sizeof(buf))));
 		for (int i = 0; i < t.rows; i++) {
 			char *c = t.cells[i * 3];
 			char *ind = malloc(strlen(c) + 3);
@@ -425,6 +495,19 @@ int cmd_show(struct session *s, int argc, char **argv)
 		sh_table_print(s, &t, false);
 		sh_table_free(&t);
 	}
+	/* the schema's defaults for attributes the node leaves out */
+	int ns;
+	const struct ir_attr_schema *sch = ir_op_attrs(n->op, &ns);
+	int64_t opset = ir_model_opset(s->model, n->domain);
+	size_t o = 0;
+	for (int i = 0; i < ns; i++) {
+		if (!sch[i].dflt || !ir_attr_schema_at(&sch[i], opset) || ir_node_attr(n, sch[i].name) ||
+		    o + 8 >= sizeof(buf))
+			continue;
+		o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s%s=%s", o ? ", " : "", sch[i].name, sch[i].dflt);
+	}
+	if (o)
+		sh_printf(s, "defaults  %s\n", buf);
 	for (int pass = 0; pass < 3; pass++) {
 		int count = pass == 0 ? n->n_inputs : pass == 1 ? n->n_implicit : n->n_outputs;
 		if (!count)
@@ -446,7 +529,7 @@ int cmd_show(struct session *s, int argc, char **argv)
 				snprintf(where, sizeof(where), "-> %s", c && *c ? c : "(unused)");
 				free(c);
 			} else {
-				value_source(v, where, sizeof(where));
+				value_source(v, where, sizeof(where), false);
 			}
 			sh_table_row(&t, idx, sh_esc(v->name), type_s(&v->type, tb, sizeof(tb)), where);
 		}
@@ -488,10 +571,10 @@ static const struct ir_tensor *tensor_of(const struct ir_value *v)
 int cmd_tensor(struct session *s, int argc, char **argv)
 {
 	struct sh_args a;
-	if (parse_common(s, "tensor", argc, argv, &a))
+	if (parse_common(s, argc, argv, &a))
 		return -1;
 	if (a.npos != 1)
-		return sh_error(s, "usage: tensor NAME [--values=N] [--json]");
+		return sh_usage(s, argv[0]);
 	long nvals = 8;
 	const char *nv = sh_opt(&a, "values");
 	if (nv) {
@@ -513,10 +596,19 @@ int cmd_tensor(struct session *s, int argc, char **argv)
 			return sh_diag(s, &d);
 		have_stats = true;
 	}
+	bool json = sh_flag(&a, "json");
 	char src[300], tb[256], b1[64], b2[64];
-	value_source(v, src, sizeof(src));
+	value_source(v, src, sizeof(src), json);
 	uint64_t shown = t ? (uint64_t)nvals < t->numel ? (uint64_t)nvals : t->numel : 0;
-	if (sh_flag(&a, "json")) {
+	/* bytes of the data; for strings, of their text */
+	uint64_t bytes = t ? t->nbytes : 0;
+	if (t && t->dtype == IR_STRING)
+		for (uint64_t i = 0; i < t->numel; i++)
+			bytes += t->strings[i].len;
+	/* NaN and Inf exist in floating types only */
+	bool floating = t && (ir_dtype_is_float(t->dtype) || t->dtype == IR_COMPLEX64 || t->dtype == IR_COMPLEX128);
+	const struct ir_sparse *sp = v->sparse_init;
+	if (json) {
 		struct sh_json j;
 		sh_json_begin(&j, s->out);
 		sh_json_obj(&j);
@@ -524,20 +616,33 @@ int cmd_tensor(struct session *s, int argc, char **argv)
 		sh_json_kstr(&j, "source", src);
 		sh_json_key(&j, "type");
 		sh_json_type(&j, &v->type);
+		sh_json_key(&j, "producer");
+		if (v->producer)
+			sh_json_int(&j, v->producer->id);
+		else
+			sh_json_null(&j);
+		sh_json_key(&j, "consumers");
+		sh_json_arr(&j);
+		for (size_t i = 0; i < v->n_uses; i++)
+			sh_json_int(&j, v->uses[i].node->id);
+		sh_json_arr_end(&j);
+		sh_json_kbool(&j, "graph_output", v->is_output);
 		sh_json_kbool(&j, "constant", t != NULL);
 		if (t) {
 			sh_json_kstr(&j, "dtype", ir_dtype_name(t->dtype));
 			sh_json_key(&j, "shape");
 			sh_json_arr(&j);
-			for (int i = 0; i < t->rank; i++)
-				sh_json_int(&j, t->dims[i]);
-			sh_json_arr_end(&j);
-			sh_json_kuint(&j, "elements", t->numel);
-			sh_json_kuint(&j, "bytes", t->nbytes);
-			sh_json_kstr(&j, "external_file", t->ext_location);
-			if (v->sparse_init) {
-				sh_json_kuint(&j, "nonzeros", t->numel);
+			uint64_t numel = 1;
+			for (int i = 0; i < (sp ? sp->rank : t->rank); i++) {
+				sh_json_int(&j, sp ? sp->dims[i] : t->dims[i]);
+				numel *= (uint64_t)(sp ? sp->dims[i] : t->dims[i]);
 			}
+			sh_json_arr_end(&j);
+			sh_json_kuint(&j, "elements", sp ? numel : t->numel);
+			if (sp)
+				sh_json_kuint(&j, "stored_values", t->numel);
+			sh_json_kuint(&j, "bytes", bytes);
+			sh_json_kstr(&j, "external_file", t->ext_location);
 			if (have_stats) {
 				sh_json_knum(&j, "min", st.min);
 				sh_json_knum(&j, "max", st.max);
@@ -572,20 +677,25 @@ int cmd_tensor(struct session *s, int argc, char **argv)
 		char *c = consumers(v);
 		sh_table_row(&tab, "used by", c && *c ? c : "(nothing)");
 		free(c);
-		sh_table_row(&tab, "data", "none stored: computed when the graph runs");
+		sh_table_row(&tab, "data", v->is_input ? "none stored: given when the graph runs"
+						       : "none stored: computed when the graph runs");
 		sh_table_print(s, &tab, false);
 		sh_table_free(&tab);
 		return 0;
 	}
 	sh_table_row(&tab, "dtype", ir_dtype_name(t->dtype));
-	if (v->sparse_init) {
-		const struct ir_sparse *sp = v->sparse_init;
+	if (sp) {
 		sh_table_row(&tab, "shape", ir_dims_str(sp->rank, sp->dims, tb, sizeof(tb)));
-		snprintf(tb, sizeof(tb), "%s stored values (sparse)", sh_count(t->numel, b1, sizeof(b1)));
+		snprintf(tb, sizeof(tb), "%s (sparse)", sh_nouns(t->numel, "stored value", "stored values", b1, sizeof(b1)));
+		sh_table_row(&tab, "size", tb);
+	} else if (t->dtype == IR_STRING) {
+		sh_table_row(&tab, "shape", ir_dims_str(t->rank, t->dims, tb, sizeof(tb)));
+		snprintf(tb, sizeof(tb), "%s, %s of text", sh_nouns(t->numel, "string", "strings", b1, sizeof(b1)),
+			 sh_bytes(bytes, b2, sizeof(b2)));
 		sh_table_row(&tab, "size", tb);
 	} else {
 		sh_table_row(&tab, "shape", ir_dims_str(t->rank, t->dims, tb, sizeof(tb)));
-		snprintf(tb, sizeof(tb), "%s elements, %s", sh_count(t->numel, b1, sizeof(b1)),
+		snprintf(tb, sizeof(tb), "%s, %s", sh_nouns(t->numel, "element", "elements", b1, sizeof(b1)),
 			 sh_bytes(t->nbytes, b2, sizeof(b2)));
 		sh_table_row(&tab, "size", tb);
 	}
@@ -604,8 +714,11 @@ int cmd_tensor(struct session *s, int argc, char **argv)
 		sh_table_row(&tab, "std", tb);
 		snprintf(tb, sizeof(tb), "%" PRIu64, st.zeros);
 		sh_table_row(&tab, "zeros", tb);
-		snprintf(tb, sizeof(tb), "%" PRIu64 " NaN, %" PRIu64 " Inf", st.nan, st.inf);
-		sh_table_row(&tab, "nan/inf", tb);
+		if (floating) {
+			snprintf(tb, sizeof(tb), "%" PRIu64 " NaN, %" PRIu64 " Inf%s", st.nan, st.inf,
+				 st.nan || st.inf ? " (left out of min, max, mean and std)" : "");
+			sh_table_row(&tab, "nan/inf", tb);
+		}
 	}
 	if (shown) {
 		size_t cap = 64 + (size_t)shown * 24, len = 0;
@@ -669,10 +782,10 @@ static int cmp_count(const void *x, const void *y)
 int cmd_ops(struct session *s, int argc, char **argv)
 {
 	struct sh_args a;
-	if (parse_common(s, "ops", argc, argv, &a))
+	if (parse_common(s, argc, argv, &a))
 		return -1;
 	if (a.npos)
-		return sh_error(s, "usage: ops [--json]");
+		return sh_usage(s, argv[0]);
 	struct { struct op_count *c; int n, cap; } acc = { 0 };
 	if (ir_graph_walk(s->model->graph, count_ops, &acc)) {
 		free(acc.c);
@@ -692,6 +805,8 @@ int cmd_ops(struct session *s, int argc, char **argv)
 			sh_json_kstr(&j, "domain", acc.c[i].domain);
 			sh_json_kint(&j, "count", acc.c[i].count);
 			sh_json_kbool(&j, "known", acc.c[i].known);
+			sh_json_kbool(&j, "function",
+				      !acc.c[i].known && function_of(s->model, acc.c[i].domain, acc.c[i].op));
 			sh_json_obj_end(&j);
 		}
 		sh_json_arr_end(&j);
@@ -703,12 +818,20 @@ int cmd_ops(struct session *s, int argc, char **argv)
 			char c[32], sh[32], opn[160];
 			snprintf(c, sizeof(c), "%d", acc.c[i].count);
 			snprintf(sh, sizeof(sh), "%.1f%%", 100.0 * acc.c[i].count / (total ? total : 1));
-			snprintf(opn, sizeof(opn), "%s%s", sh_esc(acc.c[i].op), acc.c[i].known ? "" : " (unknown)");
+			snprintf(opn, sizeof(opn), "%s%s", sh_esc(acc.c[i].op),
+				 acc.c[i].known ? ""
+				 : function_of(s->model, acc.c[i].domain, acc.c[i].op) ? " (function)"
+				 : " (unknown)");
 			sh_table_row(&t, opn, sh_esc(acc.c[i].domain), c, sh);
 		}
 		sh_table_print(s, &t, true);
 		sh_table_free(&t);
-		sh_printf(s, "%d nodes, %d op types\n", total, acc.n);
+		char b1[64], b2[64];
+		int sub = total - s->model->graph->n_nodes;
+		sh_printf(s, "%s", sh_nouns((uint64_t)total, "node", "nodes", b1, sizeof(b1)));
+		if (sub)
+			sh_printf(s, " (%d in subgraphs)", sub);
+		sh_printf(s, ", %s\n", sh_nouns((uint64_t)acc.n, "op type", "op types", b2, sizeof(b2)));
 	}
 	free(acc.c);
 	return 0;
@@ -719,11 +842,10 @@ int cmd_ops(struct session *s, int argc, char **argv)
 static int list_io(struct session *s, int argc, char **argv, bool inputs)
 {
 	struct sh_args a;
-	const char *cmd = inputs ? "inputs" : "outputs";
-	if (parse_common(s, cmd, argc, argv, &a))
+	if (parse_common(s, argc, argv, &a))
 		return -1;
 	if (a.npos)
-		return sh_error(s, "usage: %s [--json]", cmd);
+		return sh_usage(s, argv[0]);
 	const struct ir_graph *g = s->model->graph;
 	int n = inputs ? g->n_inputs : g->n_outputs;
 	struct ir_value *const *vals = inputs ? g->inputs : g->outputs;
@@ -751,28 +873,37 @@ static int list_io(struct session *s, int argc, char **argv, bool inputs)
 		sh_json_end(&j);
 		return 0;
 	}
+	/* the note column only when some input has a default value */
+	bool notes = !inputs;
+	for (int i = 0; i < n && !notes; i++)
+		notes = vals[i]->init != NULL;
 	struct sh_table t;
-	sh_table_init(&t, 4, "name", "dtype", "shape", inputs ? "note" : "from");
+	sh_table_init(&t, notes ? 4 : 3, "name", "dtype", "shape", inputs ? "note" : "source");
 	for (int i = 0; i < n; i++) {
 		const struct ir_type *ty = &vals[i]->type;
+		bool tensor = ty->kind == IR_TYPE_TENSOR || ty->kind == IR_TYPE_SPARSE_TENSOR;
 		char shape[256] = "", note[300] = "";
-		if (ty->kind == IR_TYPE_TENSOR || ty->kind == IR_TYPE_SPARSE_TENSOR) {
+		if (tensor && ty->rank < 0) {
+			snprintf(shape, sizeof(shape), "unknown");
+		} else if (tensor) {
 			char full[300];
 			ir_type_str(ty, full, sizeof(full));
 			const char *br = strchr(full, '[');
 			snprintf(shape, sizeof(shape), "%s", br ? br : "");
 		} else {
-			ir_type_str(ty, shape, sizeof(shape));
+			type_s(ty, shape, sizeof(shape));
 		}
 		if (inputs && vals[i]->init)
 			snprintf(note, sizeof(note), "has an initializer (default value)");
 		if (!inputs)
-			value_source(vals[i], note, sizeof(note));
-		sh_table_row(&t, sh_esc(vals[i]->name),
-			     ty->kind == IR_TYPE_TENSOR || ty->kind == IR_TYPE_SPARSE_TENSOR ? (ty->elem ? ir_dtype_name(ty->elem) : "?") : "",
-			     shape, note);
+			value_source(vals[i], note, sizeof(note), false);
+		sh_table_row(&t, sh_esc(vals[i]->name), tensor ? (ty->elem ? ir_dtype_name(ty->elem) : "?") : "", shape,
+			     note);
 	}
-	sh_table_print(s, &t, true);
+	if (n)
+		sh_table_print(s, &t, true);
+	else
+		sh_printf(s, "the graph has no %s\n", inputs ? "inputs" : "outputs");
 	sh_table_free(&t);
 	return 0;
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* Prints text wrapped at 76 columns with an indent. */
 static void wrap(struct session *s, const char *text, int ind)
@@ -46,12 +47,15 @@ static void help_one(struct session *s, const struct sh_cmd *c)
 
 int cmd_help(struct session *s, int argc, char **argv)
 {
-	if (argc > 2)
-		return sh_error(s, "usage: help [COMMAND]");
-	if (argc == 2) {
-		const struct sh_cmd *c = sh_find_command(argv[1]);
+	struct sh_args a;
+	if (sh_parse_args(s, sh_find_command(argv[0]), argc, argv, &a))
+		return -1;
+	if (a.npos > 1)
+		return sh_usage(s, argv[0]);
+	if (a.npos == 1) {
+		const struct sh_cmd *c = sh_find_command(a.pos[0]);
 		if (!c)
-			return sh_error(s, "no command is named '%s' (type help for the list)", sh_esc(argv[1]));
+			return sh_unknown_command(s, a.pos[0]);
 		help_one(s, c);
 		return 0;
 	}
@@ -67,17 +71,19 @@ int cmd_help(struct session *s, int argc, char **argv)
 		}
 	}
 	sh_printf(s, "\nhelp COMMAND shows one command in full. NODE is a node name, an id (n12) or #12.\n"
-		     "Several commands can go on one line separated by ';'. # starts a comment.\n");
+		     "Several commands can go on one line separated by ';'. # starts a comment (#12 is a node id).\n");
 	return 0;
 }
 
 int cmd_load(struct session *s, int argc, char **argv)
 {
 	struct sh_args a;
-	if (sh_parse_args(s, sh_find_command("load"), argc, argv, &a))
+	if (sh_parse_args(s, sh_find_command(argv[0]), argc, argv, &a))
 		return -1;
 	if (a.npos != 1)
-		return sh_error(s, "usage: load FILE");
+		return sh_usage(s, argv[0]);
+	if (!*a.pos[0])
+		return sh_error(s, "load: the file name is empty");
 	if (s->dirty && !sh_confirm(s, "the model has unsaved changes: discard them?"))
 		return sh_error(s, "load cancelled");
 	struct ir_diag d;
@@ -100,7 +106,7 @@ int cmd_load(struct session *s, int argc, char **argv)
 int cmd_save(struct session *s, int argc, char **argv)
 {
 	struct sh_args a;
-	if (sh_parse_args(s, sh_find_command("save"), argc, argv, &a))
+	if (sh_parse_args(s, sh_find_command(argv[0]), argc, argv, &a))
 		return -1;
 	if (!sh_need_model(s))
 		return -1;
@@ -108,10 +114,14 @@ int cmd_save(struct session *s, int argc, char **argv)
 	const char *path;
 	if (a.npos == 1) {
 		path = a.pos[0];
-	} else if (a.npos == 0 && o.force && s->model->path) {
+		if (!*path)
+			return sh_error(s, "save: the file name is empty");
+	} else if (a.npos == 0 && o.force) {
+		if (!s->model->path)
+			return sh_error(s, "save: the model was not loaded from a file, so save --force needs a FILE");
 		path = s->model->path;
 	} else {
-		return sh_error(s, "usage: save FILE [--force] [--external] [--embed] (save --force alone writes back to the loaded file)");
+		return sh_usage(s, argv[0]);
 	}
 	if (sh_flag(&a, "external") && sh_flag(&a, "embed"))
 		return sh_error(s, "save: --external and --embed contradict each other");
@@ -131,7 +141,13 @@ int cmd_save(struct session *s, int argc, char **argv)
 		o.external = IR_EXT_ALL;
 	struct ir_diag d;
 	ir_diag_init(&d);
-	if (ir_model_save(s->model, path, &o, &d))
+	if (isatty(STDERR_FILENO)) {
+		o.progress = sh_progress;
+		o.progress_arg = (void *)"saving";
+	}
+	int rc = ir_model_save(s->model, path, &o, &d);
+	sh_progress_done();
+	if (rc)
 		return sh_diag(s, &d);
 	sh_diag(s, &d);
 	s->dirty = false;
@@ -147,10 +163,10 @@ int cmd_save(struct session *s, int argc, char **argv)
 int cmd_source(struct session *s, int argc, char **argv)
 {
 	struct sh_args a;
-	if (sh_parse_args(s, sh_find_command("source"), argc, argv, &a))
+	if (sh_parse_args(s, sh_find_command(argv[0]), argc, argv, &a))
 		return -1;
 	if (a.npos != 1)
-		return sh_error(s, "usage: source FILE");
+		return sh_usage(s, argv[0]);
 	bool was = s->interactive;
 	s->interactive = false;   /* scripts never ask questions */
 	int rc = sh_run_file(s, a.pos[0]);
@@ -177,7 +193,7 @@ static int parse_bool(struct session *s, const char *name, const char *v, bool *
 int cmd_set(struct session *s, int argc, char **argv)
 {
 	struct sh_args a;
-	if (sh_parse_args(s, sh_find_command("set"), argc, argv, &a))
+	if (sh_parse_args(s, sh_find_command(argv[0]), argc, argv, &a))
 		return -1;
 	if (a.npos == 0) {
 		sh_printf(s, "on-error  %s\ntimer     %s\ncolor     %s\n", s->on_error_continue ? "continue" : "stop",
@@ -186,7 +202,7 @@ int cmd_set(struct session *s, int argc, char **argv)
 	}
 	const char *name = a.pos[0], *v = a.npos > 1 ? a.pos[1] : NULL;
 	if (a.npos > 2)
-		return sh_error(s, "usage: set [NAME [VALUE]]");
+		return sh_usage(s, argv[0]);
 	if (strcmp(name, "on-error") == 0) {
 		if (!v)
 			sh_printf(s, "on-error  %s\n", s->on_error_continue ? "continue" : "stop");
@@ -222,10 +238,10 @@ int cmd_set(struct session *s, int argc, char **argv)
 int cmd_quit(struct session *s, int argc, char **argv)
 {
 	struct sh_args a;
-	if (sh_parse_args(s, sh_find_command("quit"), argc, argv, &a))
+	if (sh_parse_args(s, sh_find_command(argv[0]), argc, argv, &a))
 		return -1;
 	if (a.npos)
-		return sh_error(s, "usage: quit [--force]");
+		return sh_usage(s, argv[0]);
 	if (s->dirty && !sh_flag(&a, "force") && !sh_confirm(s, "the model has unsaved changes: quit anyway?"))
 		return 0;
 	s->quit = true;

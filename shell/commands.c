@@ -5,7 +5,7 @@
  * To add a command: write cmd_NAME in a cmd_*.c file, declare it in
  * shell.h, add a row here (options it takes, what its arguments complete
  * to), add a golden script test in tests/script/, and regenerate
- * docs/commands.md with `build/ogsh --doc > docs/commands.md`.
+ * docs/commands.md with `build/shell/ogsh --doc > docs/commands.md`.
  */
 #include "shell.h"
 
@@ -46,13 +46,14 @@ const struct sh_cmd sh_commands[] = {
 	  "producer and consumers. NODE is a node name, an id such as n12, or #12.",
 	  "show conv1", "--json", SH_C_NODE, SH_F_JSON, "inspect" },
 	{ "tensor", cmd_tensor, "NAME [--values=N] [--json]", "show a tensor and its statistics",
-	  "For an initializer or a Constant's output: dtype, shape, size, min/max/mean/std, "
-	  "NaN/Inf/zero counts and the first values (--values, default 8). For other values: "
-	  "the type and where the value comes from.",
+	  "For an initializer or a Constant's output: dtype, shape, size, min/max/mean/std of "
+	  "the finite values, NaN/Inf/zero counts and the first values (--values, default 8). For "
+	  "other values: the type, where the value comes from and what reads it.",
 	  "tensor conv1.weight", "--values= --json", SH_C_VALUE, SH_F_JSON, "inspect" },
 	{ "ops", cmd_ops, "[--json]", "count nodes per op type",
 	  "A histogram of op types over the main graph and its subgraphs, most frequent first. "
-	  "Ops ogsh does not know are marked.",
+	  "Ops ogsh does not know are marked (unknown), or (function) when a function of the "
+	  "model defines them.",
 	  "ops", "--json", SH_C_NONE, SH_F_JSON, "inspect" },
 	{ "inputs", cmd_inputs, "[--json]", "list the graph inputs",
 	  "Graph inputs with their element type and shape; symbolic dimensions keep their names. "
@@ -79,7 +80,9 @@ const struct sh_cmd sh_commands[] = {
 	  "set-attr pool strides=[1,1] auto_pad=NOTSET", "", SH_C_NODE, SH_F_MODIFIES, "edit" },
 	{ "set-input-shape", cmd_set_input_shape, "NAME DIMS", "give a graph input a new shape",
 	  "DIMS is 1x3x224x224, batch,3,224,224 or [batch,3,?,?]: numbers, symbolic names "
-	  "(use commas with names) and ? for unknown. The element type is kept.",
+	  "(use commas or brackets with names) and ? for unknown; [] is a scalar. The element "
+	  "type is kept. An input with an initializer (a default value) only takes a shape that "
+	  "fits it.",
 	  "set-input-shape image 1x3x32x32", "", SH_C_VALUE, SH_F_MODIFIES, "edit" },
 	{ "source", cmd_source, "FILE", "run the commands in a script file",
 	  "Runs FILE line by line, as `ogsh -f FILE` would. An error stops the script (and reports "

@@ -33,6 +33,16 @@ static void usage(FILE *f)
 		"status 1, unless the script says `set on-error continue`.\n");
 }
 
+/* "9.19.0" from 91900-style versions (major*10000 + minor*100 + patch); "none" for 0 */
+static const char *v3(long v, char *buf, size_t size)
+{
+	if (v <= 0)
+		snprintf(buf, size, "none found");
+	else
+		snprintf(buf, size, "%ld.%ld.%ld", v / 10000, v / 100 % 100, v % 100);
+	return buf;
+}
+
 static void print_version(void)
 {
 	printf("ogsh %s\n", OGSH_VERSION);
@@ -44,9 +54,12 @@ static void print_version(void)
 		printf("cuda: not built in (CPU only)\n");
 		return;
 	}
-	printf("cuda runtime %d.%d, cudnn %ld.%ld.%ld, cublasLt %d\n", ci.runtime_version / 1000,
-	       ci.runtime_version % 1000 / 10, ci.cudnn_version / 10000, ci.cudnn_version / 100 % 100,
-	       ci.cudnn_version % 100, ci.cublas_version);
+	char a[32], b[32], c[32], rt[32] = "none found";
+	if (ci.runtime_version)
+		snprintf(rt, sizeof(rt), "%d.%d", ci.runtime_version / 1000, ci.runtime_version % 1000 / 10);
+	printf("cuda: built with cuDNN %s headers; found runtime %s, cuDNN %s, cuBLASLt %s\n",
+	       v3(ci.cudnn_built, a, sizeof(a)), rt, v3(ci.cudnn_version, b, sizeof(b)),
+	       v3(ci.cublas_version, c, sizeof(c)));
 	if (!ci.driver_version)
 		printf("cuda driver: none found (GPU commands will not be available)\n");
 	else
@@ -58,15 +71,18 @@ static void print_version(void)
 static void print_doc(void)
 {
 	printf("# ogsh commands\n\n");
-	printf("Generated from the command table by `ogsh --doc`; `help COMMAND` in the shell shows the same text.\n");
-	printf("A test fails when this file and the table disagree.\n\n");
+	printf("Generated from the command table (shell/commands.c) by `ogsh --doc`; `help COMMAND` in the\n"
+	       "shell shows the same text. A test fails when this file and the table disagree: regenerate it\n"
+	       "with `build/shell/ogsh --doc > docs/commands.md`.\n\n");
 	printf("| command | summary |\n|---|---|\n");
 	for (int i = 0; i < sh_n_commands; i++)
 		printf("| [`%s`](#%s) | %s |\n", sh_commands[i].name, sh_commands[i].name, sh_commands[i].summary);
 	for (int i = 0; i < sh_n_commands; i++) {
 		const struct sh_cmd *c = &sh_commands[i];
-		printf("\n## %s\n\n```\n%s %s\n```\n\n%s.\n\n%s\n\nExample: `%s`\n", c->name, c->name, c->usage,
-		       c->summary, c->help, c->example);
+		const char *sum = c->summary;
+		char first = sum[0] >= 'a' && sum[0] <= 'z' ? (char)(sum[0] - 'a' + 'A') : sum[0];
+		printf("\n## %s\n\n```\n%s %s\n```\n\n%c%s.\n\n%s\n\nExample: `%s`\n", c->name, c->name, c->usage,
+		       first, sum[0] ? sum + 1 : "", c->help, c->example);
 	}
 }
 
@@ -98,11 +114,11 @@ int main(int argc, char **argv)
 		}
 		if (strcmp(a, "-c") == 0 || strcmp(a, "-f") == 0) {
 			if (i + 1 >= argc) {
-				fprintf(stderr, "ogsh: %s needs an argument\n", a);
+				fprintf(stderr, "ogsh: error: %s needs an argument\n", a);
 				return 2;
 			}
 			if (njobs == 64) {
-				fprintf(stderr, "ogsh: too many -c/-f options\n");
+				fprintf(stderr, "ogsh: error: too many -c/-f options (64 at most)\n");
 				return 2;
 			}
 			jobs[njobs].file = a[1] == 'f';
@@ -110,12 +126,13 @@ int main(int argc, char **argv)
 			continue;
 		}
 		if (a[0] == '-' && a[1]) {
-			fprintf(stderr, "ogsh: unknown option '%s'\n", a);
+			fprintf(stderr, "ogsh: error: unknown option '%s'\n", sh_esc(a));
 			usage(stderr);
 			return 2;
 		}
 		if (model_path) {
-			fprintf(stderr, "ogsh: only one model can be given ('%s' and '%s')\n", model_path, a);
+			fprintf(stderr, "ogsh: error: only one model can be given ('%s' and '%s')\n", sh_esc(model_path),
+				sh_esc(a));
 			return 2;
 		}
 		model_path = a;
@@ -136,13 +153,14 @@ int main(int argc, char **argv)
 	} else {
 		struct ir_model *m = ir_demo_model();
 		if (!m) {
-			fprintf(stderr, "ogsh: out of memory building the demo model\n");
+			fprintf(stderr, "ogsh: error: out of memory building the demo model\n");
 			return 1;
 		}
 		sh_set_model(&s, m, "demo");
 	}
 
 	int rc = 0;
+	bool failed = false;   /* some job failed (with on-error continue the next ones still ran) */
 	if (njobs) {
 		for (int i = 0; i < njobs && !s.quit; i++) {
 			if (jobs[i].file) {
@@ -150,13 +168,14 @@ int main(int argc, char **argv)
 			} else {
 				FILE *f = fmemopen((void *)jobs[i].text, strlen(jobs[i].text), "r");
 				if (!f) {
-					fprintf(stderr, "ogsh: out of memory\n");
+					fprintf(stderr, "ogsh: error: out of memory\n");
 					rc = -1;
 				} else {
 					rc = sh_run_stream(&s, f, "-c");
 					fclose(f);
 				}
 			}
+			failed |= rc != 0;
 			if (rc && !s.on_error_continue)
 				break;
 		}
@@ -174,5 +193,5 @@ int main(int argc, char **argv)
 	free(s.name);
 	if (s.exit_code)
 		return s.exit_code;
-	return rc || s.errors ? 1 : 0;
+	return rc || failed || s.errors ? 1 : 0;
 }

@@ -3,16 +3,55 @@
  */
 #include "shell.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* "FILE:LINE: " in scripts, nothing at the keyboard, "ogsh: " before any
+ * command runs (the model named on the command line, a missing -f file) */
 static void where(struct session *s)
 {
 	fflush(s->out);
-	if (s->src && s->src->name)
+	if (!s->src)
+		fputs("ogsh: ", stderr);
+	else if (s->src->name)
 		fprintf(stderr, "%s:%d: ", s->src->name, s->src->line);
+}
+
+int sh_usage(struct session *s, const char *cmd)
+{
+	const struct sh_cmd *c = sh_find_command(cmd);
+	if (!c)
+		return sh_error(s, "no command is named '%s'", sh_esc(cmd));
+	return sh_error(s, "usage: %s %s", c->name, c->usage);
+}
+
+const char *sh_strerror(int err)
+{
+	switch (err) {
+	case ENOENT: return "no such file";
+	case EACCES: case EPERM: return "permission denied";
+	case EISDIR: return "it is a folder";
+	case ENOTDIR: return "a part of the path is not a folder";
+	case ENOSPC: return "no space left on the device";
+	case EROFS: return "the file system is read-only";
+	case ENAMETOOLONG: return "the name is too long";
+	case ELOOP: return "too many symbolic links";
+	}
+	static char buf[128];
+	snprintf(buf, sizeof(buf), "%s", strerror(err));
+	if (buf[0] >= 'A' && buf[0] <= 'Z' && !(buf[1] >= 'A' && buf[1] <= 'Z'))
+		buf[0] = (char)(buf[0] - 'A' + 'a');
+	return buf;
+}
+
+const char *sh_nouns(uint64_t n, const char *one, const char *many, char *buf, size_t size)
+{
+	char c[32];
+	snprintf(buf, size, "%s %s", sh_count(n, c, sizeof(c)), n == 1 ? one : many);
+	return buf;
 }
 
 int sh_error(struct session *s, const char *fmt, ...)
@@ -101,6 +140,25 @@ const char *sh_esc(const char *name)
 	}
 	o[n] = 0;
 	return o;
+}
+
+static bool progress_shown;
+
+void sh_progress(void *arg, uint64_t done, uint64_t total)
+{
+	char a[32], b[32];
+	fflush(stdout);
+	fprintf(stderr, "\r%s %3d%% (%s of %s)\033[K", (const char *)arg,
+		total ? (int)(100.0 * (double)done / (double)total) : 0, sh_bytes(done, a, sizeof(a)),
+		sh_bytes(total, b, sizeof(b)));
+	progress_shown = true;
+}
+
+void sh_progress_done(void)
+{
+	if (progress_shown)
+		fputs("\r\033[K", stderr);
+	progress_shown = false;
 }
 
 const char *sh_bytes(uint64_t n, char *buf, size_t size)

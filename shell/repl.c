@@ -241,8 +241,7 @@ int sh_repl(struct session *s)
 			p++;
 		if (*p) {
 			add_history(line);
-			if (sh_run_line(s, line) == 0 && ir_interrupted)
-				fprintf(stderr, "interrupted\n");
+			sh_run_line(s, line);
 		}
 		free(line);
 	}

@@ -34,26 +34,53 @@ static int parse_id(const char *ref)
 	return id;
 }
 
-struct ir_node *sh_node(struct session *s, const char *ref)
+struct ir_node *sh_find_node(const struct ir_graph *g, const char *ref, int *count)
 {
-	if (!sh_need_model(s))
-		return NULL;
-	struct ir_graph *g = s->model->graph;
+	*count = 0;
 	if (ref[0] != '#') {
-		int count = 0;
-		struct ir_node *n = ir_node_by_name(g, ref, &count);
-		if (n && count > 1) {
-			sh_error(s, "%d nodes are named '%s': use an id (first is n%d)", count, sh_esc(ref), n->id);
-			return NULL;
-		}
+		struct ir_node *n = ir_node_by_name(g, ref, count);
 		if (n)
 			return n;
 	}
 	int id = parse_id(ref);
 	struct ir_node *n = id >= 0 ? ir_node_by_id(g, id) : NULL;
+	*count = n ? 1 : 0;
+	return n;
+}
+
+int sh_ambiguous(struct session *s, const struct ir_graph *g, const char *name, int count)
+{
+	char ids[256];
+	size_t o = 0;
+	int listed = 0;
+	ids[0] = 0;
+	ir_for_each_node(g, m) {
+		if (strcmp(m->name, name) != 0)
+			continue;
+		if (listed == 8) {
+			snprintf(ids + o, sizeof(ids) - o, ", ...");
+			break;
+		}
+		o += (size_t)snprintf(ids + o, sizeof(ids) - o, "%sn%d", listed ? ", " : "", m->id);
+		listed++;
+	}
+	return sh_error(s, "%d nodes are named '%s': use an id (%s)", count, sh_esc(name), ids);
+}
+
+struct ir_node *sh_node(struct session *s, const char *ref)
+{
+	if (!sh_need_model(s))
+		return NULL;
+	struct ir_graph *g = s->model->graph;
+	int count;
+	struct ir_node *n = sh_find_node(g, ref, &count);
+	if (n && count > 1) {
+		sh_ambiguous(s, g, ref, count);
+		return NULL;
+	}
 	if (n)
 		return n;
-	if (id >= 0)
+	if (parse_id(ref) >= 0)
 		sh_error(s, "no node has id %s", sh_esc(ref));
 	else if (ir_value_find(g, ref))
 		sh_error(s, "no node is named '%s' (a tensor is: try tensor %s)", sh_esc(ref), sh_esc(ref));

@@ -24,7 +24,8 @@ int sh_split(const char *line, char *buf, size_t bufsize, char **argv, int max, 
 	for (;;) {
 		while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
 			p++;
-		if (!*p || *p == '#')
+		/* '#' starts a comment, except #12: a node id */
+		if (!*p || (*p == '#' && !(p[1] >= '0' && p[1] <= '9')))
 			return argc;
 		if (*p == ';') {
 			*rest = p + 1;
@@ -124,8 +125,11 @@ int sh_parse_args(struct session *s, const struct sh_cmd *c, int argc, char **ar
 		const char *eq = strchr(name, '=');
 		size_t len = eq ? (size_t)(eq - name) : strlen(name);
 		bool takes;
-		if (!find_option(c->options, name, len, &takes))
-			return sh_error(s, "%s has no option '--%.*s' (see: help %s)", c->name, (int)len, name, c->name);
+		if (!find_option(c->options, name, len, &takes)) {
+			char on[128];
+			snprintf(on, sizeof(on), "%.*s", (int)(len < 100 ? len : 100), name);
+			return sh_error(s, "%s: unknown option '--%s' (see: help %s)", c->name, sh_esc(on), c->name);
+		}
 		const char *val = NULL;
 		if (takes) {
 			if (eq)
@@ -133,9 +137,9 @@ int sh_parse_args(struct session *s, const struct sh_cmd *c, int argc, char **ar
 			else if (i + 1 < argc)
 				val = argv[++i];
 			else
-				return sh_error(s, "%s: option --%.*s needs a value", c->name, (int)len, name);
+				return sh_error(s, "%s: option '--%.*s' needs a value", c->name, (int)len, name);
 		} else if (eq) {
-			return sh_error(s, "%s: option --%.*s takes no value", c->name, (int)len, name);
+			return sh_error(s, "%s: option '--%.*s' takes no value", c->name, (int)len, name);
 		}
 		if (a->nopt == 32)
 			return sh_error(s, "%s: too many options", c->name);
@@ -196,39 +200,39 @@ static double now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+int sh_unknown_command(struct session *s, const char *name)
+{
+	const char *best = NULL;
+	int bd = 3;
+	for (int i = 0; i < sh_n_commands; i++) {
+		int dd = edit_distance(name, sh_commands[i].name);
+		if (dd < bd) {
+			bd = dd;
+			best = sh_commands[i].name;
+		}
+	}
+	if (best)
+		return sh_error(s, "unknown command '%s' (did you mean '%s'? type help for the list)", sh_esc(name), best);
+	return sh_error(s, "unknown command '%s' (type help for the list)", sh_esc(name));
+}
+
 static int dispatch(struct session *s, int argc, char **argv)
 {
 	const struct sh_cmd *c = sh_find_command(argv[0]);
-	if (!c) {
-		const char *best = NULL;
-		int bd = 3;
-		for (int i = 0; i < sh_n_commands; i++) {
-			int dd = edit_distance(argv[0], sh_commands[i].name);
-			if (dd < bd) {
-				bd = dd;
-				best = sh_commands[i].name;
-			}
-		}
-		if (best)
-			return sh_error(s, "unknown command '%s' (did you mean '%s'? type help for the list)",
-					sh_esc(argv[0]), best);
-		return sh_error(s, "unknown command '%s' (type help for the list)", sh_esc(argv[0]));
-	}
+	if (!c)
+		return sh_unknown_command(s, argv[0]);
 	for (int i = 1; i < argc; i++)
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			char *hargv[2] = { (char *)"help", (char *)c->name };
 			return cmd_help(s, 2, hargv);
 		}
-	double t0 = s->timer ? now() : 0;
-	ir_interrupted = 0;
+	/* timed when the timer is on before and after (not `set timer on` itself) */
+	bool timed = s->timer;
+	double t0 = timed ? now() : 0;
 	int rc = c->fn(s, argc, argv);
 	fflush(s->out);
-	if (s->timer)
+	if (timed && s->timer)
 		fprintf(stderr, "time: %.3f s\n", now() - t0);
-	if (ir_interrupted && rc == 0) {
-		/* the command finished anyway: nothing to report */
-	}
-	ir_interrupted = 0;
 	return rc;
 }
 
@@ -245,12 +249,33 @@ int sh_run_line(struct session *s, const char *line)
 		return sh_error(s, "out of memory");
 	}
 	int rc = 0;
+	/* a line with a syntax error runs none of its commands */
+	for (const char *q = line; q;) {
+		const char *rest, *err;
+		if (sh_split(q, buf, len + 2, argv, SH_MAX_ARGS, &rest, &err) < 0) {
+			rc = sh_error(s, "%s", err);
+			s->errors++;
+			free(buf);
+			free(argv);
+			return rc;
+		}
+		q = rest;
+	}
 	const char *p = line;
 	while (p && !s->quit) {
 		const char *rest, *err;
 		int argc = sh_split(p, buf, len + 2, argv, SH_MAX_ARGS, &rest, &err);
 		if (argc < 0) {
 			rc = sh_error(s, "%s", err);
+			s->errors++;
+			break;
+		}
+		if (argc > 0 && ir_interrupted) {
+			/* Ctrl-C: the rest of the line does not run (the REPL clears the
+			 * flag before each prompt; scripts stop) */
+			if (!rc)
+				rc = sh_error(s, "interrupted");
+			s->errors++;
 			break;
 		}
 		if (argc > 0) {
@@ -293,7 +318,10 @@ int sh_run_stream(struct session *s, FILE *f, const char *name)
 				break;
 		}
 		if (ir_interrupted) {
-			rc = sh_error(s, "interrupted");
+			if (!r) {
+				rc = sh_error(s, "interrupted");
+				s->errors++;
+			}
 			break;
 		}
 	}
@@ -309,7 +337,7 @@ int sh_run_file(struct session *s, const char *path)
 				SH_MAX_SOURCE_DEPTH);
 	FILE *f = fopen(path, "r");
 	if (!f)
-		return sh_error(s, "cannot open '%s': %s", sh_esc(path), strerror(errno));
+		return sh_error(s, "cannot open '%s': %s", sh_esc(path), sh_strerror(errno));
 	struct stat st;
 	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
 		fclose(f);

@@ -88,6 +88,9 @@ int sh_run_file(struct session *s, const char *path);
 int sh_split(const char *line, char *buf, size_t bufsize, char **argv, int max, const char **rest,
 	     const char **err);
 
+/* The error for a command name not in the table, with the nearest one if close. */
+int sh_unknown_command(struct session *s, const char *name);
+
 /* ---- options ---- */
 
 struct sh_args {
@@ -109,9 +112,19 @@ int sh_error(struct session *s, const char *fmt, ...) __attribute__((format(prin
 void sh_warn(struct session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Shows a diag: its warnings, then its error (returns -1 if there was one). */
 int sh_diag(struct session *s, struct ir_diag *d);
+/* "usage: CMD USAGE" from the command table, as an error. */
+int sh_usage(struct session *s, const char *cmd);
+/* errno as a lowercase phrase: "no such file", "permission denied" */
+const char *sh_strerror(int err);
+/* "1 node", "3 nodes", "4,096 elements" */
+const char *sh_nouns(uint64_t n, const char *one, const char *many, char *buf, size_t size);
 void sh_printf(struct session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A name made safe for a terminal: control bytes as \xNN. Static buffer rotation (4). */
 const char *sh_esc(const char *name);
+/* Progress on stderr ("saving 45% (300.0 MiB of 650.0 MiB)"), for callbacks of
+ * long operations; arg is the verb. sh_progress_done clears the line. */
+void sh_progress(void *arg, uint64_t done, uint64_t total);
+void sh_progress_done(void);
 /* "1.5 MiB", "312 B" */
 const char *sh_bytes(uint64_t n, char *buf, size_t size);
 /* "25,557,032" */
@@ -171,6 +184,10 @@ void sh_json_type(struct sh_json *j, const struct ir_type *t);
 
 /* ---- lookups shared by commands (resolve.c) ---- */
 
+/* A node by name, nN or #N, quietly: NULL if none; *count > 1 when the name is ambiguous. */
+struct ir_node *sh_find_node(const struct ir_graph *g, const char *ref, int *count);
+/* The error for a name that several nodes have, listing their ids; returns -1. */
+int sh_ambiguous(struct session *s, const struct ir_graph *g, const char *name, int count);
 /* A node of the main graph by name, nN or #N; NULL with an error printed. */
 struct ir_node *sh_node(struct session *s, const char *ref);
 /* A value of the main graph by name; NULL with an error printed. */

@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""Builds the small ONNX models (and other inputs) the golden script tests use.
+
+    models.py OUTDIR
+
+Every model is made with the onnx Python API, so the tests do not depend on
+files checked into the repository; each is deterministic (fixed names,
+fixed values) so the transcripts stay stable.
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = [helper.make_opsetid("", 17)]
+
+
+def model(graph, **kw):
+    m = helper.make_model(graph, opset_imports=kw.pop("opsets", OPSET), producer_name="ogsh-tests",
+                          producer_version="1", **kw)
+    m.ir_version = 8
+    return m
+
+
+def if_model():
+    """An If whose branches read outer values (captures) and have their own nodes."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    cond = helper.make_tensor_value_info("cond", TensorProto.BOOL, [])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    then_out = helper.make_tensor_value_info("then_y", TensorProto.FLOAT, [2, 3])
+    else_out = helper.make_tensor_value_info("else_y", TensorProto.FLOAT, [2, 3])
+    then_g = helper.make_graph(
+        [helper.make_node("Add", ["x_relu", "bias"], ["then_y"], name="then_add")],
+        "then_branch", [], [then_out])
+    else_g = helper.make_graph(
+        [helper.make_node("Neg", ["x_relu"], ["neg"], name="else_neg"),
+         helper.make_node("Mul", ["neg", "bias"], ["else_y"], name="else_mul")],
+        "else_branch", [], [else_out])
+    nodes = [
+        helper.make_node("Relu", ["x"], ["x_relu"], name="relu"),
+        helper.make_node("If", ["cond"], ["if_out"], name="branch", then_branch=then_g, else_branch=else_g),
+        helper.make_node("Identity", ["if_out"], ["y"], name="out"),
+    ]
+    bias = numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(2, 3), "bias")
+    g = helper.make_graph(nodes, "if_graph", [x, cond], [y], [bias])
+    return model(g)
+
+
+def chain_model():
+    """x -> Identity -> Dropout(ratio) -> Relu -> Identity -> y, and a side branch:
+    rm rewires through each of them, and rm of `last` hands `y` to its input."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    side = helper.make_tensor_value_info("side", TensorProto.FLOAT, [1, 4])
+    ratio = numpy_helper.from_array(np.array(0.5, dtype=np.float32), "ratio")
+    nodes = [
+        helper.make_node("Identity", ["x"], ["a"], name="first"),
+        helper.make_node("Dropout", ["a", "ratio"], ["b", "mask"], name="drop"),
+        helper.make_node("Relu", ["b"], ["c"], name="act"),
+        helper.make_node("Identity", ["c"], ["y"], name="last"),
+        helper.make_node("Add", ["a", "c"], ["sum"], name="join"),
+        helper.make_node("Split", ["sum"], ["s1", "s2"], name="split", axis=1, num_outputs=2),
+        helper.make_node("Concat", ["s1", "s2"], ["side"], name="concat", axis=1),
+        helper.make_node("Identity", ["x"], ["unused"], name="dead"),
+    ]
+    g = helper.make_graph(nodes, "chain", [x], [y, side], [ratio],
+                          value_info=[helper.make_tensor_value_info("a", TensorProto.FLOAT, [1, 4]),
+                                      helper.make_tensor_value_info("b", TensorProto.FLOAT, [1, 4])])
+    return model(g)
+
+
+def symbolic_model():
+    """Symbolic and unknown dims, an input with a default value, two outputs."""
+    ids = helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", "seq"])
+    mask = helper.make_tensor_value_info("mask", TensorProto.FLOAT, ["batch", None])
+    scale = helper.make_tensor_value_info("scale", TensorProto.FLOAT, [1])
+    nounk = helper.make_tensor_value_info("anything", TensorProto.FLOAT, None)
+    emb_out = helper.make_tensor_value_info("hidden", TensorProto.FLOAT, ["batch", "seq", 8])
+    scaled = helper.make_tensor_value_info("scaled", TensorProto.FLOAT, ["batch", None])
+    table = numpy_helper.from_array((np.arange(32 * 8, dtype=np.float32) / 100).reshape(32, 8), "table")
+    scale_init = numpy_helper.from_array(np.array([2.0], dtype=np.float32), "scale")
+    nodes = [
+        helper.make_node("Gather", ["table", "ids"], ["hidden"], name="embed"),
+        helper.make_node("Mul", ["mask", "scale"], ["scaled"], name="mul"),
+        helper.make_node("Identity", ["anything"], ["anything_copy"], name="copy"),
+    ]
+    g = helper.make_graph(nodes, "symbolic", [ids, mask, scale, nounk], [emb_out, scaled], [table, scale_init])
+    return model(g)
+
+
+def tensors_model():
+    """Initializers of many kinds: strings, ints, bool, float16, NaN/Inf, empty,
+    a scalar, a Constant node and a sparse initializer."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])
+    inits = [
+        helper.make_tensor("labels", TensorProto.STRING, [3], [b"cat", b"dog", b"a longer label with spaces"]),
+        numpy_helper.from_array(np.array([[1, -2, 3], [0, 0, 40]], dtype=np.int64), "ints"),
+        numpy_helper.from_array(np.array([True, False, True, True]), "flags"),
+        numpy_helper.from_array(np.array([0.5, -1.25, 65504, 0], dtype=np.float16), "halves"),
+        numpy_helper.from_array(np.array([1.0, np.nan, np.inf, -np.inf, 0.0, 2.0], dtype=np.float32), "specials"),
+        numpy_helper.from_array(np.zeros((0, 3), dtype=np.float32), "empty"),
+        numpy_helper.from_array(np.array(7, dtype=np.int32), "scalar"),
+        numpy_helper.from_array(np.arange(20, dtype=np.float64), "twenty"),
+    ]
+    const = helper.make_node("Constant", [], ["k"], name="const",
+                             value=numpy_helper.from_array(np.array([1.5, 2.5, 3.5], dtype=np.float32)))
+    nodes = [
+        const,
+        helper.make_node("Add", ["x", "k"], ["y"], name="add"),
+    ]
+    sparse = helper.make_sparse_tensor(
+        numpy_helper.from_array(np.array([5.0, 6.0], dtype=np.float32), "sparse"),
+        numpy_helper.from_array(np.array([1, 7], dtype=np.int64), "sparse_idx"), [10])
+    g = helper.make_graph(nodes, "tensors", [x], [y], inits, sparse_initializer=[sparse])
+    return model(g)
+
+
+def external_model(outdir):
+    """Weights in an external data file next to the model."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64])
+    w = numpy_helper.from_array((np.arange(64 * 64, dtype=np.float32) % 7 - 3).reshape(64, 64), "w")
+    b = numpy_helper.from_array(np.ones(64, dtype=np.float32), "b")
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["xw"], name="matmul"),
+             helper.make_node("Add", ["xw", "b"], ["y"], name="add")]
+    m = model(helper.make_graph(nodes, "external", [x], [y], [w, b]))
+    onnx.save_model(m, os.path.join(outdir, "external.onnx"), save_as_external_data=True,
+                    all_tensors_to_one_file=True, location="external.onnx.data", size_threshold=1024)
+
+
+def names_model():
+    """Awkward names: two nodes with one name, a node and a tensor sharing a
+    name, an unnamed node, names with control bytes, a node named like an id;
+    ops of another domain (one a function of the model, one unknown), a
+    left-out optional input, a node doc string, model metadata."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    z = helper.make_tensor_value_info("z", TensorProto.FLOAT, [2])
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"], name="twin"),
+        helper.make_node("Sigmoid", ["a"], ["b"], name="twin"),
+        helper.make_node("Neg", ["b"], ["shared"], name="shared"),
+        helper.make_node("Abs", ["shared"], ["c"]),
+        helper.make_node("Softsign", ["c"], ["bell\x07"], name="tab\tname"),
+        helper.make_node("MyOp", ["bell\x07"], ["y"], name="custom", domain="com.example", alpha=0.5),
+        helper.make_node("Identity", ["x"], ["z"], name="n7"),
+        helper.make_node("Clip", ["x", "", "cmax"], ["clipped"], name="clip",
+                         doc_string="max only: the min input is left out"),
+        helper.make_node("Mystery", ["x"], ["m"], name="mystery", domain="com.example"),
+    ]
+    clipped = helper.make_tensor_value_info("clipped", TensorProto.FLOAT, [2])
+    m = helper.make_tensor_value_info("m", TensorProto.FLOAT, None)
+    cmax = numpy_helper.from_array(np.array(6.0, dtype=np.float32), "cmax")
+    g = helper.make_graph(nodes, "names", [x], [y, z, clipped, m], [cmax])
+    # MyOp is defined by a function of the model
+    fn = helper.make_function("com.example", "MyOp", ["X"], ["Y"],
+                              [helper.make_node("Neg", ["X"], ["Y"])], OPSET, attributes=["alpha"])
+    mp = model(g, opsets=OPSET + [helper.make_opsetid("com.example", 1)], functions=[fn],
+               doc_string="names that need care\nand a doc string of two lines")
+    helper.set_model_props(mp, {"author": "ogsh tests", "purpose": "awkward names"})
+    return mp
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    for name, fn in [("if", if_model), ("chain", chain_model), ("symbolic", symbolic_model),
+                     ("tensors", tensors_model), ("names", names_model)]:
+        onnx.save_model(fn(), os.path.join(out, name + ".onnx"))
+    external_model(out)
+    # the same model without its data file
+    os.makedirs(os.path.join(out, "nodata"), exist_ok=True)
+    with open(os.path.join(out, "external.onnx"), "rb") as f, \
+            open(os.path.join(out, "nodata", "external.onnx"), "wb") as g:
+        g.write(f.read())
+    # a script with a NUL byte, as a binary file given to source would have
+    with open(os.path.join(out, "nul.ogs"), "wb") as f:
+        f.write(b"info\nnodes\0\nops\n")
+    with open(os.path.join(out, "garbage.onnx"), "wb") as f:
+        f.write(b"this is not an ONNX model\n")
+    open(os.path.join(out, "empty.onnx"), "wb").close()
+
+
+if __name__ == "__main__":
+    main()
