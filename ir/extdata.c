@@ -12,15 +12,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* strerror, starting in lowercase like the rest of the message */
-static const char *errstr(int err, char *buf, size_t size)
-{
-	snprintf(buf, size, "%s", strerror(err));
-	if (buf[0] >= 'A' && buf[0] <= 'Z' && !(buf[1] >= 'A' && buf[1] <= 'Z'))
-		buf[0] = (char)(buf[0] - 'A' + 'a');
-	return buf;
-}
-
 /*
  * Opens `location` below the folder `dirfd`, one component at a time with
  * O_NOFOLLOW, so that no symbolic link (final or intermediate) is followed;
@@ -48,7 +39,7 @@ static int open_below(int dirfd, const char *location, struct ir_diag *d)
 		return ir_diag_err(d, IR_ENOMEM, "out of memory");
 	int fd = dup(dirfd);
 	if (fd < 0)
-		ir_diag_err(d, IR_EIO, "cannot open external data '%s': %s", location, errstr(errno, eb, sizeof(eb)));
+		ir_diag_err(d, IR_EIO, "cannot open external data '%s': %s", location, ir_errstr(errno, eb, sizeof(eb)));
 	char *save = NULL;
 	char *comp = strtok_r(copy, "/", &save);
 	while (comp && fd >= 0) {
@@ -88,7 +79,7 @@ static int open_below(int dirfd, const char *location, struct ir_diag *d)
 				ir_diag_err(d, IR_ERR, "location '%s': '%s' is not a folder", location, comp);
 			else
 				ir_diag_err(d, IR_EIO, "cannot open external data '%s': %s", location,
-					    errstr(err, eb, sizeof(eb)));
+					    ir_errstr(err, eb, sizeof(eb)));
 		}
 		comp = next;
 	}
@@ -111,7 +102,7 @@ struct ext_file *ext_open(struct ext_cache *c, const char *location, struct ir_d
 	struct stat st;
 	char eb[128];
 	if (fstat(fd, &st) < 0) {
-		ir_diag_err(d, IR_EIO, "cannot stat external data '%s': %s", location, errstr(errno, eb, sizeof(eb)));
+		ir_diag_err(d, IR_EIO, "cannot stat external data '%s': %s", location, ir_errstr(errno, eb, sizeof(eb)));
 		close(fd);
 		return NULL;
 	}
@@ -126,27 +117,12 @@ struct ext_file *ext_open(struct ext_cache *c, const char *location, struct ir_d
 		close(fd);
 		return NULL;
 	}
-	struct ir_mapping *map = calloc(1, sizeof(*map));
-	if (!map || !(map->path = ir_strdup(location))) {
-		free(map);
-		close(fd);
-		ir_diag_err(d, IR_ENOMEM, "out of memory");
+	struct ir_mapping *map = ir_mapping_open(fd, location, (size_t)st.st_size,
+						 (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec, d);
+	if (!map) {
+		ir_diag_prefix(d, "external data");
 		return NULL;
 	}
-	map->refcount = 1;
-	map->size = (size_t)st.st_size;
-	if (map->size) {
-		/* mapped, not read: pages come in when a tensor is first used */
-		map->addr = mmap(NULL, map->size, PROT_READ, MAP_PRIVATE, fd, 0);
-		if (map->addr == MAP_FAILED) {
-			ir_diag_err(d, IR_EIO, "cannot map external data '%s': %s", location, errstr(errno, eb, sizeof(eb)));
-			close(fd);
-			free(map->path);
-			free(map);
-			return NULL;
-		}
-	}
-	close(fd);
 	if (ir_grow(&c->files, &c->cap, c->n + 1, sizeof(*c->files))) {
 		ir_mapping_unref(map);
 		ir_diag_err(d, IR_ENOMEM, "out of memory");

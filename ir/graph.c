@@ -842,3 +842,69 @@ void ir_graph_totals(const struct ir_graph *g, struct ir_graph_totals *t)
 	t->n_nodes = g->n_nodes;
 	ir_graph_walk((struct ir_graph *)g, totals_cb, t);
 }
+
+/* ---- the files behind the tensors ---- */
+
+struct check_files {
+	const struct ir_mapping **seen;
+	size_t n, cap;
+	struct ir_diag *d;
+	int rc;
+};
+
+static void check_tensor(struct check_files *c, const struct ir_tensor *t)
+{
+	if (c->rc || !t || !t->buf || !t->buf->map)
+		return;
+	for (size_t i = 0; i < c->n; i++)
+		if (c->seen[i] == t->buf->map)
+			return;
+	if (ir_grow(&c->seen, &c->cap, c->n + 1, sizeof(*c->seen)) == 0)
+		c->seen[c->n++] = t->buf->map;
+	c->rc = ir_mapping_check(t->buf->map, c->d);
+}
+
+static void check_attr_tensors(struct check_files *c, const struct ir_attr *a)
+{
+	check_tensor(c, a->t);
+	if (a->sp) {
+		check_tensor(c, a->sp->values);
+		check_tensor(c, a->sp->indices);
+	}
+	for (size_t i = 0; a->tensors && i < a->n; i++)
+		check_tensor(c, a->tensors[i]);
+	for (size_t i = 0; a->sparses && i < a->n; i++) {
+		check_tensor(c, a->sparses[i]->values);
+		check_tensor(c, a->sparses[i]->indices);
+	}
+}
+
+static int check_files_cb(struct ir_graph *g, void *arg)
+{
+	struct check_files *c = arg;
+	for (int i = 0; i < g->n_inits; i++)
+		check_tensor(c, g->inits[i]->init);
+	for (int i = 0; i < g->n_sparse_inits; i++) {
+		check_tensor(c, g->sparse_inits[i]->sparse_init->values);
+		check_tensor(c, g->sparse_inits[i]->sparse_init->indices);
+	}
+	ir_for_each_node(g, n)
+		for (int i = 0; i < n->n_attrs; i++)
+			check_attr_tensors(c, &n->attrs[i]);
+	return c->rc;
+}
+
+int ir_model_check_files(const struct ir_model *m, struct ir_diag *d)
+{
+	struct check_files c = { .d = d };
+	if (m->graph)
+		ir_graph_walk(m->graph, check_files_cb, &c);
+	for (size_t i = 0; !c.rc && i < m->n_functions; i++) {
+		if (m->functions[i].body)
+			ir_graph_walk(m->functions[i].body, check_files_cb, &c);
+		for (size_t k = 0; k < m->functions[i].n_attr_defaults; k++)
+			check_attr_tensors(&c, &m->functions[i].attr_defaults[k]);
+	}
+	free(c.seen);
+	return c.rc;
+}

@@ -130,7 +130,22 @@ struct ir_mapping {
 	size_t size;
 	char *path;       /* for messages */
 	bool heap;        /* addr is a malloc'd copy (models loaded from memory) */
+	int fd;           /* the mapped file, kept open (-1 for heap copies) */
+	int64_t mtime_ns; /* its modification time when mapped */
 };
+
+/*
+ * Maps `size` bytes of the regular file `fd` read-only (no page is read
+ * yet) and keeps fd, which the mapping now owns. NULL with a message on
+ * failure (fd is then closed).
+ */
+struct ir_mapping *ir_mapping_open(int fd, const char *path, size_t size, int64_t mtime_ns, struct ir_diag *d);
+/*
+ * Checks that the mapped file has not been truncated or rewritten since it
+ * was mapped (reading a truncated mapping kills the process with SIGBUS,
+ * and a rewritten one gives other bytes). 0, or IR_ERR with a message.
+ */
+int ir_mapping_check(const struct ir_mapping *m, struct ir_diag *d);
 
 /* A reference-counted block of bytes: heap memory or a region of a mapping. */
 struct ir_buffer {
@@ -193,6 +208,8 @@ const void *ir_tensor_data(const struct ir_tensor *t);
 /* Writable data of a tensor that has just been made and not yet shared. */
 void *ir_tensor_mutable(struct ir_tensor *t);
 double ir_tensor_get_f64(const struct ir_tensor *t, uint64_t i);
+/* ir_mapping_check for the file a tensor's bytes are mapped from (0 for heap data). */
+int ir_tensor_check(const struct ir_tensor *t, struct ir_diag *d);
 bool ir_tensor_equal(const struct ir_tensor *a, const struct ir_tensor *b);
 /* "[2,3,4]" into buf; returns buf. */
 char *ir_dims_str(int rank, const int64_t *dims, char *buf, size_t size);
@@ -643,6 +660,9 @@ struct ir_save_opts {
  */
 int ir_model_save(const struct ir_model *m, const char *path, const struct ir_save_opts *opts,
 		  struct ir_diag *d);
+
+/* ir_mapping_check for every file the model's tensors are mapped from. */
+int ir_model_check_files(const struct ir_model *m, struct ir_diag *d);
 
 /* The built-in demo CNN (deterministic weights). */
 struct ir_model *ir_demo_model(void);

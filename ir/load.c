@@ -1172,15 +1172,6 @@ static int default_depth(const struct ir_load_opts *o)
 	return o && o->max_depth > 0 ? o->max_depth : IR_DEFAULT_MAX_DEPTH;
 }
 
-/* strerror, starting in lowercase like the rest of the message */
-static const char *errstr(int err, char *buf, size_t size)
-{
-	snprintf(buf, size, "%s", strerror(err));
-	if (buf[0] >= 'A' && buf[0] <= 'Z' && !(buf[1] >= 'A' && buf[1] <= 'Z'))
-		buf[0] = (char)(buf[0] - 'A' + 'a');
-	return buf;
-}
-
 /* A failed load leaves one message: the warnings it added before failing go. */
 static void fail_diag(struct ir_diag *d, size_t n_warnings, size_t dropped, const char *name)
 {
@@ -1205,7 +1196,7 @@ struct ir_model *ir_model_load(const char *path, const struct ir_load_opts *opts
 	int fd = -1;
 	/* looked at before it is opened: opening a fifo or a device could block or act */
 	if (stat(path, &st) < 0) {
-		ir_diag_err(d, IR_EIO, "cannot open: %s", errstr(errno, eb, sizeof(eb)));
+		ir_diag_err(d, IR_EIO, "cannot open: %s", ir_errstr(errno, eb, sizeof(eb)));
 		goto out;
 	}
 	if (S_ISDIR(st.st_mode)) {
@@ -1218,11 +1209,11 @@ struct ir_model *ir_model_load(const char *path, const struct ir_load_opts *opts
 	}
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
-		ir_diag_err(d, IR_EIO, "cannot open: %s", errstr(errno, eb, sizeof(eb)));
+		ir_diag_err(d, IR_EIO, "cannot open: %s", ir_errstr(errno, eb, sizeof(eb)));
 		goto out;
 	}
 	if (fstat(fd, &st) < 0) {
-		ir_diag_err(d, IR_EIO, "cannot stat: %s", errstr(errno, eb, sizeof(eb)));
+		ir_diag_err(d, IR_EIO, "cannot stat: %s", ir_errstr(errno, eb, sizeof(eb)));
 		goto out;
 	}
 	if (!S_ISREG(st.st_mode)) {   /* replaced since the stat above */
@@ -1233,22 +1224,11 @@ struct ir_model *ir_model_load(const char *path, const struct ir_load_opts *opts
 		ir_diag_err(d, IR_ERR, "cannot load: the file is empty");
 		goto out;
 	}
-	if (!(L.map = calloc(1, sizeof(*L.map))) || !(L.map->path = ir_strdup(path))) {
-		free(L.map);
-		L.map = NULL;
-		ir_diag_err(d, IR_ENOMEM, "out of memory");
+	L.map = ir_mapping_open(fd, path, (size_t)st.st_size,
+				(int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec, d);
+	fd = -1;   /* the mapping owns it */
+	if (!L.map)
 		goto out;
-	}
-	L.map->refcount = 1;
-	L.map->size = (size_t)st.st_size;
-	L.map->addr = mmap(NULL, L.map->size, PROT_READ, MAP_PRIVATE, fd, 0);
-	close(fd);
-	fd = -1;
-	if (L.map->addr == MAP_FAILED) {
-		L.map->addr = NULL;
-		ir_diag_err(d, IR_EIO, "cannot map: %s", errstr(errno, eb, sizeof(eb)));
-		goto out;
-	}
 	if (!(opts && opts->no_external)) {
 		char *dir = ir_strdup(path);
 		if (!dir) {
@@ -1311,6 +1291,7 @@ struct ir_model *ir_model_load_mem(const void *data, size_t size, const char *na
 	L.map->refcount = 1;
 	L.map->size = size;
 	L.map->heap = true;
+	L.map->fd = -1;
 	if (dir && !(opts && opts->no_external))
 		L.ext.dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	m = load_bytes(&L, L.map->addr, size);

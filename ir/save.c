@@ -85,7 +85,22 @@ struct saver {
 	uint64_t ext_size;
 	struct ir_diag *d;
 	bool bad;                /* a verbatim message did not unpack */
+	/* files the tensors are mapped from: their bytes are copied file to file */
+	const struct ir_mapping **maps;
+	size_t n_maps, cap_maps;
 };
+
+static void note_mapping(struct saver *S, const struct ir_tensor *t)
+{
+	const struct ir_mapping *m = t->buf ? t->buf->map : NULL;
+	if (!m || m->heap || m->fd < 0)
+		return;
+	for (size_t i = 0; i < S->n_maps; i++)
+		if (S->maps[i] == m)
+			return;
+	if (ir_grow(&S->maps, &S->cap_maps, S->n_maps + 1, sizeof(*S->maps)) == 0)
+		S->maps[S->n_maps++] = m;
+}
 
 static void *new_msg(struct saver *S, size_t size, const void *init)
 {
@@ -161,6 +176,7 @@ static Onnx__TensorProto *conv_tensor(struct saver *S, const struct ir_tensor *t
 		tp->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__DEFAULT;
 	}
 	const uint8_t *data = ir_tensor_data(t);
+	note_mapping(S, t);
 	if (goes_external(S, t)) {
 		if (ir_grow(&S->items, &S->cap_items, S->n_items + 1, sizeof(*S->items))) {
 			S->a.failed = true;
@@ -627,6 +643,7 @@ struct file_buf {
 	size_t used, cap;
 	int err;        /* errno of the first failed write */
 	uint64_t total;
+	const struct saver *S;
 	/* progress over model + external data */
 	const struct ir_save_opts *o;
 	uint64_t done_before, grand_total, next_report;
@@ -656,6 +673,54 @@ static int write_all(int fd, const void *p, size_t n)
 	return 0;
 }
 
+/*
+ * Writes `len` bytes at `data` to `fd`. Bytes that lie in a mapped file are
+ * copied file to file with copy_file_range, so their pages never come into
+ * this process (saving a 650 MB model then takes no 650 MB of memory);
+ * where the kernel cannot do that, they are written from the mapping.
+ * Progress is reported from `at` on. Returns 0 or an errno.
+ */
+static int put_bytes(struct file_buf *fb, int fd, const void *data, size_t len, uint64_t at)
+{
+	const struct ir_mapping *m = NULL;
+	for (size_t i = 0; fb->S && i < fb->S->n_maps; i++) {
+		const struct ir_mapping *x = fb->S->maps[i];
+		if (len <= x->size && (const char *)data >= (const char *)x->addr &&
+		    (size_t)((const char *)data - (const char *)x->addr) <= x->size - len) {
+			m = x;
+			break;
+		}
+	}
+	const size_t chunk = 64u << 20;
+	size_t done = 0;
+	if (m) {
+		loff_t off = (loff_t)((const char *)data - (const char *)m->addr);
+		while (done < len) {
+			if (ir_interrupted)
+				return EINTR;
+			size_t n = len - done < chunk ? len - done : chunk;
+			ssize_t r = copy_file_range(m->fd, &off, fd, NULL, n, 0);
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0)
+				break;   /* not supported here (or the file shrank): write the rest */
+			done += (size_t)r;
+			report(fb, at + done);
+		}
+	}
+	while (done < len) {
+		if (ir_interrupted)
+			return EINTR;
+		size_t n = len - done < chunk ? len - done : chunk;
+		int err = write_all(fd, (const char *)data + done, n);
+		if (err)
+			return err;
+		done += n;
+		report(fb, at + done);
+	}
+	return 0;
+}
+
 static void fb_flush(struct file_buf *fb)
 {
 	if (fb->used && !fb->err)
@@ -671,13 +736,13 @@ static void fb_append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
 		fb->err = EINTR;   /* Ctrl-C: the rest is skipped, the temporary file removed */
 	if (fb->err)
 		return;
-	report(fb, fb->done_before + fb->total);
 	if (len >= fb->cap) {   /* big tensors go straight from their buffer to the file */
 		fb_flush(fb);
 		if (!fb->err)
-			fb->err = write_all(fb->fd, data, len);
+			fb->err = put_bytes(fb, fb->fd, data, len, fb->done_before + fb->total - len);
 		return;
 	}
+	report(fb, fb->done_before + fb->total);
 	if (fb->used + len > fb->cap)
 		fb_flush(fb);
 	memcpy(fb->buf + fb->used, data, len);
@@ -687,10 +752,14 @@ static void fb_append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
 /* A temporary file next to `path`; its name goes into tmp (size >= strlen(path)+16). */
 static int make_temp(const char *path, char *tmp, size_t size, mode_t mode, struct ir_diag *d)
 {
+	char eb[128];
 	snprintf(tmp, size, "%s.tmp-XXXXXX", path);
 	int fd = mkstemp(tmp);
+	if (fd < 0 && errno == ENOENT)
+		return ir_diag_err(d, IR_EIO, "cannot save '%s': its folder does not exist", path);
 	if (fd < 0)
-		return ir_diag_err(d, IR_EIO, "cannot create a temporary file next to '%s': %s", path, strerror(errno));
+		return ir_diag_err(d, IR_EIO, "cannot save '%s': cannot create a file in its folder: %s", path,
+				   ir_errstr(errno, eb, sizeof(eb)));
 	if (fchmod(fd, mode) < 0) {
 		/* not fatal: the file keeps mkstemp's 0600 */
 	}
@@ -700,6 +769,7 @@ static int make_temp(const char *path, char *tmp, size_t size, mode_t mode, stru
 /* Syncs and closes a written temporary file; on error removes it. */
 static int close_temp(int fd, const char *tmp, const char *path, int err, struct ir_diag *d)
 {
+	char eb[128];
 	if (!err && fsync(fd) < 0)
 		err = errno;
 	if (close(fd) < 0 && !err)
@@ -710,7 +780,7 @@ static int close_temp(int fd, const char *tmp, const char *path, int err, struct
 			return ir_diag_err(d, IR_EINTR, "saving '%s' was interrupted: nothing was changed", path);
 		if (err == EFBIG)
 			return ir_diag_err(d, IR_EIO, "cannot write '%s': the file would be too large", path);
-		return ir_diag_err(d, IR_EIO, "cannot write '%s': %s", path, strerror(err));
+		return ir_diag_err(d, IR_EIO, "cannot write '%s': %s", path, ir_errstr(err, eb, sizeof(eb)));
 	}
 	return 0;
 }
@@ -768,15 +838,8 @@ static int write_external(struct saver *S, const char *path, struct file_buf *pr
 			err = write_all(fd, zeros, pad);
 			at += pad;
 		}
-		/* in pieces, so that progress and Ctrl-C are seen inside big tensors */
-		const char *p = ir_tensor_data(it->t);
-		for (size_t k = 0; k < it->t->nbytes && !err; k += (16u << 20)) {
-			size_t n = it->t->nbytes - k < (16u << 20) ? it->t->nbytes - k : (16u << 20);
-			err = write_all(fd, p + k, n);
-			if (!err && ir_interrupted)
-				err = EINTR;
-			report(prog, at + k + n);
-		}
+		if (!err)
+			err = put_bytes(prog, fd, ir_tensor_data(it->t), it->t->nbytes, at);
 		at += it->t->nbytes;
 	}
 	int rc = close_temp(fd, tmp, path, err, d);
@@ -804,12 +867,18 @@ int ir_model_save(const struct ir_model *m, const char *path, const struct ir_sa
 		  struct ir_diag *d)
 {
 	struct ir_save_opts o = opts ? *opts : (struct ir_save_opts){ 0 };
+	char eb[128];
 	struct stat st;
 	if (stat(path, &st) == 0) {
 		if (S_ISDIR(st.st_mode))
-			return ir_diag_err(d, IR_ERR, "cannot save to '%s': it is a folder", path);
+			return ir_diag_err(d, IR_ERR, "cannot save '%s': it is a folder", path);
 		if (m->path && (uint64_t)st.st_dev == m->file_dev && (uint64_t)st.st_ino == m->file_ino && !o.force)
 			return ir_diag_err(d, IR_ERR, "'%s' is the file the model was loaded from: use save --force to overwrite it", path);
+	}
+	/* reading a mapped file that was truncated would kill the process */
+	if (ir_model_check_files(m, d)) {
+		ir_diag_prefix(d, "cannot save '%s'", path);
+		return IR_ERR;
 	}
 	uint64_t tensor_bytes = 0;
 	if (m->graph)
@@ -862,7 +931,7 @@ int ir_model_save(const struct ir_model *m, const char *path, const struct ir_sa
 		rc = ir_diag_err(d, IR_ENOMEM, "out of memory while saving '%s'", path);
 		goto out;
 	}
-	struct file_buf fb = { .base = { fb_append }, .cap = 1 << 20, .o = &o };
+	struct file_buf fb = { .base = { fb_append }, .cap = 1 << 20, .o = &o, .S = &S };
 	if (o.progress) {
 		fb.grand_total = protobuf_c_message_get_packed_size(&mp->base) + (S.external ? S.ext_size : 0);
 		fb.next_report = 64u << 20;
@@ -898,11 +967,11 @@ int ir_model_save(const struct ir_model *m, const char *path, const struct ir_sa
 		ir_diag_prefix(d, "the model is larger than protobuf's 2 GB limit (use save --external)");
 	/* both files are complete and synced: now they replace the old ones, data first */
 	if (!rc && data_tmp && rename(data_tmp, data_path) < 0) {
-		rc = ir_diag_err(d, IR_EIO, "cannot write '%s': %s", data_path, strerror(errno));
+		rc = ir_diag_err(d, IR_EIO, "cannot write '%s': %s", data_path, ir_errstr(errno, eb, sizeof(eb)));
 		unlink(tmp);
 	}
 	if (!rc && rename(tmp, path) < 0)
-		rc = ir_diag_err(d, IR_EIO, "cannot write '%s': %s", path, strerror(errno));
+		rc = ir_diag_err(d, IR_EIO, "cannot write '%s': %s", path, ir_errstr(errno, eb, sizeof(eb)));
 	if (rc)
 		unlink(tmp);
 	free(tmp);
@@ -920,6 +989,7 @@ out:
 		protobuf_c_message_free_unpacked(S.unpacked[i], NULL);
 	free(S.unpacked);
 	free(S.items);
+	free(S.maps);
 	arena_free(&S.a);
 	free(data_name);
 	free(data_path);

@@ -5,12 +5,67 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <errno.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct ir_mapping *ir_mapping_open(int fd, const char *path, size_t size, int64_t mtime_ns, struct ir_diag *d)
+{
+	struct ir_mapping *m = calloc(1, sizeof(*m));
+	if (!m || !(m->path = ir_strdup(path))) {
+		free(m);
+		close(fd);
+		ir_diag_err(d, IR_ENOMEM, "out of memory");
+		return NULL;
+	}
+	m->refcount = 1;
+	m->size = size;
+	m->fd = fd;
+	m->mtime_ns = mtime_ns;
+	if (size) {
+		/* mapped, not read: pages come in when a tensor is first used */
+		m->addr = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (m->addr == MAP_FAILED) {
+			int e = errno;
+			m->addr = NULL;
+			ir_mapping_unref(m);
+			char eb[128];
+			ir_diag_err(d, IR_EIO, "cannot map '%s': %s", path, ir_errstr(e, eb, sizeof(eb)));
+			return NULL;
+		}
+	}
+	return m;
+}
+
+int ir_mapping_check(const struct ir_mapping *m, struct ir_diag *d)
+{
+	if (!m || m->heap || m->fd < 0)
+		return 0;
+	struct stat st;
+	char eb[128];
+	if (fstat(m->fd, &st) < 0)
+		return ir_diag_err(d, IR_EIO, "cannot check '%s': %s", m->path, ir_errstr(errno, eb, sizeof(eb)));
+	int64_t mt = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	if ((uint64_t)st.st_size < m->size)
+		return ir_diag_err(d, IR_ERR, "'%s' was truncated since it was loaded (%zu bytes, now %jd): load it again",
+				   m->path, m->size, (intmax_t)st.st_size);
+	if (mt != m->mtime_ns)
+		return ir_diag_err(d, IR_ERR, "'%s' was changed on disk since it was loaded: load it again", m->path);
+	return 0;
+}
+
+int ir_tensor_check(const struct ir_tensor *t, struct ir_diag *d)
+{
+	return t && t->buf ? ir_mapping_check(t->buf->map, d) : 0;
+}
 
 void ir_mapping_unref(struct ir_mapping *m)
 {
 	if (!m || --m->refcount > 0)
 		return;
+	if (m->fd >= 0 && !m->heap)
+		close(m->fd);
 	if (m->heap)
 		free(m->addr);
 	else if (m->addr && m->size)

@@ -5,6 +5,9 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 volatile int ir_interrupted;
 
@@ -96,6 +99,14 @@ void ir_diag_prefix(struct ir_diag *d, const char *fmt, ...)
 		free(d->error);
 		d->error = s;
 	}
+}
+
+const char *ir_errstr(int err, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s", strerror(err));
+	if (buf[0] >= 'A' && buf[0] <= 'Z' && !(buf[1] >= 'A' && buf[1] <= 'Z'))
+		buf[0] = (char)(buf[0] - 'A' + 'a');
+	return buf;
 }
 
 char *ir_strdup(const char *s)
@@ -249,17 +260,55 @@ struct ir_map {
 static const char tomb_key[1];
 #define TOMB (tomb_key)
 
+/*
+ * SipHash-1-3 with a key drawn once per process: names come from files, and
+ * a file must not be able to pick names that all land in one slot (which
+ * would make every lookup linear and a load quadratic).
+ */
+static uint64_t hash_key[2];
+static bool hash_keyed;
+
+#define ROTL(x, b) (((x) << (b)) | ((x) >> (64 - (b))))
+#define SIPROUND do { \
+	v0 += v1; v1 = ROTL(v1, 13); v1 ^= v0; v0 = ROTL(v0, 32); \
+	v2 += v3; v3 = ROTL(v3, 16); v3 ^= v2; \
+	v0 += v3; v3 = ROTL(v3, 21); v3 ^= v0; \
+	v2 += v1; v1 = ROTL(v1, 17); v1 ^= v2; v2 = ROTL(v2, 32); } while (0)
+
 static uint64_t hash_str(const char *s)
 {
-	uint64_t h = 1469598103934665603ull;   /* FNV-1a, then a final mix */
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 1099511628211ull;
+	if (!hash_keyed) {
+		if (getrandom(hash_key, sizeof(hash_key), GRND_NONBLOCK) != (ssize_t)sizeof(hash_key)) {
+			struct timespec ts;
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			hash_key[0] = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
+			hash_key[1] = (uint64_t)ts.tv_sec * 0xbf58476d1ce4e5b9ull ^ (uint64_t)(uintptr_t)&ts;
+		}
+		hash_keyed = true;
 	}
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdull;
-	h ^= h >> 33;
-	return h;
+	size_t len = strlen(s);
+	uint64_t v0 = 0x736f6d6570736575ull ^ hash_key[0], v1 = 0x646f72616e646f6dull ^ hash_key[1];
+	uint64_t v2 = 0x6c7967656e657261ull ^ hash_key[0], v3 = 0x7465646279746573ull ^ hash_key[1];
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0;
+	for (; i + 8 <= len; i += 8) {
+		uint64_t m;
+		memcpy(&m, p + i, 8);
+		v3 ^= m;
+		SIPROUND;
+		v0 ^= m;
+	}
+	uint64_t b = (uint64_t)len << 56;
+	for (size_t k = 0; i + k < len; k++)
+		b |= (uint64_t)p[i + k] << (8 * k);
+	v3 ^= b;
+	SIPROUND;
+	v0 ^= b;
+	v2 ^= 0xff;
+	SIPROUND;
+	SIPROUND;
+	SIPROUND;
+	return v0 ^ v1 ^ v2 ^ v3;
 }
 
 struct ir_map *ir_map_new(size_t hint)

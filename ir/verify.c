@@ -7,8 +7,33 @@
 #define FAIL(...) return ir_diag_err(d, IR_ERR, "ir_verify: " __VA_ARGS__)
 
 static int verify_graph(const struct ir_graph *g, struct ir_diag *d);
+static int verify_values_in(const struct ir_graph *g, struct ir_value **implicit, int n_implicit,
+			    struct ir_diag *d);
+
+static int cmp_ptr(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;
+	return (x > y) - (x < y);
+}
 
 static int verify_values(const struct ir_graph *g, struct ir_diag *d)
+{
+	/* the owner's implicit inputs, sorted, to look captures up in */
+	struct ir_value **implicit = NULL;
+	int n_implicit = g->owner ? g->owner->n_implicit : 0;
+	if (n_implicit) {
+		if (!(implicit = malloc((size_t)n_implicit * sizeof(*implicit))))
+			return ir_diag_err(d, IR_ENOMEM, "out of memory");
+		memcpy(implicit, g->owner->implicit, (size_t)n_implicit * sizeof(*implicit));
+		qsort(implicit, (size_t)n_implicit, sizeof(*implicit), cmp_ptr);
+	}
+	int rc = verify_values_in(g, implicit, n_implicit, d);
+	free(implicit);
+	return rc;
+}
+
+static int verify_values_in(const struct ir_graph *g, struct ir_value **implicit, int n_implicit,
+			    struct ir_diag *d)
 {
 	if (ir_map_count(g->value_names) != g->n_values)
 		FAIL("graph '%s': %zu values but %zu names in the index", g->name ? g->name : "",
@@ -34,10 +59,7 @@ static int verify_values(const struct ir_graph *g, struct ir_diag *d)
 		if (v->outer) {
 			if (!g->parent || ir_value_find_scoped(g->parent, v->name) != v->outer)
 				FAIL("capture '%s' does not read the enclosing value of its name", v->name);
-			bool listed = false;
-			for (int k = 0; g->owner && k < g->owner->n_implicit; k++)
-				listed |= g->owner->implicit[k] == v->outer;
-			if (!listed)
+			if (!implicit || !bsearch(&v->outer, implicit, (size_t)n_implicit, sizeof(*implicit), cmp_ptr))
 				FAIL("capture '%s' is not an implicit input of the node owning its graph", v->name);
 		}
 		if (v->init && v->init->refcount < 1)
