@@ -390,6 +390,20 @@ static void json_value_ref(struct sh_json *j, const struct ir_value *v)
 	sh_json_obj_end(j);
 }
 
+/* "key": [ {value}, null for an omitted slot, ... ] */
+static void json_value_refs(struct sh_json *j, const char *key, struct ir_value *const *vals, int n)
+{
+	sh_json_key(j, key);
+	sh_json_arr(j);
+	for (int i = 0; i < n; i++) {
+		if (vals[i])
+			json_value_ref(j, vals[i]);
+		else
+			sh_json_null(j);
+	}
+	sh_json_arr_end(j);
+}
+
 int cmd_show(struct session *s, int argc, char **argv)
 {
 	struct sh_args a;
@@ -422,29 +436,13 @@ int cmd_show(struct session *s, int argc, char **argv)
 			sh_json_obj_end(&j);
 		}
 		sh_json_obj_end(&j);
-		sh_json_key(&j, "inputs");
-		sh_json_arr(&j);
-		for (int i = 0; i < n->n_inputs; i++) {
-			if (n->inputs[i])
-				json_value_ref(&j, n->inputs[i]);
-			else
-				sh_json_null(&j);
-		}
-		sh_json_arr_end(&j);
+		json_value_refs(&j, "inputs", n->inputs, n->n_inputs);
 		sh_json_key(&j, "implicit_inputs");
 		sh_json_arr(&j);
 		for (int i = 0; i < n->n_implicit; i++)
 			sh_json_str(&j, n->implicit[i]->name);
 		sh_json_arr_end(&j);
-		sh_json_key(&j, "outputs");
-		sh_json_arr(&j);
-		for (int i = 0; i < n->n_outputs; i++) {
-			if (n->outputs[i])
-				json_value_ref(&j, n->outputs[i]);
-			else
-				sh_json_null(&j);
-		}
-		sh_json_arr_end(&j);
+		json_value_refs(&j, "outputs", n->outputs, n->n_outputs);
 		sh_json_key(&j, "defaults");
 		sh_json_obj(&j);
 		int ns;
