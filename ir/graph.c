@@ -31,6 +31,10 @@ void ir_value_free(struct ir_value *v)
 	ir_sparse_free(v->sparse_init);
 	free(v->vi_doc);
 	ir_kv_free(v->vi_meta, v->n_vi_meta);
+	ir_type_clear(&v->inferred);
+	free(v->why);
+	ir_dims_clear(v->known, v->n_known > 0 ? v->n_known : 0);
+	free(v->known);
 	free(v);
 }
 
@@ -105,6 +109,7 @@ struct ir_value *ir_value_new(struct ir_graph *g, const char *name, struct ir_di
 		return NULL;
 	}
 	v->type.rank = -1;
+	v->n_known = -1;
 	if (name) {
 		v->name = ir_strdup(name);
 	} else {

@@ -418,6 +418,12 @@ struct ir_value {
 	uint32_t mark;                /* scratch for algorithms; 0 between calls */
 	void *aux;                    /* scratch for later layers (exec), not copied */
 	size_t idx;                   /* its index in graph->values (private) */
+	/* filled by ir_infer(); not copied by clone, not saved */
+	struct ir_type inferred;      /* kind NONE until inference ran */
+	char *why;                    /* why its type or shape is (partly) unknown, or NULL */
+	struct ir_dim *known;         /* the elements of a small integer tensor, when known */
+	int n_known;                  /* -1: not known */
+	bool conflict;                /* the inferred type contradicts the declared one */
 };
 
 struct ir_node {
@@ -615,6 +621,46 @@ struct ir_graph_totals {
 	int n_subgraphs;
 };
 void ir_graph_totals(const struct ir_graph *g, struct ir_graph_totals *t);
+
+/* ------------------------------------------------------------------------ */
+/* Shape and type inference (ir/infer.c, ir/shape_*.c)                       */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Infers the element type and shape of every value of the model (subgraphs
+ * and the bodies of model functions that are called included) from its
+ * inputs, initializers and ops. Results go to v->inferred (and v->why where
+ * something stays unknown, v->known for small integer tensors whose values
+ * follow from constants, so that Shape->Gather->Concat->Reshape chains
+ * resolve). Declared types (value_info, graph outputs) are compared with
+ * what is inferred: a contradiction is a warning in `d` and sets
+ * v->conflict; a declared dim fills in one that inference left unknown.
+ * Returns 0, IR_EINTR, or IR_ENOMEM.
+ */
+int ir_infer(struct ir_model *m, struct ir_diag *d);
+/* Whether ogsh has a shape function for the op. */
+bool ir_infer_has_shape_fn(int op);
+/* Forgets inferred results (after an edit makes them stale). */
+void ir_infer_clear(struct ir_graph *g);
+/* The best type known for a value: inferred if inference ran, else declared. */
+const struct ir_type *ir_value_type(const struct ir_value *v);
+
+/* Symbolic dims: "batch", "2*seq + 1", "batch*seq". Arithmetic on dims
+ * whose params are polynomials over symbols with integer coefficients;
+ * results that are constants become VALUE dims, results ogsh cannot write
+ * (too many terms, overflow, an UNKNOWN operand) become UNKNOWN. The
+ * result's param is allocated: free it with ir_dim_clear. Returns 0 or
+ * IR_ENOMEM. */
+void ir_dim_clear(struct ir_dim *d);
+int ir_dim_mul(const struct ir_dim *a, const struct ir_dim *b, struct ir_dim *out);
+int ir_dim_add(const struct ir_dim *a, const struct ir_dim *b, struct ir_dim *out);
+int ir_dim_sub(const struct ir_dim *a, const struct ir_dim *b, struct ir_dim *out);
+/* a / b when it divides exactly (b a value or a's factor), else UNKNOWN */
+int ir_dim_div(const struct ir_dim *a, const struct ir_dim *b, struct ir_dim *out);
+/* Same value, or the same symbolic expression. */
+bool ir_dim_equal(const struct ir_dim *a, const struct ir_dim *b);
+/* "3", "batch", "?" into buf */
+const char *ir_dim_str(const struct ir_dim *d, char *buf, size_t size);
 
 /* ------------------------------------------------------------------------ */
 /* Load and save                                                             */

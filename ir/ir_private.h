@@ -30,7 +30,6 @@ int ir_bytes_set(struct ir_bytes *b, const void *data, size_t len);
 void ir_bytes_free_array(struct ir_bytes *b, size_t n);
 int ir_bytes_copy_array(struct ir_bytes **dst, const struct ir_bytes *src, size_t n);
 bool ir_str_eq(const char *a, const char *b);   /* NULL-safe */
-void ir_dim_clear(struct ir_dim *d);
 
 /* String map (open addressing). Keys are not copied: they must outlive
  * their entry (they point at the owner's name). */

@@ -12,7 +12,7 @@
 
 static void edited(struct session *s)
 {
-	s->dirty = true;
+	sh_model_changed(s);
 }
 
 /* Checks the graph after an edit; a failure here is a bug in ogsh, said plainly. */

@@ -62,6 +62,17 @@ const struct sh_cmd sh_commands[] = {
 	{ "outputs", cmd_outputs, "[--json]", "list the graph outputs",
 	  "Graph outputs with their element type, shape and the node that computes them.",
 	  "outputs", "--json", SH_C_NONE, SH_F_JSON, "inspect" },
+	{ "shapes", cmd_shapes, "[PATTERN] [--unknown] [--subgraphs] [--json]",
+	  "every value's element type and shape",
+	  "Infers the element type and shape of every value from the graph inputs, the "
+	  "initializers and the ops, and lists them: graph inputs, initializers, then node outputs in "
+	  "order. Symbolic dims flow through (batch, 2*seq); integer tensors computed from shapes are "
+	  "tracked, so Shape/Gather/Concat/Reshape chains resolve. What stays unknown says why. A type "
+	  "that contradicts the model's value_info is shown with what the model declares, and warned "
+	  "about. --unknown lists only what is not fully known; --subgraphs adds the values of If, "
+	  "Loop and Scan bodies (named nID.ATTR/VALUE). PATTERN filters names as in nodes. "
+	  "set-input-shape and every edit make the next shapes infer again.",
+	  "shapes --unknown", "--unknown --subgraphs --json", SH_C_VALUE, SH_F_JSON, "inspect" },
 	{ "rm", cmd_rm, "NODE", "remove a node, rewiring its consumers",
 	  "Removes a node. If its outputs are used, the node must have one data input (other "
 	  "inputs constant or absent) and one used output: consumers are rewired to read its "

@@ -112,6 +112,31 @@ const char *sh_node_desc(const struct ir_node *n, char *buf, size_t size)
 	return buf;
 }
 
+int sh_infer(struct session *s)
+{
+	if (!s->model || !s->model->graph)
+		return -1;
+	if (s->inferred)
+		return 0;
+	ir_diag_clear(&s->infer_diag);
+	s->infer_diag.max_warnings = 200;
+	struct ir_diag d;
+	ir_diag_init(&d);
+	if (ir_infer(s->model, &s->infer_diag)) {
+		d.error = s->infer_diag.error;
+		s->infer_diag.error = NULL;
+		return sh_diag(s, &d);
+	}
+	s->inferred = true;
+	return 0;
+}
+
+void sh_model_changed(struct session *s)
+{
+	s->dirty = true;
+	s->inferred = false;
+}
+
 void sh_set_model(struct session *s, struct ir_model *m, const char *name)
 {
 	ir_model_free(s->model);
@@ -121,6 +146,7 @@ void sh_set_model(struct session *s, struct ir_model *m, const char *name)
 	s->name = strdup(base && base[1] ? base + 1 : name);
 	s->dirty = false;
 	s->stage = 0;
+	s->inferred = false;
 }
 
 bool sh_confirm(struct session *s, const char *question)

@@ -26,6 +26,8 @@ struct session {
 	char *name;            /* shown in the prompt: file name or "demo" */
 	bool dirty;            /* changed since loaded or saved */
 	int stage;             /* stage number (the stage history comes with the passes) */
+	bool inferred;         /* shape inference is up to date with the model */
+	struct ir_diag infer_diag; /* its warnings (contradictions with the model's declarations) */
 
 	bool on_error_continue;
 	bool timer;
@@ -197,6 +199,11 @@ const char *sh_node_desc(const struct ir_node *n, char *buf, size_t size);
 bool sh_need_model(struct session *s);
 /* Replaces the session's model (frees the old one). */
 void sh_set_model(struct session *s, struct ir_model *m, const char *name);
+/* Runs shape inference if the model changed since it last ran; 0 or an
+ * error (printed). Its warnings stay in s->infer_diag for `shapes`. */
+int sh_infer(struct session *s);
+/* The model changed: inferred shapes are stale. */
+void sh_model_changed(struct session *s);
 /* Asks y/N on the terminal; true when not interactive. */
 bool sh_confirm(struct session *s, const char *question);
 
@@ -219,6 +226,7 @@ int cmd_tensor(struct session *s, int argc, char **argv);
 int cmd_ops(struct session *s, int argc, char **argv);
 int cmd_inputs(struct session *s, int argc, char **argv);
 int cmd_outputs(struct session *s, int argc, char **argv);
+int cmd_shapes(struct session *s, int argc, char **argv);
 int cmd_rm(struct session *s, int argc, char **argv);
 int cmd_rename(struct session *s, int argc, char **argv);
 int cmd_set_attr(struct session *s, int argc, char **argv);
