@@ -170,7 +170,7 @@ static bool int_dtype(int dt)
 /* Known elements of a constant integer tensor. */
 static void known_from_tensor(struct ir_value *v, const struct ir_tensor *t)
 {
-	if (!t || !int_dtype(t->dtype) || t->numel > MAX_KNOWN || !ir_tensor_data(t))
+	if (!t || !int_dtype(t->dtype) || t->numel > MAX_KNOWN || (t->numel && !ir_tensor_data(t)))
 		return;
 	struct ir_dim vals[MAX_KNOWN];
 	for (uint64_t i = 0; i < t->numel; i++)
@@ -180,8 +180,6 @@ static void known_from_tensor(struct ir_value *v, const struct ir_tensor *t)
 		for (uint64_t i = 0; i < t->numel; i++)
 			memcpy(&vals[i].value, (const char *)ir_tensor_data(t) + 8 * i, 8);
 	set_known(v, (int)t->numel, vals);
-	if (t->numel == 0)
-		set_known(v, 0, vals);
 }
 
 static void type_from_tensor(struct ir_type *ty, int dtype, int rank, const int64_t *dims)
@@ -686,18 +684,33 @@ static void describe(const struct ir_value *v, char *buf, size_t size)
 }
 
 /* Holds the inferred type of a node output against the declared one. */
-static void merge_declared(struct ir_infer *x, struct ir_value *v)
+/* Merges the declared type dt into the inferred it; true on a contradiction. */
+static bool merge_type(struct ir_type *it, const struct ir_type *dt)
 {
-	const struct ir_type *dt = &v->type;
-	struct ir_type *it = &v->inferred;
-	if (!(v->has_type_proto || v->has_vinfo) || dt->kind != IR_TYPE_TENSOR)
-		return;
-	if (it->kind == IR_TYPE_NONE) {
+	if (dt->kind == IR_TYPE_NONE)
+		return false;
+	if (it->kind == IR_TYPE_NONE || (it->kind == IR_TYPE_TENSOR && it->rank < 0 && !it->elem &&
+					 dt->kind != IR_TYPE_TENSOR)) {
+		ir_type_clear(it);
 		ir_type_copy(it, dt);
-		return;
+		return false;
 	}
-	if (it->kind != IR_TYPE_TENSOR)
-		return;
+	if (it->kind != dt->kind)
+		return !(it->kind == IR_TYPE_TENSOR && dt->kind == IR_TYPE_SPARSE_TENSOR) &&
+		       !(dt->kind == IR_TYPE_TENSOR && it->kind == IR_TYPE_SPARSE_TENSOR);
+	if (it->kind == IR_TYPE_SEQUENCE || it->kind == IR_TYPE_OPTIONAL || it->kind == IR_TYPE_MAP) {
+		if (it->kind == IR_TYPE_MAP && it->key && dt->key && it->key != dt->key)
+			return true;
+		if (!dt->inner)
+			return false;
+		if (!it->inner) {
+			it->inner = calloc(1, sizeof(*it->inner));
+			if (!it->inner || ir_type_copy(it->inner, dt->inner))
+				return false;
+			return false;
+		}
+		return merge_type(it->inner, dt->inner);
+	}
 	bool conflict = false;
 	if (dt->elem && it->elem && dt->elem != it->elem)
 		conflict = true;
@@ -719,8 +732,10 @@ static void merge_declared(struct ir_infer *x, struct ir_value *v)
 			const struct ir_dim *b = &dt->dims[k];
 			if (a->kind == IR_DIM_VALUE && b->kind == IR_DIM_VALUE && a->value != b->value) {
 				conflict = true;
-			} else if (a->kind == IR_DIM_UNKNOWN || (a->kind == IR_DIM_PARAM && b->kind == IR_DIM_VALUE)) {
-				/* what the model says fills in what inference could not know */
+			} else if (a->kind == IR_DIM_UNKNOWN || (a->kind == IR_DIM_PARAM && b->kind != IR_DIM_UNKNOWN &&
+								 !ir_dim_equal(a, b))) {
+				/* what the model says fills in what inference could not know, and
+				 * its names for symbols win (as in ONNX) */
 				ir_dim_clear(a);
 				a->kind = b->kind;
 				a->value = b->value;
@@ -729,21 +744,49 @@ static void merge_declared(struct ir_infer *x, struct ir_value *v)
 			}
 		}
 	}
-	if (conflict) {
+	return conflict;
+}
+
+static bool fully_known(const struct ir_type *t)
+{
+	if (t->kind == IR_TYPE_SEQUENCE || t->kind == IR_TYPE_OPTIONAL || t->kind == IR_TYPE_MAP)
+		return t->inner && fully_known(t->inner);
+	if (t->kind != IR_TYPE_TENSOR && t->kind != IR_TYPE_SPARSE_TENSOR)
+		return false;
+	if (!t->elem || t->rank < 0)
+		return false;
+	for (int k = 0; k < t->rank; k++)
+		if (t->dims[k].kind == IR_DIM_UNKNOWN)
+			return false;
+	return true;
+}
+
+/* Holds the inferred type of a node output against the declared one. */
+static void merge_declared(struct ir_infer *x, struct ir_value *v)
+{
+	if (!(v->has_type_proto || v->has_vinfo))
+		return;
+	struct ir_type it;
+	if (ir_type_copy(&it, &v->inferred)) {
+		x->oom = true;
+		return;
+	}
+	if (merge_type(&v->inferred, &v->type)) {
+		/* keep what inference said, and report the declared type */
+		ir_type_clear(&v->inferred);
+		v->inferred = it;
 		v->conflict = true;
 		char what[400], a[256], b[256];
 		describe(v, what, sizeof(what));
 		if (x->warnings++ < 1000)
 			ir_diag_warn(x->d, "%s: inferred %s but the model declares %s", what,
-				     ir_type_str(it, a, sizeof(a)), ir_type_str(dt, b, sizeof(b)));
-	} else if (it->rank >= 0 && v->why) {
-		bool all = true;
-		for (int k = 0; k < it->rank; k++)
-			all &= it->dims[k].kind != IR_DIM_UNKNOWN;
-		if (all && it->elem) {
-			free(v->why);
-			v->why = NULL;
-		}
+				     ir_type_str(&v->inferred, a, sizeof(a)), ir_type_str(&v->type, b, sizeof(b)));
+		return;
+	}
+	ir_type_clear(&it);
+	if (v->why && fully_known(&v->inferred)) {
+		free(v->why);
+		v->why = NULL;
 	}
 }
 

@@ -135,8 +135,8 @@ void sx_copy_dims(struct ir_dim *dst, const struct ir_dim *src, int rank);
 
 /*
  * Infers a subgraph (If branches, Loop and Scan bodies) whose inputs get
- * the given types (NULL entries: leave the declared type); returns its
- * outputs' types in out_types (the graph's own, valid until inference ends).
+ * the given types (NULL entries: leave the declared type); its outputs'
+ * types are then sx_value_type(g->outputs[i]).
  */
 void sx_infer_subgraph(struct ir_infer *x, struct ir_graph *g, int n_in, const struct ir_type *const *in_types);
 /* The best known type of a value (inferred, else declared). */

@@ -724,4 +724,127 @@ struct ir_model *ir_demo_model(void);
 int ir_parse_dims(const char *s, struct ir_dim *dims, struct ir_diag *d);
 void ir_dims_clear(struct ir_dim *dims, int rank);
 
+/* ------------------------------------------------------------------------ */
+/* Cost model (ir/cost.c; conventions in docs/costs.md)                      */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * What a node costs, counted from the shapes shape inference found (run
+ * ir_infer first; without it the declared types are used). Counts are
+ * doubles: exact below 2^53, never overflowing. A multiply-add is 1 MAC and
+ * 2 FLOPs; Conv, ConvTranspose, Gemm and MatMul count MACs as onnx-tool
+ * does (a bias adds one MAC per output element). Symbolic dims are taken as
+ * 1 (the symbols are listed); a dim that is not known makes the node's cost
+ * unknown (known false, why says which value and why).
+ *
+ * The stats own every string they hold (copies): they stay valid after the
+ * model they came from is changed or freed, so two stages can be compared.
+ */
+
+/* What a constant input is to the node that reads it. */
+enum ir_const_role {
+	IR_ROLE_NONE = 0,    /* not a constant */
+	IR_ROLE_PARAM,       /* a weight: counts as parameters */
+	IR_ROLE_BUFFER,      /* state that is not learned: BatchNormalization's running mean/var, rotary caches */
+	IR_ROLE_CONST,       /* shapes, axes, indices, masks, scalar operands */
+};
+
+/* One input or output of a node as the cost model saw it. */
+struct ir_cost_io {
+	char *name;          /* the value's name (copied) */
+	char *type;          /* "float32[batch,3,224,224]", "?" */
+	int role;            /* enum ir_const_role */
+	bool known;          /* bytes known */
+	double numel;        /* elements with symbols taken as 1 (when known) */
+	double bytes;
+};
+
+struct ir_node_cost {
+	int id;                      /* the node's id (n<id>) */
+	int op;                      /* enum ir_op, or IR_OP_UNKNOWN */
+	char *name, *op_type, *domain;   /* copies; domain "" for ONNX's */
+	bool known;                  /* every figure below is known */
+	char *why;                   /* when not known: why (never NULL then) */
+	double params;               /* elements of constant inputs that are weights (IR_ROLE_PARAM) */
+	double weight_bytes;         /* their bytes */
+	double macs, flops;
+	double bytes_read;           /* every distinct input (weights included), once */
+	double bytes_written;        /* every output */
+	double intensity;            /* flops / (read + written); 0 when no bytes move */
+	char *how;                   /* how it was counted, for people ("" when nothing to say) */
+	char **symbols;              /* symbols taken as 1 (sorted, copied; the first 64) */
+	int n_symbols;
+	struct ir_cost_io *inputs;   /* n_inputs entries; an omitted input has name NULL */
+	int n_inputs;
+	struct ir_cost_io *outputs;
+	int n_outputs;
+	bool borrowed;               /* its memory belongs to the ir_stats holding it */
+};
+
+/* Sums over the nodes of one op type (nodes whose cost is known). */
+struct ir_op_cost {
+	char *op_type, *domain;
+	int count;                   /* nodes of this type */
+	int n_unknown;               /* of which cost not known */
+	double params, weight_bytes, macs, flops, bytes_read, bytes_written;
+};
+
+/* Constant tensors by element type, each tensor counted once. */
+struct ir_stats_dtype {
+	int dtype;
+	int n_tensors;
+	double params, param_bytes;       /* IR_ROLE_PARAM */
+	double buffers, buffer_bytes;     /* IR_ROLE_BUFFER */
+	double constants, constant_bytes; /* IR_ROLE_CONST */
+};
+
+struct ir_stats {
+	char *graph_name;
+	struct ir_node_cost *nodes;  /* the main graph's nodes, in order */
+	int n_nodes;
+	int n_unknown;               /* nodes whose cost is not known */
+	struct ir_op_cost *ops;      /* one per op type, most FLOPs first */
+	int n_ops;
+	/* totals over the nodes whose cost is known (lower bounds when n_unknown > 0) */
+	double macs, flops, bytes_read, bytes_written, intensity;
+	/* constants, each tensor once (subgraphs included), by dtype, most bytes first */
+	struct ir_stats_dtype *dtypes;
+	int n_dtypes;
+	double params, param_bytes, buffers, buffer_bytes, constants, constant_bytes;
+	/*
+	 * Activations: graph inputs (without initializer) and node outputs that
+	 * are not constants, main graph only. A value is live from its producer
+	 * (graph inputs: from the start) to its last consumer (graph outputs: to
+	 * the end; unused outputs: their producer's step); at a node, its inputs
+	 * and outputs are live together (nothing in place).
+	 */
+	int n_activations;
+	int n_activations_unknown;   /* not counted in the sums below */
+	double activation_bytes;     /* all of them together */
+	double peak_bytes;           /* the largest live set */
+	int peak_index;              /* node position of the peak (-1: no nodes) */
+	int peak_node_id;            /* its id, -1 when none */
+	/* symbols taken as 1 anywhere (sorted, copied; the first 64) */
+	char **symbols;
+	int n_symbols;
+	void *mem;                   /* private: the blocks holding the nodes' strings */
+};
+
+/*
+ * Computes the stats of the model's main graph. Returns NULL with a
+ * message on no memory or interruption (IR_ENOMEM, IR_EINTR); free with
+ * ir_stats_free. Nothing in the result points into the model.
+ */
+struct ir_stats *ir_stats_new(const struct ir_model *m, struct ir_diag *d);
+void ir_stats_free(struct ir_stats *s);
+/* The cost of one node of any graph of m into *out (cleared first; free
+ * with ir_node_cost_clear, which leaves the nodes of an ir_stats alone).
+ * 0 or IR_ENOMEM. */
+int ir_node_cost(const struct ir_model *m, const struct ir_node *n, struct ir_node_cost *out, struct ir_diag *d);
+void ir_node_cost_clear(struct ir_node_cost *c);
+/* Whether ogsh has a cost function for the op. */
+bool ir_cost_has_fn(int op);
+/* "param", "buffer", "constant", "" */
+const char *ir_const_role_name(int role);
+
 #endif

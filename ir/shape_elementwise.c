@@ -99,7 +99,8 @@ static void arith_vals(struct ir_infer *x, struct ir_node *n)
 		case IR_OP_Sub: out[k] = sx_sub(x, p, q); break;
 		case IR_OP_Mul: out[k] = sx_mul(x, p, q); break;
 		case IR_OP_Div:
-			if (p->kind == IR_DIM_VALUE && q->kind == IR_DIM_VALUE && q->value != 0) {
+			if (p->kind == IR_DIM_VALUE && q->kind == IR_DIM_VALUE && q->value != 0 &&
+			    !(p->value == INT64_MIN && q->value == -1)) {
 				/* integer division truncates toward zero (C semantics, as ONNX kernels do) */
 				out[k] = sx_v(p->value / q->value);
 			} else {

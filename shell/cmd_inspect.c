@@ -372,7 +372,7 @@ static void json_value_ref(struct sh_json *j, const struct ir_value *v)
 	sh_json_obj(j);
 	sh_json_kstr(j, "name", v->name);
 	sh_json_key(j, "type");
-	sh_json_type(j, &v->type);
+	sh_json_type(j, ir_value_type(v));
 	sh_json_key(j, "producer");
 	if (v->producer)
 		sh_json_int(j, v->producer->id);
@@ -414,6 +414,7 @@ int cmd_show(struct session *s, int argc, char **argv)
 	struct ir_node *n = sh_node(s, a.pos[0]);
 	if (!n)
 		return -1;
+	sh_infer(s);   /* types as inferred; without them the declared ones */
 	char buf[512], tb[256];
 	if (sh_flag(&a, "json")) {
 		struct sh_json j;
@@ -529,7 +530,7 @@ int cmd_show(struct session *s, int argc, char **argv)
 			} else {
 				value_source(v, where, sizeof(where), false);
 			}
-			sh_table_row(&t, idx, sh_esc(v->name), type_s(&v->type, tb, sizeof(tb)), where);
+			sh_table_row(&t, idx, sh_esc(v->name), type_s(ir_value_type(v), tb, sizeof(tb)), where);
 		}
 		sh_table_print(s, &t, false);
 		sh_table_free(&t);
@@ -584,6 +585,7 @@ int cmd_tensor(struct session *s, int argc, char **argv)
 	struct ir_value *v = sh_value(s, a.pos[0]);
 	if (!v)
 		return -1;
+	sh_infer(s);
 	const struct ir_tensor *t = tensor_of(v);
 	struct kern_stats st = { 0 };
 	bool have_stats = false;
@@ -613,7 +615,7 @@ int cmd_tensor(struct session *s, int argc, char **argv)
 		sh_json_kstr(&j, "name", v->name);
 		sh_json_kstr(&j, "source", src);
 		sh_json_key(&j, "type");
-		sh_json_type(&j, &v->type);
+		sh_json_type(&j, ir_value_type(v));
 		sh_json_key(&j, "producer");
 		if (v->producer)
 			sh_json_int(&j, v->producer->id);
@@ -671,7 +673,13 @@ int cmd_tensor(struct session *s, int argc, char **argv)
 	sh_table_row(&tab, "tensor", sh_esc(v->name));
 	sh_table_row(&tab, "source", src);
 	if (!t) {
-		sh_table_row(&tab, "type", type_s(&v->type, tb, sizeof(tb)));
+		sh_table_row(&tab, "type", type_s(ir_value_type(v), tb, sizeof(tb)));
+		if (v->why)
+			sh_table_row(&tab, "unknown", sh_esc(v->why));
+		if (v->conflict) {
+			char dt[256];
+			sh_table_row(&tab, "declared", ir_type_str(&v->type, dt, sizeof(dt)));
+		}
 		char *c = consumers(v);
 		sh_table_row(&tab, "used by", c && *c ? c : "(nothing)");
 		free(c);

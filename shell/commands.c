@@ -73,6 +73,27 @@ const struct sh_cmd sh_commands[] = {
 	  "Loop and Scan bodies (named nID.ATTR/VALUE). PATTERN filters names as in nodes. "
 	  "set-input-shape and every edit make the next shapes infer again.",
 	  "shapes --unknown", "--unknown --subgraphs --json", SH_C_VALUE, SH_F_JSON, "inspect" },
+	{ "stats", cmd_stats, "[--by=op|node] [--sort=COLUMN] [--top=N] [--json]",
+	  "parameters, MACs, FLOPs, bytes and activation memory",
+	  "Counts what every node of the main graph costs from the inferred shapes, and sums it: "
+	  "parameters (weights; BatchNormalization statistics and the constants read as shapes, axes, "
+	  "indices or scalars are counted apart), MACs and FLOPs (a multiply-add is 1 MAC and 2 FLOPs), "
+	  "bytes read and written, FLOPs per byte, every activation together and the peak of the live "
+	  "set for the current node order. Symbolic dims are taken as 1, and said so. A node whose "
+	  "shapes are not known is not counted and says why; the totals are then lower bounds. "
+	  "--by=op (the default) sums per op type, most FLOPs first; --by=node lists the nodes in "
+	  "order. --sort orders the table by a column (op types: op, count, unknown, params, macs, "
+	  "flops, read, written, bytes, intensity, share; nodes: node, name, op, output (its "
+	  "elements), params, macs, flops, read, written, bytes, intensity, share; FLOPs/B and FLOPs% "
+	  "work too), largest first for numbers; --top=N keeps the first N rows. docs/costs.md says "
+	  "how each op is counted.",
+	  "stats --by=node --sort=flops --top=10", "--by= --sort= --top= --json", SH_C_NONE, SH_F_JSON, "inspect" },
+	{ "cost", cmd_cost, "NODE [--json]", "what one node costs, and how it was counted",
+	  "Shows a node's inputs and outputs with the types the count used (what each constant input "
+	  "is: param, buffer or constant), its parameters, MACs, FLOPs, bytes read and written and "
+	  "FLOPs per byte, how they were counted, and the symbols taken as 1; or why its cost is not "
+	  "known. NODE is a node name, an id such as n12, or #12.",
+	  "cost conv1", "--json", SH_C_NODE, SH_F_JSON, "inspect" },
 	{ "rm", cmd_rm, "NODE", "remove a node, rewiring its consumers",
 	  "Removes a node. If its outputs are used, the node must have one data input (other "
 	  "inputs constant or absent) and one used output: consumers are rewired to read its "

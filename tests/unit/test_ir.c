@@ -426,10 +426,79 @@ static void test_op_table(void)
 		total += n;
 	}
 	CHECK(total > 500);
+	/* every op of the table has a shape function */
+	int missing = 0;
+	for (int op = 0; op < IR_OP_COUNT; op++)
+		if (!ir_infer_has_shape_fn(op)) {
+			fprintf(stderr, "  no shape function for %s\n", ir_ops[op].name);
+			missing++;
+		}
+	CHECK(missing == 0);
 	struct ir_model *m = ir_demo_model();
 	CHECK(ir_model_opset(m, "") == 17 && ir_model_opset(m, NULL) == 17 && ir_model_opset(m, "ai.onnx") == 17 &&
 	      ir_model_opset(m, "com.microsoft") == 0);
 	ir_model_free(m);
+}
+
+static struct ir_dim P(const char *s)
+{
+	return (struct ir_dim){ .kind = IR_DIM_PARAM, .param = (char *)s };
+}
+
+static struct ir_dim V(int64_t v)
+{
+	return (struct ir_dim){ .kind = IR_DIM_VALUE, .value = v };
+}
+
+/* op(a, b) must give the param `want` (or the value wantv when want is NULL) */
+static bool dim_is(int (*op)(const struct ir_dim *, const struct ir_dim *, struct ir_dim *), struct ir_dim a,
+		   struct ir_dim b, const char *want, int64_t wantv)
+{
+	struct ir_dim r;
+	if (op(&a, &b, &r))
+		return false;
+	bool ok = want ? (r.kind == IR_DIM_PARAM && strcmp(r.param, want) == 0)
+		       : (r.kind == IR_DIM_VALUE && r.value == wantv);
+	if (!ok) {
+		char buf[128];
+		fprintf(stderr, "  got %s\n", ir_dim_str(&r, buf, sizeof(buf)));
+	}
+	ir_dim_clear(&r);
+	return ok;
+}
+
+static bool dim_unknown(int (*op)(const struct ir_dim *, const struct ir_dim *, struct ir_dim *), struct ir_dim a,
+			struct ir_dim b)
+{
+	struct ir_dim r;
+	bool ok = op(&a, &b, &r) == 0 && r.kind == IR_DIM_UNKNOWN;
+	ir_dim_clear(&r);
+	return ok;
+}
+
+static void test_symdims(void)
+{
+	CHECK(dim_is(ir_dim_mul, P("batch"), V(3), "3*batch", 0));
+	CHECK(dim_is(ir_dim_mul, V(3), P("batch"), "3*batch", 0));
+	CHECK(dim_is(ir_dim_add, P("seq"), P("seq"), "2*seq", 0));
+	CHECK(dim_is(ir_dim_sub, P("2*seq + 1"), V(1), "2*seq", 0));
+	CHECK(dim_is(ir_dim_mul, P("seq"), P("batch"), "batch*seq", 0));
+	CHECK(dim_is(ir_dim_div, P("batch*seq"), P("seq"), "batch", 0));
+	CHECK(dim_is(ir_dim_div, P("6*x"), V(3), "2*x", 0));
+	CHECK(dim_unknown(ir_dim_div, P("x"), V(2)));
+	CHECK(dim_is(ir_dim_sub, P("x + 5"), P("x"), NULL, 5));
+	CHECK(dim_is(ir_dim_add, P("seq - 1"), V(1), "seq", 0));
+	CHECK(dim_is(ir_dim_mul, P("a + 1"), P("a - 1"), "a*a - 1", 0));
+	CHECK(dim_is(ir_dim_mul, V(0), P("anything"), NULL, 0));
+	/* names that are not our form stay one symbol */
+	CHECK(dim_is(ir_dim_mul, P("batch-size"), V(2), "2*batch-size", 0));
+	CHECK(dim_is(ir_dim_add, P("N x 3"), V(0), "N x 3", 0));
+	/* unknown operands and overflow give unknown */
+	CHECK(dim_unknown(ir_dim_mul, (struct ir_dim){ .kind = IR_DIM_UNKNOWN }, V(2)));
+	CHECK(dim_unknown(ir_dim_mul, V(INT64_MAX), P("2*x")));
+	CHECK(dim_unknown(ir_dim_add, V(INT64_MAX), V(1)));
+	struct ir_dim a = P("2*seq"), b = P("seq*2"), c = P("seq"), d = V(4), e = V(4);
+	CHECK(ir_dim_equal(&a, &b) && !ir_dim_equal(&a, &c) && ir_dim_equal(&d, &e) && !ir_dim_equal(&c, &d));
 }
 
 static bool same_file(const char *a, const char *b)
@@ -540,6 +609,7 @@ int main(void)
 	test_tensors_and_dtypes();
 	test_parse_dims();
 	test_op_table();
+	test_symdims();
 	test_save();
 	printf("%d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;
