@@ -548,13 +548,8 @@ static bool known_int(const struct ir_value *v, int64_t *out)
 {
 	for (int k = 0; v && k < 256; k++, v = v->outer) {
 		const struct ir_tensor *t = ir_value_const(v);
-		if (t && t->numel == 1 && ir_tensor_data(t) && (ir_dtype_is_int(t->dtype) || t->dtype == IR_BOOL)) {
-			if (t->dtype == IR_INT64 || t->dtype == IR_UINT64)
-				memcpy(out, ir_tensor_data(t), 8);
-			else
-				*out = (int64_t)ir_tensor_get_f64(t, 0);
-			return true;
-		}
+		if (t && t->numel == 1 && ir_tensor_data(t) && (ir_dtype_is_int(t->dtype) || t->dtype == IR_BOOL))
+			return ir_elem_to_i64(t->dtype, ir_tensor_data(t), 0, out);
 		if (v->n_known == 1 && v->known && v->known[0].kind == IR_DIM_VALUE) {
 			*out = v->known[0].value;
 			return true;

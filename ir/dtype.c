@@ -219,6 +219,39 @@ static uint64_t load_le(const unsigned char *p, int n)
 	return v;
 }
 
+bool ir_elem_to_i64(int dt, const void *data, uint64_t i, int64_t *out)
+{
+	const unsigned char *p = data;
+	switch (dt) {
+	case IR_UINT8: *out = p[i]; return true;
+	case IR_INT8: *out = (int8_t)p[i]; return true;
+	case IR_BOOL: *out = p[i] != 0; return true;
+	case IR_UINT16: *out = (int64_t)load_le(p + 2 * i, 2); return true;
+	case IR_INT16: *out = (int16_t)load_le(p + 2 * i, 2); return true;
+	case IR_UINT32: *out = (int64_t)load_le(p + 4 * i, 4); return true;
+	case IR_INT32: *out = (int32_t)load_le(p + 4 * i, 4); return true;
+	case IR_INT64: *out = (int64_t)load_le(p + 8 * i, 8); return true;
+	case IR_UINT64: {
+		uint64_t v = load_le(p + 8 * i, 8);
+		if (v > (uint64_t)INT64_MAX)
+			return false;
+		*out = (int64_t)v;
+		return true;
+	}
+	case IR_UINT4: case IR_INT4: {
+		unsigned v = (p[i / 2] >> (4 * (i % 2))) & 0xf;
+		*out = dt == IR_UINT4 ? (int64_t)v : (int64_t)((int)(v ^ 8) - 8);
+		return true;
+	}
+	case IR_UINT2: case IR_INT2: {
+		unsigned v = (p[i / 4] >> (2 * (i % 4))) & 3;
+		*out = dt == IR_UINT2 ? (int64_t)v : (int64_t)((int)(v ^ 2) - 2);
+		return true;
+	}
+	}
+	return false;
+}
+
 double ir_elem_to_f64(int dt, const void *data, uint64_t i)
 {
 	const unsigned char *p = data;

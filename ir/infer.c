@@ -173,12 +173,12 @@ static void known_from_tensor(struct ir_value *v, const struct ir_tensor *t)
 	if (!t || !int_dtype(t->dtype) || t->numel > MAX_KNOWN || (t->numel && !ir_tensor_data(t)))
 		return;
 	struct ir_dim vals[MAX_KNOWN];
-	for (uint64_t i = 0; i < t->numel; i++)
-		vals[i] = (struct ir_dim){ .kind = IR_DIM_VALUE, .value = (int64_t)ir_tensor_get_f64(t, i) };
-	/* int64 beyond 2^53 would round through a double: read those exactly */
-	if (t->dtype == IR_INT64 || t->dtype == IR_UINT64)
-		for (uint64_t i = 0; i < t->numel; i++)
-			memcpy(&vals[i].value, (const char *)ir_tensor_data(t) + 8 * i, 8);
+	for (uint64_t i = 0; i < t->numel; i++) {
+		vals[i] = (struct ir_dim){ .kind = IR_DIM_VALUE };
+		/* a uint64 past INT64_MAX is no size or index: the element stays unknown */
+		if (!ir_elem_to_i64(t->dtype, ir_tensor_data(t), i, &vals[i].value))
+			vals[i].kind = IR_DIM_UNKNOWN;
+	}
 	set_known(v, (int)t->numel, vals);
 }
 
@@ -257,7 +257,41 @@ const struct ir_dim *sx_need(struct ir_infer *x, struct ir_node *n, int i, int *
 const struct ir_tensor *sx_const(struct ir_infer *x, const struct ir_node *n, int i)
 {
 	(void)x;
-	return sx_has(n, i) ? ir_value_const(n->inputs[i]) : NULL;
+	if (!sx_has(n, i))
+		return NULL;
+	const struct ir_tensor *t = NULL;
+	for (const struct ir_value *v = n->inputs[i]; v && !t; v = v->outer)
+		t = ir_value_const(v);
+	return t;
+}
+
+struct ir_dim sx_in_dim(struct ir_infer *x, const struct ir_node *n, int i, int k)
+{
+	const struct ir_dim *d = sx_dims(x, n, i);
+	int r = sx_rank(x, n, i);
+	if (!d || r < 0)
+		return sx_unknown();
+	if (k < 0)
+		k += r;
+	if (k < 0 || k >= r)
+		return sx_unknown();
+	struct ir_dim o = d[k];
+	o.denotation = NULL;
+	return o;
+}
+
+bool sx_rank_in(struct ir_infer *x, struct ir_node *n, int i, int lo, int hi, const char *what)
+{
+	int r = sx_rank(x, n, i);
+	if (r < 0 || (r >= lo && r <= hi))
+		return true;
+	if (lo == hi)
+		sx_fail(x, n, "%s must have rank %d, not %d", what, lo, r);
+	else if (hi >= IR_MAX_RANK)
+		sx_fail(x, n, "%s must have rank %d or more, not %d", what, lo, r);
+	else
+		sx_fail(x, n, "%s must have rank %d to %d, not %d", what, lo, hi, r);
+	return false;
 }
 
 const struct ir_dim *sx_vals(struct ir_infer *x, const struct ir_node *n, int i, int *count)
@@ -319,7 +353,8 @@ int64_t sx_opset(struct ir_infer *x, const struct ir_node *n)
 		if (found)
 			return v;
 	}
-	return ir_model_opset(x->m, n->domain);
+	int64_t v = ir_model_opset(x->m, n->domain);
+	return v > 0 ? v : INT64_MAX;
 }
 
 /* ---- attributes ---- */
@@ -401,6 +436,39 @@ void sx_out(struct ir_infer *x, struct ir_node *n, int i, int elem, int rank, co
 	if (ir_type_set_tensor(&v->inferred, elem, rank, clean))
 		x->oom = true;
 	v->inferred.has_elem = elem != 0;
+}
+
+void sx_out_dims(struct ir_infer *x, struct ir_node *n, int i, int elem, int r, const struct ir_dim *d,
+		 const char *why)
+{
+	if (i < 0 || i >= n->n_outputs || !n->outputs[i])
+		return;
+	bool unknown = false;
+	for (int k = 0; k < r; k++) {
+		if (d[k].kind == IR_DIM_VALUE && d[k].value < 0) {
+			sx_fail(x, n, "output %d would have a negative dimension (%" PRId64 ")", i, d[k].value);
+			return;
+		}
+		unknown |= d[k].kind == IR_DIM_UNKNOWN;
+	}
+	sx_out(x, n, i, elem, r, d);
+	if (why && unknown && n->outputs[i]->inferred.rank == r)
+		sx_out_why(x, n, i, "%s", why);
+}
+
+void sx_out_rank(struct ir_infer *x, struct ir_node *n, int i, int elem, int r, const char *why)
+{
+	struct ir_dim u[IR_MAX_RANK];
+	if (r < 0 || r > IR_MAX_RANK) {
+		sx_out_unknown(x, n, i, elem, "%s", why ? why : "its rank is not known");
+		return;
+	}
+	for (int k = 0; k < r; k++)
+		u[k] = sx_unknown();
+	if (r == 0)
+		sx_out(x, n, i, elem, 0, NULL);
+	else
+		sx_out_dims(x, n, i, elem, r, u, why);
 }
 
 void sx_out_like(struct ir_infer *x, struct ir_node *n, int i, int j)
@@ -539,6 +607,39 @@ bool sx_known(const struct ir_dim *d)
 bool sx_eq(const struct ir_dim *a, const struct ir_dim *b)
 {
 	return ir_dim_equal(a, b);
+}
+
+bool sx_merge(const struct ir_dim *a, const struct ir_dim *b, struct ir_dim *out)
+{
+	if (a->kind == IR_DIM_VALUE && b->kind == IR_DIM_VALUE) {
+		*out = *a;
+		return a->value == b->value;
+	}
+	if (a->kind == IR_DIM_VALUE)
+		*out = *a;
+	else if (b->kind == IR_DIM_VALUE)
+		*out = *b;
+	else
+		*out = a->kind == IR_DIM_PARAM ? *a : *b;
+	out->denotation = NULL;
+	return true;
+}
+
+bool sx_unify(struct ir_dim *acc, const struct ir_dim *d)
+{
+	struct ir_dim t;
+	if (!sx_merge(acc, d, &t))
+		return false;
+	*acc = t;
+	return true;
+}
+
+struct ir_dim sx_prod(struct ir_infer *x, const struct ir_dim *d, int from, int to)
+{
+	struct ir_dim p = sx_v(1);
+	for (int k = from; k < to; k++)
+		p = sx_mul(x, &p, &d[k]);
+	return p;
 }
 
 static struct ir_dim arith(struct ir_infer *x, int (*op)(const struct ir_dim *, const struct ir_dim *, struct ir_dim *),
@@ -747,10 +848,12 @@ static bool merge_type(struct ir_type *it, const struct ir_type *dt)
 	return conflict;
 }
 
-static bool fully_known(const struct ir_type *t)
+bool ir_type_fully_known(const struct ir_type *t)
 {
+	if (!t)
+		return false;
 	if (t->kind == IR_TYPE_SEQUENCE || t->kind == IR_TYPE_OPTIONAL || t->kind == IR_TYPE_MAP)
-		return t->inner && fully_known(t->inner);
+		return t->inner && (t->kind != IR_TYPE_MAP || t->key) && ir_type_fully_known(t->inner);
 	if (t->kind != IR_TYPE_TENSOR && t->kind != IR_TYPE_SPARSE_TENSOR)
 		return false;
 	if (!t->elem || t->rank < 0)
@@ -784,7 +887,7 @@ static void merge_declared(struct ir_infer *x, struct ir_value *v)
 		return;
 	}
 	ir_type_clear(&it);
-	if (v->why && fully_known(&v->inferred)) {
+	if (v->why && ir_type_fully_known(&v->inferred)) {
 		free(v->why);
 		v->why = NULL;
 	}

@@ -52,7 +52,13 @@ const struct ir_dim *sx_dims(struct ir_infer *x, const struct ir_node *n, int i)
  * shape functions that cannot do anything without that shape.
  */
 const struct ir_dim *sx_need(struct ir_infer *x, struct ir_node *n, int i, int *rank);
-/* The input's tensor when it is a constant (initializer or Constant), else NULL. */
+/* Dim k of input i (negative k counts from the end); UNKNOWN when the input's
+ * shape is not known or has no such dim. */
+struct ir_dim sx_in_dim(struct ir_infer *x, const struct ir_node *n, int i, int k);
+/* false (after sx_fail) when input i has a known rank outside [lo, hi]; `what` names it. */
+bool sx_rank_in(struct ir_infer *x, struct ir_node *n, int i, int lo, int hi, const char *what);
+/* The input's tensor when it is a constant (initializer or Constant, also
+ * seen through a subgraph's capture), else NULL. */
 const struct ir_tensor *sx_const(struct ir_infer *x, const struct ir_node *n, int i);
 /*
  * The elements of a small integer input when known (from a constant, or
@@ -65,7 +71,8 @@ const struct ir_dim *sx_vals(struct ir_infer *x, const struct ir_node *n, int i,
 int sx_ints(struct ir_infer *x, const struct ir_node *n, int i, int64_t *out, int max);
 /* The reason input i's shape is unknown (never NULL). */
 const char *sx_why(struct ir_infer *x, const struct ir_node *n, int i);
-/* The opset version the node's domain has in the model (or function). */
+/* The opset version the node's domain has in the model (or function); a
+ * model that imports none is read as the newest (INT64_MAX). */
 int64_t sx_opset(struct ir_infer *x, const struct ir_node *n);
 
 /* ---- attributes (references to a calling node's attributes resolved) ---- */
@@ -82,6 +89,12 @@ int sx_attr_ints(struct ir_infer *x, const struct ir_node *n, const char *name, 
 
 /* Output i becomes a tensor of elem (0: unknown) and the given dims (rank -1: unknown). */
 void sx_out(struct ir_infer *x, struct ir_node *n, int i, int elem, int rank, const struct ir_dim *dims);
+/* Output i gets elem and dims (a negative VALUE is a failure); where some dim
+ * stays unknown, `why` (may be NULL) says why. */
+void sx_out_dims(struct ir_infer *x, struct ir_node *n, int i, int elem, int r, const struct ir_dim *d,
+		 const char *why);
+/* Output i: rank r known (r < 0: not), every dim unknown, and why. */
+void sx_out_rank(struct ir_infer *x, struct ir_node *n, int i, int elem, int r, const char *why);
 /* Output i gets input j's type. */
 void sx_out_like(struct ir_infer *x, struct ir_node *n, int i, int j);
 /* Output i gets a whole type (sequences, optionals, maps). */
@@ -117,8 +130,18 @@ struct ir_dim sx_div(struct ir_infer *x, const struct ir_dim *a, const struct ir
 struct ir_dim sx_floordiv(struct ir_infer *x, const struct ir_dim *a, int64_t b);
 /* ceil(a / b), the same way */
 struct ir_dim sx_ceildiv(struct ir_infer *x, const struct ir_dim *a, int64_t b);
-/* A dim with a symbol of our own ("unk" style is avoided: unknown stays unknown) */
+/* Same value, or the same symbolic expression. */
 bool sx_eq(const struct ir_dim *a, const struct ir_dim *b);
+/*
+ * Two dims that must be equal: the better known one goes to *out (a number
+ * over a symbol over unknown; the first symbol when both are symbols).
+ * false when they are different numbers.
+ */
+bool sx_merge(const struct ir_dim *a, const struct ir_dim *b, struct ir_dim *out);
+/* Merges d into *acc (see sx_merge); *acc is unchanged when they differ. */
+bool sx_unify(struct ir_dim *acc, const struct ir_dim *d);
+/* The product of dims [from, to), symbolic where they are. */
+struct ir_dim sx_prod(struct ir_infer *x, const struct ir_dim *d, int from, int to);
 /*
  * Multidirectional (numpy) broadcasting of two shapes into out (IR_MAX_RANK
  * dims); returns the rank, or -1 when they cannot broadcast (message in

@@ -108,6 +108,9 @@ bool ir_dtype_nbytes(int dtype, uint64_t numel, uint64_t *out);
 /* Element i of raw little-endian data as a double (complex: the real part).
  * `data` may be unaligned. Float8/float4/e8m0 follow the ONNX definitions. */
 double ir_elem_to_f64(int dtype, const void *data, uint64_t i);
+/* Element i of an integer or bool tensor's raw data, exactly (no trip through
+ * a double); false for other types and for uint64 values past INT64_MAX. */
+bool ir_elem_to_i64(int dtype, const void *data, uint64_t i, int64_t *out);
 /* Scalar conversions used by kernels and printing. */
 float ir_f16_to_f32(uint16_t h);
 uint16_t ir_f32_to_f16(float f);
@@ -642,6 +645,8 @@ int ir_infer(struct ir_model *m, struct ir_diag *d);
 bool ir_infer_has_shape_fn(int op);
 /* Forgets inferred results (after an edit makes them stale). */
 void ir_infer_clear(struct ir_graph *g);
+/* Element type and every dim known (for sequences, optionals, maps: their element's). */
+bool ir_type_fully_known(const struct ir_type *t);
 /* The best type known for a value: inferred if inference ran, else declared. */
 const struct ir_type *ir_value_type(const struct ir_value *v);
 

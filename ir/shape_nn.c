@@ -23,53 +23,8 @@
 /* Helpers                                                                   */
 /* ------------------------------------------------------------------------ */
 
-/* Dim k of input i (negative k counts from the end); unknown when the input's
- * shape is not known or has no such dim. */
-static struct ir_dim in_dim(struct ir_infer *x, const struct ir_node *n, int i, int k)
-{
-	const struct ir_dim *d = sx_dims(x, n, i);
-	int r = sx_rank(x, n, i);
-	if (!d || r < 0)
-		return sx_unknown();
-	if (k < 0)
-		k += r;
-	if (k < 0 || k >= r)
-		return sx_unknown();
-	struct ir_dim o = d[k];
-	o.denotation = NULL;
-	return o;
-}
 
-/*
- * Two dims that must be equal: the better known one goes to *out (a number
- * over a symbol over unknown, the first symbol when both are symbols).
- * false when they are different numbers.
- */
-static bool merge(const struct ir_dim *a, const struct ir_dim *b, struct ir_dim *out)
-{
-	if (a->kind == IR_DIM_VALUE && b->kind == IR_DIM_VALUE) {
-		*out = *a;
-		return a->value == b->value;
-	}
-	if (a->kind == IR_DIM_VALUE)
-		*out = *a;
-	else if (b->kind == IR_DIM_VALUE)
-		*out = *b;
-	else
-		*out = a->kind == IR_DIM_PARAM ? *a : *b;
-	out->denotation = NULL;
-	return true;
-}
 
-/* Merges d into *acc (see merge); *acc is left as it was when they differ. */
-static bool unify(struct ir_dim *acc, const struct ir_dim *d)
-{
-	struct ir_dim t;
-	if (!merge(acc, d, &t))
-		return false;
-	*acc = t;
-	return true;
-}
 
 static const char *dstr(const struct ir_dim *d, char *buf, size_t size)
 {
@@ -86,25 +41,14 @@ static void out_dims(struct ir_infer *x, struct ir_node *n, int i, int elem, int
 static void out_dims(struct ir_infer *x, struct ir_node *n, int i, int elem, int r, const struct ir_dim *d,
 		     const char *fmt, ...)
 {
-	if (i >= n->n_outputs || !n->outputs[i])
-		return;
-	bool unknown = false;
-	for (int k = 0; k < r; k++) {
-		if (d[k].kind == IR_DIM_VALUE && d[k].value < 0) {
-			sx_fail(x, n, "output %d would have a negative dimension (%" PRId64 ")", i, d[k].value);
-			return;
-		}
-		unknown |= d[k].kind == IR_DIM_UNKNOWN;
+	char msg[400] = "";
+	if (fmt) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(msg, sizeof(msg), fmt, ap);
+		va_end(ap);
 	}
-	sx_out(x, n, i, elem, r, d);
-	if (!unknown || !fmt)
-		return;
-	char msg[400];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	sx_out_why(x, n, i, "%s", msg);
+	sx_out_dims(x, n, i, elem, r, d, fmt ? msg : NULL);
 }
 
 /* The element type of input a, else of input b (inputs of one type T). */
@@ -114,20 +58,6 @@ static int elem_of(struct ir_infer *x, const struct ir_node *n, int a, int b)
 	return e ? e : sx_elem(x, n, b);
 }
 
-/* false (after sx_fail) when input i has a known rank outside [lo, hi]. */
-static bool rank_in(struct ir_infer *x, struct ir_node *n, int i, int lo, int hi, const char *what)
-{
-	int r = sx_rank(x, n, i);
-	if (r < 0 || (r >= lo && r <= hi))
-		return true;
-	if (lo == hi)
-		sx_fail(x, n, "%s must have rank %d, not %d", what, lo, r);
-	else if (hi >= IR_MAX_RANK)
-		sx_fail(x, n, "%s must have rank %d or more, not %d", what, lo, r);
-	else
-		sx_fail(x, n, "%s must have rank %d to %d, not %d", what, lo, hi, r);
-	return false;
-}
 
 /*
  * An ints attribute of exactly `want` values in [lo, hi] into out; absent:
@@ -161,11 +91,6 @@ static bool ints_attr(struct ir_infer *x, struct ir_node *n, const char *name, i
 }
 
 /* The opset of the node, with "not imported" read as the newest. */
-static int64_t opset(struct ir_infer *x, const struct ir_node *n)
-{
-	int64_t v = sx_opset(x, n);
-	return v > 0 ? v : INT64_MAX;
-}
 
 /* ------------------------------------------------------------------------ */
 /* Sliding windows: convolution and pooling                                  */
@@ -394,8 +319,8 @@ static void conv_like(struct ir_infer *x, struct ir_node *n, int xi, int wi, int
 	out[0] = dx[0];
 	out[1] = dw[0];
 	if (bi >= 0 && sx_has(n, bi)) {
-		struct ir_dim b = in_dim(x, n, bi, 0), m;
-		if (sx_rank(x, n, bi) == 1 && merge(&out[1], &b, &m))
+		struct ir_dim b = sx_in_dim(x, n, bi, 0), m;
+		if (sx_rank(x, n, bi) == 1 && sx_merge(&out[1], &b, &m))
 			out[1] = m;
 	}
 	char why[300];
@@ -404,8 +329,8 @@ static void conv_like(struct ir_infer *x, struct ir_node *n, int xi, int wi, int
 	if (n->op == IR_OP_DeformConv && sx_rank(x, n, 2) == r) {
 		/* the offset input is (N, offset_group * 2 * kernel size, out spatial...) */
 		for (int k = 2; k < r; k++) {
-			struct ir_dim o = in_dim(x, n, 2, k), m;
-			if (!merge(&out[k], &o, &m)) {
+			struct ir_dim o = sx_in_dim(x, n, 2, k), m;
+			if (!sx_merge(&out[k], &o, &m)) {
 				char a[64], b[64];
 				sx_fail(x, n, "output spatial size %s disagrees with the offset's %s", dstr(&out[k], a, sizeof(a)),
 					dstr(&o, b, sizeof(b)));
@@ -496,8 +421,8 @@ static void conv_transpose(struct ir_infer *x, struct ir_node *n)
 	out[0] = dx[0];
 	out[1] = sx_mul(x, &dw[1], &g);
 	if (sx_has(n, 2) && sx_rank(x, n, 2) == 1) {
-		struct ir_dim b = in_dim(x, n, 2, 0), m;
-		if (merge(&out[1], &b, &m))
+		struct ir_dim b = sx_in_dim(x, n, 2, 0), m;
+		if (sx_merge(&out[1], &b, &m))
 			out[1] = m;
 	}
 	for (int k = 0; k < nsp; k++) {
@@ -525,7 +450,7 @@ static void conv_transpose(struct ir_infer *x, struct ir_node *n)
 static void pool(struct ir_infer *x, struct ir_node *n)
 {
 	int elem = sx_elem(x, n, 0);
-	int64_t v = opset(x, n);
+	int64_t v = sx_opset(x, n);
 	int64_t dil_since = n->op == IR_OP_MaxPool ? 10 : n->op == IR_OP_AveragePool ? 19 : 18;
 	int64_t ceil_since = n->op == IR_OP_LpPool ? 18 : 10;
 	int r;
@@ -566,7 +491,7 @@ static void global_pool(struct ir_infer *x, struct ir_node *n)
 		sx_out_from(x, n, 0, elem, 0);
 		return;
 	}
-	if (!rank_in(x, n, 0, 2, IR_MAX_RANK, "the input"))
+	if (!sx_rank_in(x, n, 0, 2, IR_MAX_RANK, "the input"))
 		return;
 	struct ir_dim out[IR_MAX_RANK];
 	for (int k = 0; k < r; k++)
@@ -592,7 +517,7 @@ static void max_unpool(struct ir_infer *x, struct ir_node *n)
 			return;
 		}
 		int rs = sx_rank(x, n, 2);
-		struct ir_dim len = in_dim(x, n, 2, 0);
+		struct ir_dim len = sx_in_dim(x, n, 2, 0);
 		int ro = d ? r : (rs == 1 && len.kind == IR_DIM_VALUE && len.value <= IR_MAX_RANK) ? (int)len.value : -1;
 		if (ro < 0) {
 			sx_out_unknown(x, n, 0, elem, "the output_shape input is not known");
@@ -630,7 +555,7 @@ static void max_unpool(struct ir_infer *x, struct ir_node *n)
 static void max_roi_pool(struct ir_infer *x, struct ir_node *n)
 {
 	int elem = sx_elem(x, n, 0);
-	if (!rank_in(x, n, 0, 3, IR_MAX_RANK, "the input") || !rank_in(x, n, 1, 2, 2, "rois"))
+	if (!sx_rank_in(x, n, 0, 3, IR_MAX_RANK, "the input") || !sx_rank_in(x, n, 1, 2, 2, "rois"))
 		return;
 	int r = sx_rank(x, n, 0);
 	if (r < 0) {
@@ -652,8 +577,8 @@ static void max_roi_pool(struct ir_infer *x, struct ir_node *n)
 		return;
 	}
 	struct ir_dim out[IR_MAX_RANK];
-	out[0] = in_dim(x, n, 1, 0);
-	out[1] = in_dim(x, n, 0, 1);
+	out[0] = sx_in_dim(x, n, 1, 0);
+	out[1] = sx_in_dim(x, n, 0, 1);
 	for (int k = 2; k < r; k++)
 		out[k] = sx_v(ps[k - 2]);
 	out_dims(x, n, 0, elem, r, out, "the number of rois or of channels is not known");
@@ -662,20 +587,20 @@ static void max_roi_pool(struct ir_infer *x, struct ir_node *n)
 static void roi_align(struct ir_infer *x, struct ir_node *n)
 {
 	int elem = sx_elem(x, n, 0);
-	if (!rank_in(x, n, 0, 4, 4, "the input") || !rank_in(x, n, 1, 2, 2, "rois") ||
-	    !rank_in(x, n, 2, 1, 1, "batch_indices"))
+	if (!sx_rank_in(x, n, 0, 4, 4, "the input") || !sx_rank_in(x, n, 1, 2, 2, "rois") ||
+	    !sx_rank_in(x, n, 2, 1, 1, "batch_indices"))
 		return;
 	int64_t oh = sx_attr_int(x, n, "output_height", 1), ow = sx_attr_int(x, n, "output_width", 1);
 	if (oh < 1 || ow < 1 || oh > ATTR_LIM || ow > ATTR_LIM) {
 		sx_fail(x, n, "output_height and output_width must be positive (%" PRId64 ", %" PRId64 ")", oh, ow);
 		return;
 	}
-	struct ir_dim out[4], a = in_dim(x, n, 1, 0), b = in_dim(x, n, 2, 0);
-	if (!merge(&a, &b, &out[0])) {
+	struct ir_dim out[4], a = sx_in_dim(x, n, 1, 0), b = sx_in_dim(x, n, 2, 0);
+	if (!sx_merge(&a, &b, &out[0])) {
 		sx_fail(x, n, "rois has %" PRId64 " rows but batch_indices %" PRId64, a.value, b.value);
 		return;
 	}
-	out[1] = in_dim(x, n, 0, 1);
+	out[1] = sx_in_dim(x, n, 0, 1);
 	out[2] = sx_v(oh);
 	out[3] = sx_v(ow);
 	out_dims(x, n, 0, elem, 4, out, "the number of rois or of channels is not known");
@@ -755,12 +680,12 @@ static void qlinear_matmul(struct ir_infer *x, struct ir_node *n)
 static void gemm(struct ir_infer *x, struct ir_node *n)
 {
 	int elem = elem_of(x, n, 0, 1);
-	if (!rank_in(x, n, 0, 2, 2, "A") || !rank_in(x, n, 1, 2, 2, "B"))
+	if (!sx_rank_in(x, n, 0, 2, 2, "A") || !sx_rank_in(x, n, 1, 2, 2, "B"))
 		return;
 	bool ta = sx_attr_int(x, n, "transA", 0) != 0, tb = sx_attr_int(x, n, "transB", 0) != 0;
-	struct ir_dim m = in_dim(x, n, 0, ta ? 1 : 0), ka = in_dim(x, n, 0, ta ? 0 : 1);
-	struct ir_dim kb = in_dim(x, n, 1, tb ? 1 : 0), nn = in_dim(x, n, 1, tb ? 0 : 1), k;
-	if (!merge(&ka, &kb, &k)) {
+	struct ir_dim m = sx_in_dim(x, n, 0, ta ? 1 : 0), ka = sx_in_dim(x, n, 0, ta ? 0 : 1);
+	struct ir_dim kb = sx_in_dim(x, n, 1, tb ? 1 : 0), nn = sx_in_dim(x, n, 1, tb ? 0 : 1), k;
+	if (!sx_merge(&ka, &kb, &k)) {
 		sx_fail(x, n, "the inner dimensions differ (%" PRId64 " and %" PRId64 ")", ka.value, kb.value);
 		return;
 	}
@@ -772,7 +697,7 @@ static void gemm(struct ir_infer *x, struct ir_node *n)
 	struct ir_dim out[2] = { m, nn };
 	if (sx_rank(x, n, 2) == 2) {
 		for (int j = 0; j < 2; j++) {
-			struct ir_dim c = in_dim(x, n, 2, j);
+			struct ir_dim c = sx_in_dim(x, n, 2, j);
 			if (out[j].kind == IR_DIM_UNKNOWN && c.kind == IR_DIM_VALUE && c.value != 1)
 				out[j] = c;
 		}
@@ -878,7 +803,7 @@ static void einsum(struct ir_infer *x, struct ir_node *n)
 				lab[l].denotation = NULL;
 			} else if (!(e->kind == IR_DIM_VALUE && e->value == 1)) {
 				struct ir_dim m;
-				if (!merge(&lab[l], e, &m)) {
+				if (!sx_merge(&lab[l], e, &m)) {
 					sx_fail(x, n, "label '%c' has sizes %" PRId64 " and %" PRId64, l, lab[l].value, e->value);
 					return;
 				}
@@ -941,10 +866,10 @@ static void det(struct ir_infer *x, struct ir_node *n)
 		sx_out_from(x, n, 0, elem, 0);
 		return;
 	}
-	if (!rank_in(x, n, 0, 2, IR_MAX_RANK, "the input"))
+	if (!sx_rank_in(x, n, 0, 2, IR_MAX_RANK, "the input"))
 		return;
 	struct ir_dim m;
-	if (!merge(&d[r - 1], &d[r - 2], &m)) {
+	if (!sx_merge(&d[r - 1], &d[r - 2], &m)) {
 		sx_fail(x, n, "the matrices are not square (%" PRId64 " x %" PRId64 ")", d[r - 2].value, d[r - 1].value);
 		return;
 	}
@@ -997,7 +922,7 @@ static void reduce(struct ir_infer *x, struct ir_node *n)
 		if (na < 0) {
 			known = false;
 			int ar = sx_rank(x, n, 1);
-			struct ir_dim l = in_dim(x, n, 1, 0);
+			struct ir_dim l = sx_in_dim(x, n, 1, 0);
 			if (ar == 0)
 				na_len = 1;
 			else if (ar == 1 && l.kind == IR_DIM_VALUE && l.value <= IR_MAX_RANK)
@@ -1131,7 +1056,7 @@ static bool loss_shape(struct ir_infer *x, struct ir_node *n, struct ir_dim *out
 	int r = s ? rs - 1 : rt;
 	for (int k = 0; k < r; k++) {
 		struct ir_dim a = s ? s[k ? k + 1 : 0] : sx_unknown(), b = t ? t[k] : sx_unknown();
-		if (!merge(&a, &b, &out[k])) {
+		if (!sx_merge(&a, &b, &out[k])) {
 			sx_fail(x, n, "the input and the target differ on dim %d (%" PRId64 " and %" PRId64 ")", k, a.value,
 				b.value);
 			return false;
@@ -1158,7 +1083,7 @@ static void nll_loss(struct ir_infer *x, struct ir_node *n)
 	bool none;
 	struct ir_dim out[IR_MAX_RANK];
 	int r;
-	if (!reduction_kind(x, n, &none) || !loss_shape(x, n, out, &r) || !rank_in(x, n, 2, 1, 1, "weight"))
+	if (!reduction_kind(x, n, &none) || !loss_shape(x, n, out, &r) || !sx_rank_in(x, n, 2, 1, 1, "weight"))
 		return;
 	if (!none)
 		sx_out(x, n, 0, elem, 0, NULL);
@@ -1210,15 +1135,15 @@ static void rnn(struct ir_infer *x, struct ir_node *n)
 		sx_fail(x, n, "direction '%s' is not forward, reverse or bidirectional", dir);
 		return;
 	}
-	int64_t layout = opset(x, n) >= 14 ? sx_attr_int(x, n, "layout", 0) : 0;
+	int64_t layout = sx_opset(x, n) >= 14 ? sx_attr_int(x, n, "layout", 0) : 0;
 	if (layout != 0 && layout != 1) {
 		sx_fail(x, n, "layout %" PRId64 " is not 0 or 1", layout);
 		return;
 	}
-	if (!rank_in(x, n, 0, 3, 3, "X") || !rank_in(x, n, 1, 3, 3, "W") || !rank_in(x, n, 2, 3, 3, "R") ||
-	    !rank_in(x, n, 5, 3, 3, "initial_h"))
+	if (!sx_rank_in(x, n, 0, 3, 3, "X") || !sx_rank_in(x, n, 1, 3, 3, "W") || !sx_rank_in(x, n, 2, 3, 3, "R") ||
+	    !sx_rank_in(x, n, 5, 3, 3, "initial_h"))
 		return;
-	struct ir_dim seq = in_dim(x, n, 0, layout ? 1 : 0), batch = in_dim(x, n, 0, layout ? 0 : 1);
+	struct ir_dim seq = sx_in_dim(x, n, 0, layout ? 1 : 0), batch = sx_in_dim(x, n, 0, layout ? 0 : 1);
 	struct ir_dim hidden, dirs = sx_v(nd);
 	const struct ir_attr *hs = sx_attr(x, n, "hidden_size");
 	if (hs && hs->type == IR_ATTR_INT) {
@@ -1229,14 +1154,14 @@ static void rnn(struct ir_infer *x, struct ir_node *n)
 		hidden = sx_v(hs->i);
 	} else {
 		/* R is (num_directions, gates * hidden_size, hidden_size) */
-		hidden = in_dim(x, n, 2, 2);
+		hidden = sx_in_dim(x, n, 2, 2);
 	}
-	struct ir_dim hb = in_dim(x, n, 5, layout ? 0 : 1), hh = in_dim(x, n, 5, 2), wd = in_dim(x, n, 1, 0);
-	if (!unify(&batch, &hb)) {
+	struct ir_dim hb = sx_in_dim(x, n, 5, layout ? 0 : 1), hh = sx_in_dim(x, n, 5, 2), wd = sx_in_dim(x, n, 1, 0);
+	if (!sx_unify(&batch, &hb)) {
 		sx_fail(x, n, "initial_h has batch %" PRId64 " but X %" PRId64, hb.value, batch.value);
 		return;
 	}
-	if (!unify(&hidden, &hh) || !unify(&dirs, &wd)) {
+	if (!sx_unify(&hidden, &hh) || !sx_unify(&dirs, &wd)) {
 		sx_fail(x, n, "the hidden size or the number of directions of its inputs disagree");
 		return;
 	}
@@ -1273,8 +1198,8 @@ static void attention(struct ir_infer *x, struct ir_node *n)
 {
 	int eq = sx_elem(x, n, 0);
 	int rq = sx_rank(x, n, 0), rk = sx_rank(x, n, 1), rv = sx_rank(x, n, 2);
-	if (!rank_in(x, n, 0, 3, 4, "Q") || !rank_in(x, n, 1, 3, 4, "K") || !rank_in(x, n, 2, 3, 4, "V") ||
-	    !rank_in(x, n, 4, 4, 4, "past_key") || !rank_in(x, n, 5, 4, 4, "past_value"))
+	if (!sx_rank_in(x, n, 0, 3, 4, "Q") || !sx_rank_in(x, n, 1, 3, 4, "K") || !sx_rank_in(x, n, 2, 3, 4, "V") ||
+	    !sx_rank_in(x, n, 4, 4, 4, "past_key") || !sx_rank_in(x, n, 5, 4, 4, "past_value"))
 		return;
 	const struct ir_attr *qa = sx_attr(x, n, "q_num_heads"), *ka = sx_attr(x, n, "kv_num_heads");
 	int64_t qh = qa && qa->type == IR_ATTR_INT ? qa->i : 0, kh = ka && ka->type == IR_ATTR_INT ? ka->i : 0;
@@ -1286,35 +1211,35 @@ static void attention(struct ir_infer *x, struct ir_node *n)
 		sx_fail(x, n, "q_num_heads or kv_num_heads is out of range");
 		return;
 	}
-	struct ir_dim batch = in_dim(x, n, 0, 0), kb = in_dim(x, n, 1, 0), vb = in_dim(x, n, 2, 0);
-	if (!unify(&batch, &kb) || !unify(&batch, &vb)) {
+	struct ir_dim batch = sx_in_dim(x, n, 0, 0), kb = sx_in_dim(x, n, 1, 0), vb = sx_in_dim(x, n, 2, 0);
+	if (!sx_unify(&batch, &kb) || !sx_unify(&batch, &vb)) {
 		sx_fail(x, n, "Q, K and V have different batch sizes");
 		return;
 	}
 	/* heads: dim 1 of a 4-D input, the attribute for a 3-D one */
-	struct ir_dim q_heads = rq == 4 ? in_dim(x, n, 0, 1) : rq == 3 ? sx_v(qh) : sx_unknown();
-	struct ir_dim q_seq = in_dim(x, n, 0, rq == 4 ? 2 : 1);
-	struct ir_dim kv_heads = rk == 4 ? in_dim(x, n, 1, 1) : rk == 3 ? sx_v(kh) : sx_unknown();
-	struct ir_dim vh = rv == 4 ? in_dim(x, n, 2, 1) : rv == 3 ? sx_v(kh) : sx_unknown();
-	if (!unify(&kv_heads, &vh)) {
+	struct ir_dim q_heads = rq == 4 ? sx_in_dim(x, n, 0, 1) : rq == 3 ? sx_v(qh) : sx_unknown();
+	struct ir_dim q_seq = sx_in_dim(x, n, 0, rq == 4 ? 2 : 1);
+	struct ir_dim kv_heads = rk == 4 ? sx_in_dim(x, n, 1, 1) : rk == 3 ? sx_v(kh) : sx_unknown();
+	struct ir_dim vh = rv == 4 ? sx_in_dim(x, n, 2, 1) : rv == 3 ? sx_v(kh) : sx_unknown();
+	if (!sx_unify(&kv_heads, &vh)) {
 		sx_fail(x, n, "K and V have different numbers of heads");
 		return;
 	}
-	struct ir_dim kv_seq = in_dim(x, n, 1, rk == 4 ? 2 : 1), vseq = in_dim(x, n, 2, rv == 4 ? 2 : 1);
-	if (!unify(&kv_seq, &vseq)) {
+	struct ir_dim kv_seq = sx_in_dim(x, n, 1, rk == 4 ? 2 : 1), vseq = sx_in_dim(x, n, 2, rv == 4 ? 2 : 1);
+	if (!sx_unify(&kv_seq, &vseq)) {
 		sx_fail(x, n, "K and V have different sequence lengths");
 		return;
 	}
-	struct ir_dim vlast = in_dim(x, n, 2, -1), klast = in_dim(x, n, 1, -1);
+	struct ir_dim vlast = sx_in_dim(x, n, 2, -1), klast = sx_in_dim(x, n, 1, -1);
 	struct ir_dim v_head = rv == 4 ? vlast : rv == 3 ? div_by(x, &vlast, kh) : sx_unknown();
 	struct ir_dim k_head = rk == 4 ? klast : rk == 3 ? div_by(x, &klast, kh) : sx_unknown();
 	/* past_key (B, kv_heads, past_seq, head_size): the present ones append K and V */
 	struct ir_dim total = kv_seq;
 	if (sx_has(n, 4)) {
-		struct ir_dim ps = in_dim(x, n, 4, 2), pk = in_dim(x, n, 4, 3), pv = in_dim(x, n, 5, 3);
+		struct ir_dim ps = sx_in_dim(x, n, 4, 2), pk = sx_in_dim(x, n, 4, 3), pv = sx_in_dim(x, n, 5, 3);
 		total = sx_add(x, &ps, &kv_seq);
-		unify(&k_head, &pk);
-		unify(&v_head, &pv);
+		sx_unify(&k_head, &pk);
+		sx_unify(&v_head, &pv);
 	}
 	const char *why = "a dimension of Q, K, V or the past is not known";
 	if (rq < 0) {
@@ -1335,7 +1260,7 @@ static void attention(struct ir_infer *x, struct ir_node *n)
 
 static void rotary_embedding(struct ir_infer *x, struct ir_node *n)
 {
-	if (!rank_in(x, n, 0, 3, 4, "the input"))
+	if (!sx_rank_in(x, n, 0, 3, 4, "the input"))
 		return;
 	sx_out_like(x, n, 0, 0);
 }
@@ -1344,26 +1269,26 @@ static void rotary_embedding(struct ir_infer *x, struct ir_node *n)
 static void causal_conv(struct ir_infer *x, struct ir_node *n)
 {
 	int elem = sx_elem(x, n, 0);
-	if (!rank_in(x, n, 0, 3, 3, "the input") || !rank_in(x, n, 1, 3, 3, "the weight") ||
-	    !rank_in(x, n, 2, 1, 1, "the bias") || !rank_in(x, n, 3, 3, 3, "past_state"))
+	if (!sx_rank_in(x, n, 0, 3, 3, "the input") || !sx_rank_in(x, n, 1, 3, 3, "the weight") ||
+	    !sx_rank_in(x, n, 2, 1, 1, "the bias") || !sx_rank_in(x, n, 3, 3, 3, "past_state"))
 		return;
 	const char *act = sx_attr_str(x, n, "activation", "none");
 	if (strcmp(act, "none") && strcmp(act, "silu") && strcmp(act, "swish")) {
 		sx_fail(x, n, "activation '%s' is not none, silu or swish", act);
 		return;
 	}
-	struct ir_dim b = in_dim(x, n, 0, 0), c = in_dim(x, n, 0, 1);
-	struct ir_dim more[] = { in_dim(x, n, 1, 0), in_dim(x, n, 2, 0), in_dim(x, n, 3, 1) };
-	struct ir_dim pb = in_dim(x, n, 3, 0);
-	bool ok = unify(&b, &pb);
+	struct ir_dim b = sx_in_dim(x, n, 0, 0), c = sx_in_dim(x, n, 0, 1);
+	struct ir_dim more[] = { sx_in_dim(x, n, 1, 0), sx_in_dim(x, n, 2, 0), sx_in_dim(x, n, 3, 1) };
+	struct ir_dim pb = sx_in_dim(x, n, 3, 0);
+	bool ok = sx_unify(&b, &pb);
 	for (int k = 0; k < 3 && ok; k++)
-		ok = unify(&c, &more[k]);
-	struct ir_dim kw = in_dim(x, n, 1, 2), one = sx_v(1), km1 = sx_sub(x, &kw, &one), ps = in_dim(x, n, 3, 2);
+		ok = sx_unify(&c, &more[k]);
+	struct ir_dim kw = sx_in_dim(x, n, 1, 2), one = sx_v(1), km1 = sx_sub(x, &kw, &one), ps = sx_in_dim(x, n, 3, 2);
 	if (kw.kind == IR_DIM_VALUE && kw.value < 1) {
 		sx_fail(x, n, "the kernel size %" PRId64 " is not positive", kw.value);
 		return;
 	}
-	if (!ok || !unify(&km1, &ps)) {
+	if (!ok || !sx_unify(&km1, &ps)) {
 		sx_fail(x, n, "the batch, channels or kernel size of its inputs disagree");
 		return;
 	}
@@ -1393,21 +1318,21 @@ static void linear_attention(struct ir_infer *x, struct ir_node *n)
 			delta ? "needs" : "forbids");
 		return;
 	}
-	if (!rank_in(x, n, 0, 3, 3, "query") || !rank_in(x, n, 1, 3, 3, "key") || !rank_in(x, n, 2, 3, 3, "value") ||
-	    !rank_in(x, n, 3, 4, 4, "past_state") || !rank_in(x, n, 4, 3, 3, "decay") || !rank_in(x, n, 5, 3, 3, "beta"))
+	if (!sx_rank_in(x, n, 0, 3, 3, "query") || !sx_rank_in(x, n, 1, 3, 3, "key") || !sx_rank_in(x, n, 2, 3, 3, "value") ||
+	    !sx_rank_in(x, n, 3, 4, 4, "past_state") || !sx_rank_in(x, n, 4, 3, 3, "decay") || !sx_rank_in(x, n, 5, 3, 3, "beta"))
 		return;
 	struct ir_dim b = sx_unknown(), tt = sx_unknown();
 	static const int bt_inputs[] = { 0, 1, 2, 4, 5 };
 	bool ok = true;
 	for (size_t k = 0; k < sizeof(bt_inputs) / sizeof(bt_inputs[0]) && ok; k++) {
-		struct ir_dim ib = in_dim(x, n, bt_inputs[k], 0), it = in_dim(x, n, bt_inputs[k], 1);
-		ok = unify(&b, &ib) && unify(&tt, &it);
+		struct ir_dim ib = sx_in_dim(x, n, bt_inputs[k], 0), it = sx_in_dim(x, n, bt_inputs[k], 1);
+		ok = sx_unify(&b, &ib) && sx_unify(&tt, &it);
 	}
-	struct ir_dim pb = in_dim(x, n, 3, 0), ph = in_dim(x, n, 3, 1), hkv = sx_v(kh);
-	struct ir_dim dk = in_dim(x, n, 3, 2), dv = in_dim(x, n, 3, 3);
-	struct ir_dim ql = in_dim(x, n, 0, 2), kl = in_dim(x, n, 1, 2), vl = in_dim(x, n, 2, 2);
+	struct ir_dim pb = sx_in_dim(x, n, 3, 0), ph = sx_in_dim(x, n, 3, 1), hkv = sx_v(kh);
+	struct ir_dim dk = sx_in_dim(x, n, 3, 2), dv = sx_in_dim(x, n, 3, 3);
+	struct ir_dim ql = sx_in_dim(x, n, 0, 2), kl = sx_in_dim(x, n, 1, 2), vl = sx_in_dim(x, n, 2, 2);
 	struct ir_dim qdk = div_by(x, &ql, qh), kdk = div_by(x, &kl, kh), vdv = div_by(x, &vl, kh);
-	ok = ok && unify(&b, &pb) && unify(&hkv, &ph) && unify(&dk, &qdk) && unify(&dk, &kdk) && unify(&dv, &vdv);
+	ok = ok && sx_unify(&b, &pb) && sx_unify(&hkv, &ph) && sx_unify(&dk, &qdk) && sx_unify(&dk, &kdk) && sx_unify(&dv, &vdv);
 	if (!ok || (ql.kind == IR_DIM_VALUE && ql.value % qh) || (kl.kind == IR_DIM_VALUE && kl.value % kh) ||
 	    (vl.kind == IR_DIM_VALUE && vl.value % kh)) {
 		sx_fail(x, n, "the dimensions of query, key, value and past_state do not fit together");
@@ -1424,17 +1349,17 @@ static void linear_attention(struct ir_infer *x, struct ir_node *n)
 static void flex_attention(struct ir_infer *x, struct ir_node *n)
 {
 	int elem = sx_elem(x, n, 0);
-	if (!rank_in(x, n, 0, 4, 4, "Q") || !rank_in(x, n, 1, 4, 4, "K") || !rank_in(x, n, 2, 4, 4, "V"))
+	if (!sx_rank_in(x, n, 0, 4, 4, "Q") || !sx_rank_in(x, n, 1, 4, 4, "K") || !sx_rank_in(x, n, 2, 4, 4, "V"))
 		return;
 	int ek = sx_elem(x, n, 1), ev = sx_elem(x, n, 2);
 	if ((elem && ek && elem != ek) || (elem && ev && elem != ev)) {
 		sx_fail(x, n, "Q, K and V have different element types");
 		return;
 	}
-	struct ir_dim b = in_dim(x, n, 0, 0), kb = in_dim(x, n, 1, 0), vb = in_dim(x, n, 2, 0);
-	struct ir_dim kh = in_dim(x, n, 1, 1), vh = in_dim(x, n, 2, 1), ks = in_dim(x, n, 1, 2), vs = in_dim(x, n, 2, 2);
-	struct ir_dim qe = in_dim(x, n, 0, 3), ke = in_dim(x, n, 1, 3), hq = in_dim(x, n, 0, 1), s = ks;
-	if (!unify(&b, &kb) || !unify(&b, &vb) || !unify(&kh, &vh) || !unify(&s, &vs) || !unify(&qe, &ke)) {
+	struct ir_dim b = sx_in_dim(x, n, 0, 0), kb = sx_in_dim(x, n, 1, 0), vb = sx_in_dim(x, n, 2, 0);
+	struct ir_dim kh = sx_in_dim(x, n, 1, 1), vh = sx_in_dim(x, n, 2, 1), ks = sx_in_dim(x, n, 1, 2), vs = sx_in_dim(x, n, 2, 2);
+	struct ir_dim qe = sx_in_dim(x, n, 0, 3), ke = sx_in_dim(x, n, 1, 3), hq = sx_in_dim(x, n, 0, 1), s = ks;
+	if (!sx_unify(&b, &kb) || !sx_unify(&b, &vb) || !sx_unify(&kh, &vh) || !sx_unify(&s, &vs) || !sx_unify(&qe, &ke)) {
 		sx_fail(x, n, "the dimensions of Q, K and V do not fit together");
 		return;
 	}
@@ -1443,7 +1368,7 @@ static void flex_attention(struct ir_infer *x, struct ir_node *n)
 			kh.value);
 		return;
 	}
-	struct ir_dim y[4] = { b, hq, in_dim(x, n, 0, 2), in_dim(x, n, 2, 3) };
+	struct ir_dim y[4] = { b, hq, sx_in_dim(x, n, 0, 2), sx_in_dim(x, n, 2, 3) };
 	out_dims(x, n, 0, elem, 4, y, "a dimension of Q or V is not known");
 	/* the modifiers see the scores (B, Hq, L, S) in the softmax precision */
 	int sp = (int)sx_attr_int(x, n, "softmax_precision", elem == IR_DOUBLE ? IR_DOUBLE : IR_FLOAT);
@@ -1486,7 +1411,7 @@ static void dft(struct ir_infer *x, struct ir_node *n)
 	sx_copy_dims(out, d, r);
 	out[r - 1] = sx_v(onesided && inverse ? 1 : 2);
 	int64_t axis;
-	if (opset(x, n) >= 20) {
+	if (sx_opset(x, n) >= 20) {
 		axis = -2;
 		if (sx_has(n, 2)) {
 			int64_t av[2];
@@ -1540,8 +1465,8 @@ static void stft(struct ir_infer *x, struct ir_node *n)
 {
 	int elem = sx_elem(x, n, 0);
 	bool onesided = sx_attr_int(x, n, "onesided", 1) != 0;
-	if (!rank_in(x, n, 0, 3, 3, "the signal") || !rank_in(x, n, 1, 0, 1, "frame_step") ||
-	    !rank_in(x, n, 2, 1, 1, "the window") || !rank_in(x, n, 3, 0, 1, "frame_length"))
+	if (!sx_rank_in(x, n, 0, 3, 3, "the signal") || !sx_rank_in(x, n, 1, 0, 1, "frame_step") ||
+	    !sx_rank_in(x, n, 2, 1, 1, "the window") || !sx_rank_in(x, n, 3, 0, 1, "frame_length"))
 		return;
 	int64_t step = 0, flen = 0;
 	bool have_step = sx_ints(x, n, 1, &step, 1) == 1;
@@ -1550,8 +1475,8 @@ static void stft(struct ir_infer *x, struct ir_node *n)
 		if (sx_ints(x, n, 3, &flen, 1) == 1)
 			len = sx_v(flen);
 	}
-	struct ir_dim wl = in_dim(x, n, 2, 0);
-	if (!unify(&len, &wl)) {
+	struct ir_dim wl = sx_in_dim(x, n, 2, 0);
+	if (!sx_unify(&len, &wl)) {
 		sx_fail(x, n, "frame_length %" PRId64 " differs from the window's length %" PRId64, flen, wl.value);
 		return;
 	}
@@ -1559,7 +1484,7 @@ static void stft(struct ir_infer *x, struct ir_node *n)
 		sx_fail(x, n, "frame_step and frame_length must be positive");
 		return;
 	}
-	struct ir_dim sig = in_dim(x, n, 0, 1), out[4] = { in_dim(x, n, 0, 0), sx_unknown(), sx_unknown(), sx_v(2) };
+	struct ir_dim sig = sx_in_dim(x, n, 0, 1), out[4] = { sx_in_dim(x, n, 0, 0), sx_unknown(), sx_unknown(), sx_v(2) };
 	if (len.kind == IR_DIM_VALUE)
 		out[2] = sx_v(onesided ? (len.value >> 1) + 1 : len.value);
 	if (have_step && len.kind == IR_DIM_VALUE && sig.kind != IR_DIM_UNKNOWN) {
@@ -1587,11 +1512,11 @@ static void stft(struct ir_infer *x, struct ir_node *n)
 static void affine_grid(struct ir_infer *x, struct ir_node *n)
 {
 	int elem = sx_elem(x, n, 0);
-	if (!rank_in(x, n, 0, 3, 3, "theta") || !rank_in(x, n, 1, 1, 1, "size"))
+	if (!sx_rank_in(x, n, 0, 3, 3, "theta") || !sx_rank_in(x, n, 1, 1, 1, "size"))
 		return;
 	int c;
 	const struct ir_dim *v = sx_vals(x, n, 1, &c);
-	struct ir_dim sl = in_dim(x, n, 1, 0), tr = in_dim(x, n, 0, 1), nb = in_dim(x, n, 0, 0);
+	struct ir_dim sl = sx_in_dim(x, n, 1, 0), tr = sx_in_dim(x, n, 0, 1), nb = sx_in_dim(x, n, 0, 0);
 	int count = v ? c : sl.kind == IR_DIM_VALUE ? (int)(sl.value > 8 ? 8 : sl.value) : -1;
 	if (count < 0 && tr.kind == IR_DIM_VALUE)
 		count = tr.value == 2 ? 4 : tr.value == 3 ? 5 : -1;
@@ -1610,7 +1535,7 @@ static void affine_grid(struct ir_infer *x, struct ir_node *n)
 	}
 	struct ir_dim out[5];
 	out[0] = nb;
-	if (v && !merge(&nb, &v[0], &out[0])) {
+	if (v && !sx_merge(&nb, &v[0], &out[0])) {
 		sx_fail(x, n, "theta has batch %" PRId64 " but size %" PRId64, nb.value, v[0].value);
 		return;
 	}
@@ -1643,19 +1568,19 @@ static void grid_sample(struct ir_infer *x, struct ir_node *n)
 		sx_fail(x, n, "the input and the grid must have rank 3 or more, not %d", r);
 		return;
 	}
-	struct ir_dim gl = in_dim(x, n, 1, -1);
+	struct ir_dim gl = sx_in_dim(x, n, 1, -1);
 	if (gl.kind == IR_DIM_VALUE && gl.value != r - 2) {
 		sx_fail(x, n, "the grid's last dim is %" PRId64 ", not %d", gl.value, r - 2);
 		return;
 	}
-	struct ir_dim out[IR_MAX_RANK], a = in_dim(x, n, 0, 0), b = in_dim(x, n, 1, 0);
-	if (!merge(&a, &b, &out[0])) {
+	struct ir_dim out[IR_MAX_RANK], a = sx_in_dim(x, n, 0, 0), b = sx_in_dim(x, n, 1, 0);
+	if (!sx_merge(&a, &b, &out[0])) {
 		sx_fail(x, n, "the input has batch %" PRId64 " but the grid %" PRId64, a.value, b.value);
 		return;
 	}
-	out[1] = in_dim(x, n, 0, 1);
+	out[1] = sx_in_dim(x, n, 0, 1);
 	for (int k = 2; k < r; k++)
-		out[k] = in_dim(x, n, 1, k - 1);
+		out[k] = sx_in_dim(x, n, 1, k - 1);
 	out_dims(x, n, 0, elem, r, out, "a dimension of the input or the grid is not known");
 }
 

@@ -37,19 +37,6 @@ static bool is_tensor(const struct ir_type *t)
 }
 
 /* A tensor type with a known element type and no unknown dim. */
-static bool fully_known(const struct ir_type *t)
-{
-	if (!t || t->kind == IR_TYPE_NONE)
-		return false;
-	if (!is_tensor(t))
-		return t->inner && (t->kind != IR_TYPE_MAP || t->key) && fully_known(t->inner);
-	if (!t->elem || t->rank < 0)
-		return false;
-	for (int k = 0; k < t->rank; k++)
-		if (t->dims[k].kind == IR_DIM_UNKNOWN)
-			return false;
-	return true;
-}
 
 /* Forgets the shape, and those of the elements of sequences, optionals, maps. */
 static void clear_shapes(struct ir_type *t)
@@ -357,7 +344,7 @@ static void out_type(struct ir_infer *x, struct ir_node *n, int i, const struct 
 			sx_out_unknown(x, n, i, 0, "the type of output %d is not known", i);
 			return;
 		}
-		if (!fully_known(d))
+		if (!ir_type_fully_known(d))
 			sx_out_why(x, n, i, "the type of output %d is not known", i);
 		return;
 	}
@@ -628,7 +615,7 @@ static void if_op(struct ir_infer *x, struct ir_node *n)
 		if (taken >= 0) {
 			const struct ir_graph *g = br[taken ? 0 : 1];
 			out_type(x, n, i, body_out(g, i));
-			if (!fully_known(body_out(g, i)))
+			if (!ir_type_fully_known(body_out(g, i)))
 				carry_why(v, body_why(g, i));
 			out_known_from(x, n, i, g->outputs[i]);
 			continue;
@@ -655,10 +642,10 @@ static void if_op(struct ir_infer *x, struct ir_node *n)
 			return;
 		}
 		out_type(x, n, i, &t);
-		if (!fully_known(&t)) {
-			if (!fully_known(a))
+		if (!ir_type_fully_known(&t)) {
+			if (!ir_type_fully_known(a))
 				carry_why(v, body_why(br[0], i));
-			else if (!fully_known(b))
+			else if (!ir_type_fully_known(b))
 				carry_why(v, body_why(br[1], i));
 			else
 				sx_out_why(x, n, i, "its then and else branches give output %d different shapes", i);
@@ -806,10 +793,10 @@ static void loop_op(struct ir_infer *x, struct ir_node *n)
 			}
 		}
 		out_type(x, n, k, &t);
-		if (!fully_known(ir_value_type(v))) {
-			if (!once && !fully_known(in))
+		if (!ir_type_fully_known(ir_value_type(v))) {
+			if (!once && !ir_type_fully_known(in))
 				carry_why(v, sx_why(x, n, 2 + k));
-			else if (out && !fully_known(out) && body_why(body, 1 + k))
+			else if (out && !ir_type_fully_known(out) && body_why(body, 1 + k))
 				carry_why(v, body_why(body, 1 + k));
 			else if (widened || !spec)
 				sx_out_why(x, n, k, "loop-carried value %d may change shape from one iteration to the next", k);
@@ -837,7 +824,7 @@ static void loop_op(struct ir_infer *x, struct ir_node *n)
 			carry_why(v, body_why(body, 1 + i));
 		else if (trips.kind == IR_DIM_UNKNOWN)
 			sx_out_why(x, n, i, "the number of iterations is not known");
-		else if (!fully_known(t))
+		else if (!ir_type_fully_known(t))
 			carry_why(v, body_why(body, 1 + i));
 	}
 done:
@@ -1052,7 +1039,7 @@ static void scan_op(struct ir_infer *x, struct ir_node *n)
 		} else {
 			out_type(x, n, k, &t);
 		}
-		if (!fully_known(ir_value_type(v))) {
+		if (!ir_type_fully_known(ir_value_type(v))) {
 			if (widened)
 				sx_out_why(x, n, k, "the body changes the shape of state %d", k);
 			else
@@ -1088,7 +1075,7 @@ static void scan_op(struct ir_infer *x, struct ir_node *n)
 		} else {
 			sx_out(x, n, i, t->elem, -1, NULL);
 		}
-		if (!fully_known(t))
+		if (!ir_type_fully_known(t))
 			carry_why(v, body_why(body, i));
 		else if (seq.kind == IR_DIM_UNKNOWN || (v8 && batch.kind == IR_DIM_UNKNOWN))
 			sx_out_why(x, n, i, "the sequence length is not known");
@@ -1121,7 +1108,7 @@ static void out_seq(struct ir_infer *x, struct ir_node *n, const struct ir_type 
 	make_wrap(&s, IR_TYPE_SEQUENCE, t);
 	out_type(x, n, 0, &s);
 	ir_type_clear(&s);
-	if (why && !fully_known(ir_value_type(n->outputs[0])))
+	if (why && !ir_type_fully_known(ir_value_type(n->outputs[0])))
 		carry_why(n->outputs[0], why);
 }
 
@@ -1156,7 +1143,7 @@ static void sequence_construct(struct ir_infer *x, struct ir_node *n)
 		struct ir_type u = { .kind = IR_TYPE_TENSOR, .rank = -1 };
 		if (it)
 			tcopy(&u, it);
-		if (!fully_known(&u) && !why)
+		if (!ir_type_fully_known(&u) && !why)
 			why = sx_why(x, n, i);
 		if (first) {
 			ir_type_clear(&t);
@@ -1207,7 +1194,7 @@ static void sequence_insert(struct ir_infer *x, struct ir_node *n)
 		sx_fail(x, n, "the tensor does not fit the sequence");
 		return;
 	}
-	const char *why = !s || !fully_known(s) ? sx_why(x, n, 0) : !fully_known(tt) ? sx_why(x, n, 1) :
+	const char *why = !s || !ir_type_fully_known(s) ? sx_why(x, n, 0) : !ir_type_fully_known(tt) ? sx_why(x, n, 1) :
 		"the tensor's shape is not the shape of the sequence's tensors";
 	out_seq(x, n, &t, why);
 	ir_type_clear(&t);
@@ -1226,7 +1213,7 @@ static void sequence_at(struct ir_infer *x, struct ir_node *n)
 		return;
 	}
 	out_type(x, n, 0, s->inner);
-	if (!fully_known(s->inner))
+	if (!ir_type_fully_known(s->inner))
 		carry_why(outv(n, 0), sx_why(x, n, 0));
 }
 
@@ -1413,7 +1400,7 @@ static void sequence_map(struct ir_infer *x, struct ir_node *n)
 		make_wrap(&s, IR_TYPE_SEQUENCE, t);
 		out_type(x, n, i, &s);
 		ir_type_clear(&s);
-		if (!fully_known(ir_value_type(n->outputs[i])))
+		if (!ir_type_fully_known(ir_value_type(n->outputs[i])))
 			carry_why(n->outputs[i], body_why(body, i));
 	}
 }
@@ -1442,7 +1429,7 @@ static void optional_op(struct ir_infer *x, struct ir_node *n)
 	make_wrap(&o, IR_TYPE_OPTIONAL, t);
 	out_type(x, n, 0, &o);
 	ir_type_clear(&o);
-	if (!fully_known(ir_value_type(n->outputs[0])))
+	if (!ir_type_fully_known(ir_value_type(n->outputs[0])))
 		carry_why(n->outputs[0], why ? why : "the optional's element type is not fully known");
 }
 
@@ -1462,7 +1449,7 @@ static void optional_get_element(struct ir_infer *x, struct ir_node *n)
 		sx_fail(x, n, "its input is a %s, not an optional", kind_name(t));
 		return;
 	}
-	if (!fully_known(ir_value_type(n->outputs[0])))
+	if (!ir_type_fully_known(ir_value_type(n->outputs[0])))
 		carry_why(n->outputs[0], sx_why(x, n, 0));
 }
 

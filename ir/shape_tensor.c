@@ -21,12 +21,6 @@
 
 /* ---- helpers ---- */
 
-/* The node's opset; a model that imports none is read as the newest. */
-static int64_t opset_of(struct ir_infer *x, const struct ir_node *n)
-{
-	int64_t v = sx_opset(x, n);
-	return v > 0 ? v : INT64_MAX;
-}
 
 static bool int_elem(int dt)
 {
@@ -42,22 +36,6 @@ static void pass_vals(struct ir_infer *x, struct ir_node *n, int o, int i)
 		sx_out_vals(x, n, o, c, v);
 }
 
-/* The product of dims [from, to) (symbolic where they are). */
-static struct ir_dim prod(struct ir_infer *x, const struct ir_dim *d, int from, int to)
-{
-	struct ir_dim p = sx_v(1);
-	for (int k = from; k < to; k++)
-		p = sx_mul(x, &p, &d[k]);
-	return p;
-}
-
-static bool has_unknown(const struct ir_dim *d, int r)
-{
-	for (int k = 0; k < r; k++)
-		if (d[k].kind == IR_DIM_UNKNOWN)
-			return true;
-	return false;
-}
 
 /* Dims as numbers, when every one is a value; their product in *total (false past `max`). */
 static bool dims_values(const struct ir_dim *d, int r, int64_t *out, int64_t *total, int64_t max)
@@ -77,44 +55,13 @@ static bool dims_values(const struct ir_dim *d, int r, int64_t *out, int64_t *to
 	return true;
 }
 
-/* Output i: elem and dims; where a dim stays unknown, `why` says why. */
-static void out_dims(struct ir_infer *x, struct ir_node *n, int i, int elem, int r, const struct ir_dim *d,
-		     const char *why)
-{
-	sx_out(x, n, i, elem, r, d);
-	if (why && r > 0 && has_unknown(d, r) && i < n->n_outputs && n->outputs[i] &&
-	    n->outputs[i]->inferred.rank == r)
-		sx_out_why(x, n, i, "%s", why);
-}
 
-/* Output i: rank r known, every dim unknown, and why. */
-static void out_rank(struct ir_infer *x, struct ir_node *n, int i, int elem, int r, const char *why)
-{
-	struct ir_dim u[IR_MAX_RANK];
-	if (r < 0 || r > IR_MAX_RANK) {
-		sx_out_unknown(x, n, i, elem, "%s", why);
-		return;
-	}
-	for (int k = 0; k < r; k++)
-		u[k] = sx_unknown();
-	out_dims(x, n, i, elem, r, u, why);
-}
 
-/* The constant tensor behind input i (a capture of an outer constant included). */
-static const struct ir_tensor *const_in(struct ir_infer *x, const struct ir_node *n, int i)
-{
-	const struct ir_tensor *t = sx_const(x, n, i);
-	if (t || !sx_has(n, i))
-		return t;
-	for (const struct ir_value *v = n->inputs[i]->outer; v && !t; v = v->outer)
-		t = ir_value_const(v);
-	return t;
-}
 
 /* Elements of a constant numeric input as doubles: the count, or -1. */
 static int const_doubles(struct ir_infer *x, const struct ir_node *n, int i, double *out, int max)
 {
-	const struct ir_tensor *t = const_in(x, n, i);
+	const struct ir_tensor *t = sx_const(x, n, i);
 	if (!t || t->dtype == IR_STRING || t->numel > (uint64_t)max || (t->numel && !ir_tensor_data(t)))
 		return -1;
 	for (uint64_t k = 0; k < t->numel; k++)
@@ -127,12 +74,9 @@ static int tensor_ints(const struct ir_tensor *t, int64_t *out, int max)
 {
 	if (!t || !int_elem(t->dtype) || t->numel > (uint64_t)max || (t->numel && !ir_tensor_data(t)))
 		return -1;
-	for (uint64_t k = 0; k < t->numel; k++) {
-		if (t->dtype == IR_INT64 || t->dtype == IR_UINT64)
-			memcpy(&out[k], (const char *)ir_tensor_data(t) + 8 * k, 8);
-		else
-			out[k] = (int64_t)ir_tensor_get_f64(t, k);
-	}
+	for (uint64_t k = 0; k < t->numel; k++)
+		if (!ir_elem_to_i64(t->dtype, ir_tensor_data(t), k, &out[k]))
+			return -1;
 	return (int)t->numel;
 }
 
@@ -201,7 +145,7 @@ static int int_list(struct ir_infer *x, struct ir_node *n, const char *attr, int
 		    int64_t *out, int max, bool *too_many)
 {
 	*too_many = false;
-	bool from_input = opset_of(x, n) >= since;
+	bool from_input = sx_opset(x, n) >= since;
 	for (int pass = 0; pass < 2; pass++, from_input = !from_input) {
 		if (from_input) {
 			if (in < 0 || !sx_has(n, in))
@@ -254,7 +198,7 @@ static void shape(struct ir_infer *x, struct ir_node *n)
 	r = sx_rank(x, n, 0);
 	if (!d) {
 		/* a 1-D tensor in any case */
-		out_rank(x, n, 0, IR_INT64, 1, "the rank of its input is not known");
+		sx_out_rank(x, n, 0, IR_INT64, 1, "the rank of its input is not known");
 		return;
 	}
 	/* opset 15: start and end slice the dims */
@@ -277,7 +221,7 @@ static void size(struct ir_infer *x, struct ir_node *n)
 	const struct ir_dim *d = sx_dims(x, n, 0);
 	if (!d)
 		return;
-	struct ir_dim p = prod(x, d, 0, sx_rank(x, n, 0));
+	struct ir_dim p = sx_prod(x, d, 0, sx_rank(x, n, 0));
 	sx_out_vals(x, n, 0, 1, &p);
 }
 
@@ -404,7 +348,7 @@ static void constant_of_shape(struct ir_infer *x, struct ir_node *n)
 		if (len > IR_MAX_RANK)
 			sx_fail(x, n, "the output would have rank %" PRId64, len);
 		else
-			out_rank(x, n, 0, elem, (int)len, "the values of its shape input are not known");
+			sx_out_rank(x, n, 0, elem, (int)len, "the values of its shape input are not known");
 		return;
 	}
 	if (c > IR_MAX_RANK) {
@@ -416,7 +360,7 @@ static void constant_of_shape(struct ir_infer *x, struct ir_node *n)
 			sx_fail(x, n, "its shape input has a negative value (%" PRId64 ")", v[k].value);
 			return;
 		}
-	out_dims(x, n, 0, elem, c, v, "some values of its shape input are not known");
+	sx_out_dims(x, n, 0, elem, c, v, "some values of its shape input are not known");
 	int64_t dv[IR_MAX_RANK], total;
 	if (int_elem(elem) && dims_values(v, c, dv, &total, MAXV)) {
 		struct ir_dim vals[MAXV];
@@ -430,7 +374,7 @@ static void constant_of_shape(struct ir_infer *x, struct ir_node *n)
 
 static void reshape(struct ir_infer *x, struct ir_node *n)
 {
-	int64_t ver = opset_of(x, n);
+	int64_t ver = sx_opset(x, n);
 	int elem = sx_elem(x, n, 0);
 	struct ir_dim want[IR_MAX_RANK];
 	int rr;
@@ -464,7 +408,7 @@ static void reshape(struct ir_infer *x, struct ir_node *n)
 			if (len > IR_MAX_RANK)
 				sx_fail(x, n, "the output would have rank %" PRId64, len);
 			else
-				out_rank(x, n, 0, elem, (int)len, "the values of its shape input are not known");
+				sx_out_rank(x, n, 0, elem, (int)len, "the values of its shape input are not known");
 			return;
 		}
 		if (c > IR_MAX_RANK) {
@@ -511,7 +455,7 @@ static void reshape(struct ir_infer *x, struct ir_node *n)
 		return;
 	}
 	if (d) {
-		struct ir_dim total = prod(x, d, 0, r);
+		struct ir_dim total = sx_prod(x, d, 0, r);
 		struct ir_dim rest = sx_v(1);
 		for (int k = 0; k < rr; k++)
 			if (k != neg)
@@ -534,7 +478,7 @@ static void reshape(struct ir_infer *x, struct ir_node *n)
 			return;
 		}
 	}
-	out_dims(x, n, 0, elem, rr, out,
+	sx_out_dims(x, n, 0, elem, rr, out,
 		 d ? "the shape it is given leaves this dim open" : "its input's shape is not known");
 	pass_vals(x, n, 0, 0);
 }
@@ -545,19 +489,19 @@ static void flatten(struct ir_infer *x, struct ir_node *n)
 	const struct ir_dim *d = sx_dims(x, n, 0);
 	int r = sx_rank(x, n, 0);
 	if (!d) {
-		out_rank(x, n, 0, elem, 2, sx_why(x, n, 0));
+		sx_out_rank(x, n, 0, elem, 2, sx_why(x, n, 0));
 		return;
 	}
 	int64_t axis = sx_attr_int(x, n, "axis", 1);
-	int64_t lo = opset_of(x, n) >= 11 ? -r : 0;
+	int64_t lo = sx_opset(x, n) >= 11 ? -r : 0;
 	if (axis < lo || axis > r) {
 		sx_fail(x, n, "axis %" PRId64 " is out of range for rank %d", axis, r);
 		return;
 	}
 	if (axis < 0)
 		axis += r;
-	struct ir_dim out[2] = { prod(x, d, 0, (int)axis), prod(x, d, (int)axis, r) };
-	out_dims(x, n, 0, elem, 2, out, "some dims of its input are not known");
+	struct ir_dim out[2] = { sx_prod(x, d, 0, (int)axis), sx_prod(x, d, (int)axis, r) };
+	sx_out_dims(x, n, 0, elem, 2, out, "some dims of its input are not known");
 	pass_vals(x, n, 0, 0);
 }
 
@@ -579,7 +523,7 @@ static void squeeze(struct ir_infer *x, struct ir_node *n)
 	}
 	if (c == LIST_UNKNOWN) {
 		int64_t len = input_len(x, n, 1);
-		out_rank(x, n, 0, elem, len >= 0 && len <= r ? r - (int)len : -1, "the values of its axes input are not known");
+		sx_out_rank(x, n, 0, elem, len >= 0 && len <= r ? r - (int)len : -1, "the values of its axes input are not known");
 		return;
 	}
 	bool drop[IR_MAX_RANK] = { false };
@@ -611,7 +555,7 @@ static void squeeze(struct ir_infer *x, struct ir_node *n)
 	for (int k = 0; k < r; k++)
 		if (!drop[k])
 			out[o++] = d[k];
-	out_dims(x, n, 0, elem, o, out, "some dims of its input are not known");
+	sx_out_dims(x, n, 0, elem, o, out, "some dims of its input are not known");
 	pass_vals(x, n, 0, 0);
 }
 
@@ -637,7 +581,7 @@ static void unsqueeze(struct ir_infer *x, struct ir_node *n)
 	}
 	if (c == LIST_UNKNOWN) {
 		int64_t len = input_len(x, n, 1);
-		out_rank(x, n, 0, elem, len >= 0 && len <= IR_MAX_RANK - r ? r + (int)len : -1,
+		sx_out_rank(x, n, 0, elem, len >= 0 && len <= IR_MAX_RANK - r ? r + (int)len : -1,
 			 "the values of its axes input are not known");
 		return;
 	}
@@ -654,7 +598,7 @@ static void unsqueeze(struct ir_infer *x, struct ir_node *n)
 	struct ir_dim out[IR_MAX_RANK];
 	for (int k = 0, j = 0; k < rr; k++)
 		out[k] = ins[k] ? sx_v(1) : d[j++];
-	out_dims(x, n, 0, elem, rr, out, "some dims of its input are not known");
+	sx_out_dims(x, n, 0, elem, rr, out, "some dims of its input are not known");
 	pass_vals(x, n, 0, 0);
 }
 
@@ -677,7 +621,7 @@ static void concat(struct ir_infer *x, struct ir_node *n)
 	}
 	const struct ir_attr *aa = sx_attr(x, n, "axis");
 	int64_t axis = aa && aa->type == IR_ATTR_INT ? aa->i : 1;   /* opset 1: 1 by default */
-	if (!aa && opset_of(x, n) >= 4) {
+	if (!aa && sx_opset(x, n) >= 4) {
 		sx_fail(x, n, "it has no 'axis' attribute");
 		return;
 	}
@@ -726,7 +670,7 @@ static void concat(struct ir_infer *x, struct ir_node *n)
 				out[k] = d[k];
 		}
 	}
-	out_dims(x, n, 0, elem, r, out, "some dims of its inputs are not known");
+	sx_out_dims(x, n, 0, elem, r, out, "some dims of its inputs are not known");
 	if (r != 1)
 		return;
 	struct ir_dim vals[MAXV];
@@ -747,7 +691,7 @@ static void concat(struct ir_infer *x, struct ir_node *n)
 static void split(struct ir_infer *x, struct ir_node *n)
 {
 	int elem = sx_elem(x, n, 0);
-	int64_t ver = opset_of(x, n);
+	int64_t ver = sx_opset(x, n);
 	int nout = n->n_outputs;
 	const struct ir_dim *d = sx_dims(x, n, 0);
 	int r = sx_rank(x, n, 0);
@@ -850,7 +794,7 @@ static void split(struct ir_infer *x, struct ir_node *n)
 	sx_copy_dims(out, d, r);
 	for (int k = 0; k < nout; k++) {
 		out[a] = sizes_known ? sizes[k] : sx_unknown();
-		out_dims(x, n, k, elem, r, out, why ? why : "some dims of its input are not known");
+		sx_out_dims(x, n, k, elem, r, out, why ? why : "some dims of its input are not known");
 	}
 	/* known values of a 1-D input go to the parts */
 	int c;
@@ -900,7 +844,7 @@ static void gather(struct ir_infer *x, struct ir_node *n)
 		out[o++] = id[k];
 	for (int k = a + 1; k < r; k++)
 		out[o++] = d[k];
-	out_dims(x, n, 0, elem, rr, out, "some dims of its inputs are not known");
+	sx_out_dims(x, n, 0, elem, rr, out, "some dims of its inputs are not known");
 	/* values: data with known values and dims, indices known */
 	int cd;
 	const struct ir_dim *dv = vals_of(x, n, 0, &cd);
@@ -947,12 +891,12 @@ static void gather_elements(struct ir_infer *x, struct ir_node *n)
 	}
 	if (!id) {
 		if (r >= 0)
-			out_rank(x, n, 0, elem, r, sx_why(x, n, 1));
+			sx_out_rank(x, n, 0, elem, r, sx_why(x, n, 1));
 		else
 			sx_out_from(x, n, 0, elem, 1);
 		return;
 	}
-	out_dims(x, n, 0, elem, q, id, "some dims of its indices are not known");
+	sx_out_dims(x, n, 0, elem, q, id, "some dims of its indices are not known");
 }
 
 static void gather_nd(struct ir_infer *x, struct ir_node *n)
@@ -960,7 +904,7 @@ static void gather_nd(struct ir_infer *x, struct ir_node *n)
 	int elem = sx_elem(x, n, 0);
 	const struct ir_dim *d = sx_dims(x, n, 0), *id = sx_dims(x, n, 1);
 	int r = sx_rank(x, n, 0), q = sx_rank(x, n, 1);
-	int64_t b = opset_of(x, n) >= 12 ? sx_attr_int(x, n, "batch_dims", 0) : 0;
+	int64_t b = sx_opset(x, n) >= 12 ? sx_attr_int(x, n, "batch_dims", 0) : 0;
 	if (!d || !id) {
 		sx_out_from(x, n, 0, elem, d ? 1 : 0);
 		return;
@@ -992,7 +936,7 @@ static void gather_nd(struct ir_infer *x, struct ir_node *n)
 		out[o++] = j < b && sx_known(&d[j]) ? d[j] : id[j];
 	for (int j = (int)(b + k); j < r; j++)
 		out[o++] = d[j];
-	out_dims(x, n, 0, elem, o, out, "some dims of its inputs are not known");
+	sx_out_dims(x, n, 0, elem, o, out, "some dims of its inputs are not known");
 }
 
 /* ---- Expand, Tile ---- */
@@ -1076,7 +1020,7 @@ static void expand(struct ir_infer *x, struct ir_node *n)
 		sx_fail(x, n, "its input does not expand to the shape: %s", err);
 		return;
 	}
-	out_dims(x, n, 0, elem, rr, out, "some values of its shape input are not known");
+	sx_out_dims(x, n, 0, elem, rr, out, "some values of its shape input are not known");
 	spread_vals(x, n, d, r, out, rr, false);
 }
 
@@ -1091,11 +1035,11 @@ static void tile(struct ir_infer *x, struct ir_node *n)
 	}
 	struct ir_dim out[IR_MAX_RANK];
 	sx_copy_dims(out, d, r);
-	if (opset_of(x, n) < 6 && sx_has(n, 2)) {
+	if (sx_opset(x, n) < 6 && sx_has(n, 2)) {
 		/* opset 1: tiles and axis, two scalars */
 		int64_t t[1], ax[1];
 		if (ints_of(x, n, 1, t, 1) != 1 || ints_of(x, n, 2, ax, 1) != 1) {
-			out_rank(x, n, 0, elem, r, "the values of its tiles or axis inputs are not known");
+			sx_out_rank(x, n, 0, elem, r, "the values of its tiles or axis inputs are not known");
 			return;
 		}
 		int a = sx_axis(ax[0], r);
@@ -1105,13 +1049,13 @@ static void tile(struct ir_infer *x, struct ir_node *n)
 		}
 		struct ir_dim tv = sx_v(t[0]);
 		out[a] = sx_mul(x, &d[a], &tv);
-		out_dims(x, n, 0, elem, r, out, "some dims of its input are not known");
+		sx_out_dims(x, n, 0, elem, r, out, "some dims of its input are not known");
 		return;
 	}
 	int c;
 	const struct ir_dim *v = vals_of(x, n, 1, &c);
 	if (!v) {
-		out_rank(x, n, 0, elem, r, "the values of its repeats input are not known");
+		sx_out_rank(x, n, 0, elem, r, "the values of its repeats input are not known");
 		return;
 	}
 	if (c != r) {
@@ -1125,7 +1069,7 @@ static void tile(struct ir_infer *x, struct ir_node *n)
 		}
 		out[k] = sx_mul(x, &d[k], &v[k]);
 	}
-	out_dims(x, n, 0, elem, r, out, "some repeats or dims of its input are not known");
+	sx_out_dims(x, n, 0, elem, r, out, "some repeats or dims of its input are not known");
 	spread_vals(x, n, d, r, out, r, true);
 }
 
@@ -1235,7 +1179,7 @@ static struct ir_dim slice_len(struct ir_infer *x, const struct ir_dim *D, const
 static void slice(struct ir_infer *x, struct ir_node *n)
 {
 	int elem = sx_elem(x, n, 0);
-	int64_t ver = opset_of(x, n);
+	int64_t ver = sx_opset(x, n);
 	const struct ir_dim *d = sx_dims(x, n, 0);
 	int r = sx_rank(x, n, 0);
 	if (!d) {
@@ -1324,7 +1268,7 @@ static void slice(struct ir_infer *x, struct ir_node *n)
 	struct ir_dim out[IR_MAX_RANK];
 	sx_copy_dims(out, d, r);
 	if (ca < 0) {
-		out_rank(x, n, 0, elem, r, "the values of its axes input are not known");
+		sx_out_rank(x, n, 0, elem, r, "the values of its axes input are not known");
 		return;
 	}
 	for (int k = 0; k < ca; k++) {
@@ -1334,7 +1278,7 @@ static void slice(struct ir_infer *x, struct ir_node *n)
 		else
 			out[a] = slice_len(x, &d[a], &starts[k], &ends[k], steps[k]);
 	}
-	out_dims(x, n, 0, elem, r, out,
+	sx_out_dims(x, n, 0, elem, r, out,
 		 cs < 0 || ce < 0 || cp < 0 ? "the values of its starts, ends or steps are not known"
 					     : "the slice of a dim that is not known");
 	/* known values of a 1-D input */
@@ -1381,7 +1325,7 @@ static void transpose(struct ir_infer *x, struct ir_node *n)
 	}
 	if (!d) {
 		if (c >= 0)
-			out_rank(x, n, 0, elem, c, sx_why(x, n, 0));
+			sx_out_rank(x, n, 0, elem, c, sx_why(x, n, 0));
 		else
 			sx_out_from(x, n, 0, elem, 0);
 		return;
@@ -1405,7 +1349,7 @@ static void transpose(struct ir_infer *x, struct ir_node *n)
 		seen[perm[k]] = true;
 		out[k] = d[perm[k]];
 	}
-	out_dims(x, n, 0, elem, r, out, "some dims of its input are not known");
+	sx_out_dims(x, n, 0, elem, r, out, "some dims of its input are not known");
 	if (r <= 1)
 		pass_vals(x, n, 0, 0);
 }
@@ -1421,7 +1365,7 @@ static void depth_space(struct ir_infer *x, struct ir_node *n, bool to_space)
 		return;
 	}
 	if (!d) {
-		out_rank(x, n, 0, elem, 4, sx_why(x, n, 0));
+		sx_out_rank(x, n, 0, elem, 4, sx_why(x, n, 0));
 		return;
 	}
 	if (r != 4) {
@@ -1449,7 +1393,7 @@ static void depth_space(struct ir_infer *x, struct ir_node *n, bool to_space)
 		out[2] = sx_div(x, &d[2], &bb);
 		out[3] = sx_div(x, &d[3], &bb);
 	}
-	out_dims(x, n, 0, elem, 4, out, "a dim of its input is not known or does not divide by the blocksize");
+	sx_out_dims(x, n, 0, elem, 4, out, "a dim of its input is not known or does not divide by the blocksize");
 }
 
 static void depth_to_space(struct ir_infer *x, struct ir_node *n)
@@ -1467,7 +1411,7 @@ static void space_to_depth(struct ir_infer *x, struct ir_node *n)
 static void pad(struct ir_infer *x, struct ir_node *n)
 {
 	int elem = sx_elem(x, n, 0);
-	int64_t ver = opset_of(x, n);
+	int64_t ver = sx_opset(x, n);
 	const struct ir_dim *d = sx_dims(x, n, 0);
 	int r = sx_rank(x, n, 0);
 	if (!d) {
@@ -1509,7 +1453,7 @@ static void pad(struct ir_infer *x, struct ir_node *n)
 	if (ver >= 18 && sx_has(n, 3)) {
 		ca = ints_of(x, n, 3, axes, IR_MAX_RANK);
 		if (ca < 0) {
-			out_rank(x, n, 0, elem, r, "the values of its axes input are not known");
+			sx_out_rank(x, n, 0, elem, r, "the values of its axes input are not known");
 			return;
 		}
 		if (!norm_axes(x, n, axes, ca, r))
@@ -1520,7 +1464,7 @@ static void pad(struct ir_infer *x, struct ir_node *n)
 	if (cp < 0) {
 		for (int k = 0; k < ca; k++)
 			out[axes[k]] = sx_unknown();
-		out_dims(x, n, 0, elem, r, out, "the values of its pads input are not known");
+		sx_out_dims(x, n, 0, elem, r, out, "the values of its pads input are not known");
 		return;
 	}
 	if (cp != 2 * ca) {
@@ -1537,7 +1481,7 @@ static void pad(struct ir_infer *x, struct ir_node *n)
 		}
 		out[a] = t;
 	}
-	out_dims(x, n, 0, elem, r, out, "some dims of its input or its pads are not known");
+	sx_out_dims(x, n, 0, elem, r, out, "some dims of its input or its pads are not known");
 }
 
 static void center_crop_pad(struct ir_infer *x, struct ir_node *n)
@@ -1569,7 +1513,7 @@ static void center_crop_pad(struct ir_infer *x, struct ir_node *n)
 	if (!v) {
 		for (int k = 0; k < ca; k++)
 			out[axes[k]] = sx_unknown();
-		out_dims(x, n, 0, elem, r, out, "the values of its shape input are not known");
+		sx_out_dims(x, n, 0, elem, r, out, "the values of its shape input are not known");
 		return;
 	}
 	if (c != ca) {
@@ -1583,7 +1527,7 @@ static void center_crop_pad(struct ir_infer *x, struct ir_node *n)
 		}
 		out[axes[k]] = v[k];
 	}
-	out_dims(x, n, 0, elem, r, out, "some values of its shape input are not known");
+	sx_out_dims(x, n, 0, elem, r, out, "some values of its shape input are not known");
 }
 
 /* ---- Resize, Upsample ---- */
@@ -1649,7 +1593,7 @@ static void resize_common(struct ir_infer *x, struct ir_node *n, int scales_in, 
 	if (!d) {
 		/* all sizes of all axes: that is the output's shape */
 		if (sizes && ca < 0) {
-			out_dims(x, n, 0, elem, cs, sizes, "some values of its sizes input are not known");
+			sx_out_dims(x, n, 0, elem, cs, sizes, "some values of its sizes input are not known");
 			return;
 		}
 		sx_out_from(x, n, 0, elem, 0);
@@ -1667,7 +1611,7 @@ static void resize_common(struct ir_infer *x, struct ir_node *n, int scales_in, 
 	if (cs < 0 || (have_sizes && !sizes)) {
 		for (int k = 0; k < ca; k++)
 			out[axes[k]] = sx_unknown();
-		out_dims(x, n, 0, elem, r, out,
+		sx_out_dims(x, n, 0, elem, r, out,
 			 have_sizes ? "the values of its sizes input are not known" : "its scales are not a constant");
 		return;
 	}
@@ -1706,7 +1650,7 @@ static void resize_common(struct ir_infer *x, struct ir_node *n, int scales_in, 
 			sx_fail(x, n, "keep_aspect_ratio_policy '%s' is not one ONNX defines", policy);
 			return;
 		}
-		out_dims(x, n, 0, elem, r, out, "some values of its sizes input or dims of its input are not known");
+		sx_out_dims(x, n, 0, elem, r, out, "some values of its sizes input or dims of its input are not known");
 		return;
 	}
 	for (int k = 0; k < cs; k++) {
@@ -1716,12 +1660,12 @@ static void resize_common(struct ir_infer *x, struct ir_node *n, int scales_in, 
 		}
 		out[axes[k]] = scale_dim(x, &d[axes[k]], scales[k]);
 	}
-	out_dims(x, n, 0, elem, r, out, "the scaled size of a dim that is not known");
+	sx_out_dims(x, n, 0, elem, r, out, "the scaled size of a dim that is not known");
 }
 
 static void resize(struct ir_infer *x, struct ir_node *n)
 {
-	int64_t ver = opset_of(x, n);
+	int64_t ver = sx_opset(x, n);
 	if (ver < 11)
 		resize_common(x, n, 1, -1, false);
 	else
@@ -1730,7 +1674,7 @@ static void resize(struct ir_infer *x, struct ir_node *n)
 
 static void upsample(struct ir_infer *x, struct ir_node *n)
 {
-	int64_t ver = opset_of(x, n);
+	int64_t ver = sx_opset(x, n);
 	if (ver >= 9 || sx_has(n, 1)) {
 		resize_common(x, n, 1, -1, false);
 		return;
@@ -1753,7 +1697,7 @@ static void upsample(struct ir_infer *x, struct ir_node *n)
 		scales[3] = sx_attr_float(x, n, "width_scale", 0);
 	}
 	if (!d) {
-		out_rank(x, n, 0, elem, c <= IR_MAX_RANK ? c : -1, sx_why(x, n, 0));
+		sx_out_rank(x, n, 0, elem, c <= IR_MAX_RANK ? c : -1, sx_why(x, n, 0));
 		return;
 	}
 	if (c != r) {
@@ -1768,7 +1712,7 @@ static void upsample(struct ir_infer *x, struct ir_node *n)
 		}
 		out[k] = scale_dim(x, &d[k], scales[k]);
 	}
-	out_dims(x, n, 0, elem, r, out, "the scaled size of a dim that is not known");
+	sx_out_dims(x, n, 0, elem, r, out, "the scaled size of a dim that is not known");
 }
 
 /* ---- data-dependent sizes: Compress, NonZero, Unique, TopK ---- */
@@ -1781,7 +1725,7 @@ static void compress(struct ir_infer *x, struct ir_node *n)
 	const struct ir_attr *aa = sx_attr(x, n, "axis");
 	const char *why = "the number of elements it keeps depends on the values of its condition";
 	/* the condition's trues, when it is a constant */
-	const struct ir_tensor *t = const_in(x, n, 1);
+	const struct ir_tensor *t = sx_const(x, n, 1);
 	int64_t trues = -1, clen = -1;
 	if (t && t->dtype != IR_STRING && (t->numel == 0 || ir_tensor_data(t)) && t->numel <= (1u << 24)) {
 		trues = 0;
@@ -1792,7 +1736,7 @@ static void compress(struct ir_infer *x, struct ir_node *n)
 	struct ir_dim all;
 	if (!aa) {
 		if (d) {
-			all = prod(x, d, 0, r);
+			all = sx_prod(x, d, 0, r);
 			span = &all;
 		}
 	} else if (d) {
@@ -1810,7 +1754,7 @@ static void compress(struct ir_infer *x, struct ir_node *n)
 		cnt = sx_v(trues);
 	}
 	if (!aa) {
-		out_dims(x, n, 0, elem, 1, &cnt, why);
+		sx_out_dims(x, n, 0, elem, 1, &cnt, why);
 		return;
 	}
 	if (!d) {
@@ -1820,21 +1764,21 @@ static void compress(struct ir_infer *x, struct ir_node *n)
 	struct ir_dim out[IR_MAX_RANK];
 	sx_copy_dims(out, d, r);
 	out[sx_axis(aa->i, r)] = cnt;
-	out_dims(x, n, 0, elem, r, out, why);
+	sx_out_dims(x, n, 0, elem, r, out, why);
 }
 
 static void non_zero(struct ir_infer *x, struct ir_node *n)
 {
 	int r = sx_rank(x, n, 0);
 	struct ir_dim out[2] = { r >= 0 ? sx_v(r) : sx_unknown(), sx_unknown() };
-	const struct ir_tensor *t = const_in(x, n, 0);
+	const struct ir_tensor *t = sx_const(x, n, 0);
 	if (t && t->dtype != IR_STRING && (t->numel == 0 || ir_tensor_data(t)) && t->numel <= (1u << 24)) {
 		int64_t c = 0;
 		for (uint64_t k = 0; k < t->numel; k++)
 			c += ir_tensor_get_f64(t, k) != 0;
 		out[1] = sx_v(c);
 	}
-	out_dims(x, n, 0, IR_INT64, 2, out,
+	sx_out_dims(x, n, 0, IR_INT64, 2, out,
 		 r < 0 ? "the rank of its input is not known" : "the number of nonzero elements depends on the input values");
 }
 
@@ -1856,17 +1800,17 @@ static void unique(struct ir_infer *x, struct ir_node *n)
 		sx_copy_dims(out, d, r);
 		out[a] = sx_unknown();
 		inv = d[a];
-		out_dims(x, n, 0, elem, r, out, why);
+		sx_out_dims(x, n, 0, elem, r, out, why);
 	} else if (aa) {
 		sx_out_from(x, n, 0, elem, 0);
 	} else {
 		if (d)
-			inv = prod(x, d, 0, r);
-		out_dims(x, n, 0, elem, 1, &u, why);
+			inv = sx_prod(x, d, 0, r);
+		sx_out_dims(x, n, 0, elem, 1, &u, why);
 	}
-	out_dims(x, n, 1, IR_INT64, 1, &u, why);
-	out_dims(x, n, 2, IR_INT64, 1, &inv, d ? "some dims of its input are not known" : sx_why(x, n, 0));
-	out_dims(x, n, 3, IR_INT64, 1, &u, why);
+	sx_out_dims(x, n, 1, IR_INT64, 1, &u, why);
+	sx_out_dims(x, n, 2, IR_INT64, 1, &inv, d ? "some dims of its input are not known" : sx_why(x, n, 0));
+	sx_out_dims(x, n, 3, IR_INT64, 1, &u, why);
 }
 
 static void topk(struct ir_infer *x, struct ir_node *n)
@@ -1886,7 +1830,7 @@ static void topk(struct ir_infer *x, struct ir_node *n)
 		return;
 	}
 	struct ir_dim k = sx_unknown();
-	if (opset_of(x, n) < 10 || (!sx_has(n, 1) && sx_attr(x, n, "k"))) {
+	if (sx_opset(x, n) < 10 || (!sx_has(n, 1) && sx_attr(x, n, "k"))) {
 		const struct ir_attr *ka = sx_attr(x, n, "k");
 		if (!ka || ka->type != IR_ATTR_INT) {
 			sx_fail(x, n, "it has no 'k' attribute");
@@ -1912,8 +1856,8 @@ static void topk(struct ir_infer *x, struct ir_node *n)
 	sx_copy_dims(out, d, r);
 	out[a] = k;
 	const char *why = "the value of K is not known";
-	out_dims(x, n, 0, elem, r, out, why);
-	out_dims(x, n, 1, IR_INT64, r, out, why);
+	sx_out_dims(x, n, 0, elem, r, out, why);
+	sx_out_dims(x, n, 1, IR_INT64, r, out, why);
 }
 
 /* ---- OneHot, Range ---- */
@@ -1957,7 +1901,7 @@ static void one_hot(struct ir_infer *x, struct ir_node *n)
 	struct ir_dim out[IR_MAX_RANK];
 	for (int k = 0, j = 0; k <= r; k++)
 		out[k] = k == a ? depth : d[j++];
-	out_dims(x, n, 0, elem, r + 1, out, "the value of depth is not known");
+	sx_out_dims(x, n, 0, elem, r + 1, out, "the value of depth is not known");
 }
 
 /* ceil(diff / delta) for diff, delta != 0, without overflow; 0 when negative */
@@ -2012,7 +1956,7 @@ static void range(struct ir_infer *x, struct ir_node *n)
 			else if (ust <= (uint64_t)INT64_MAX)
 				len = sx_ceildiv(x, &diff, (int64_t)ust);
 		}
-		out_dims(x, n, 0, elem, 1, &len, why);
+		sx_out_dims(x, n, 0, elem, 1, &len, why);
 		/* the values, when there are few */
 		if (sx_known(&len) && len.value <= MAXV && sx_known(dl) && s->kind != IR_DIM_UNKNOWN) {
 			struct ir_dim vals[MAXV];
@@ -2049,7 +1993,7 @@ static void range(struct ir_infer *x, struct ir_node *n)
 		}
 		len = sx_v(cnt > 0 ? (int64_t)cnt : 0);
 	}
-	out_dims(x, n, 0, elem, 1, &len, why);
+	sx_out_dims(x, n, 0, elem, 1, &len, why);
 }
 
 /* ---- random, simple ---- */
@@ -2101,7 +2045,7 @@ static void multinomial(struct ir_infer *x, struct ir_node *n)
 		return;
 	}
 	struct ir_dim out[2] = { d ? d[0] : sx_unknown(), sx_v(samples) };
-	out_dims(x, n, 0, elem, 2, out, d ? "the batch dim of its input is not known" : sx_why(x, n, 0));
+	sx_out_dims(x, n, 0, elem, 2, out, d ? "the batch dim of its input is not known" : sx_why(x, n, 0));
 }
 
 static void bit_cast(struct ir_infer *x, struct ir_node *n)
@@ -2156,7 +2100,7 @@ static void col2im(struct ir_infer *x, struct ir_node *n)
 	out[0] = d ? d[0] : sx_unknown();
 	out[1] = sx_unknown();
 	if (d && blk) {
-		struct ir_dim b = prod(x, blk, 0, cb);
+		struct ir_dim b = sx_prod(x, blk, 0, cb);
 		if (sx_known(&b) && b.value <= 0) {
 			sx_fail(x, n, "block_shape has no elements");
 			return;
@@ -2170,7 +2114,7 @@ static void col2im(struct ir_infer *x, struct ir_node *n)
 	}
 	for (int k = 0; k < m; k++)
 		out[2 + k] = img ? img[k] : sx_unknown();
-	out_dims(x, n, 0, elem, (int)m + 2, out, "its image_shape, block_shape or input's dims are not all known");
+	sx_out_dims(x, n, 0, elem, (int)m + 2, out, "its image_shape, block_shape or input's dims are not all known");
 }
 
 const struct sx_entry sx_tensor_ops[] = {

@@ -119,7 +119,7 @@ int cmd_info(struct session *s, int argc, char **argv)
 		sh_json_kint(&j, "nodes_in_subgraphs", t.n_nodes_all - t.n_nodes);
 		sh_json_kint(&j, "subgraphs", t.n_subgraphs);
 		sh_json_kint(&j, "initializers", t.n_inits);
-		sh_json_kuint(&j, "parameters", t.n_params);
+		sh_json_kuint(&j, "weight_elements", t.n_params);
 		sh_json_kuint(&j, "weight_bytes", t.weight_bytes);
 		sh_json_kbool(&j, "external_data", m->had_external);
 		sh_json_key(&j, "inputs");
@@ -185,7 +185,7 @@ int cmd_info(struct session *s, int argc, char **argv)
 	sh_table_row(&tab, "graph", tb);
 	char b3[64];
 	snprintf(tb, sizeof(tb), "%s, %s, %s%s", sh_nouns((uint64_t)t.n_inits, "initializer", "initializers", b3, sizeof(b3)),
-		 sh_nouns(t.n_params, "parameter", "parameters", b1, sizeof(b1)), sh_bytes(t.weight_bytes, b2, sizeof(b2)),
+		 sh_nouns(t.n_params, "element", "elements", b1, sizeof(b1)), sh_bytes(t.weight_bytes, b2, sizeof(b2)),
 		 m->had_external ? " (external data)" : "");
 	sh_table_row(&tab, "weights", tb);
 	/* names of inputs and outputs padded to one width, so their types line up */
@@ -683,8 +683,21 @@ int cmd_tensor(struct session *s, int argc, char **argv)
 		char *c = consumers(v);
 		sh_table_row(&tab, "used by", c && *c ? c : "(nothing)");
 		free(c);
+		if (v->n_known >= 0) {
+			/* a small integer tensor whose values follow from shapes and constants */
+			char kv[512];
+			size_t o = (size_t)snprintf(kv, sizeof(kv), "[");
+			for (int k = 0; k < v->n_known && o + 32 < sizeof(kv); k++) {
+				char d[128];
+				o += (size_t)snprintf(kv + o, sizeof(kv) - o, "%s%s", k ? ", " : "",
+						      ir_dim_str(&v->known[k], d, sizeof(d)));
+			}
+			snprintf(kv + o, sizeof(kv) - o, "]");
+			sh_table_row(&tab, "values", sh_esc(kv));
+		}
 		sh_table_row(&tab, "data", v->is_input ? "none stored: given when the graph runs"
-						       : "none stored: computed when the graph runs");
+				   : v->n_known >= 0 ? "computed when the graph runs; the values follow from shapes and constants"
+				   : "none stored: computed when the graph runs");
 		sh_table_print(s, &tab, false);
 		sh_table_free(&tab);
 		return 0;

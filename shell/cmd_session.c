@@ -98,7 +98,7 @@ int cmd_load(struct session *s, int argc, char **argv)
 	ir_graph_totals(m->graph, &t);
 	char b1[32], b2[32];
 	if (s->interactive)
-		sh_printf(s, "loaded %s: %d nodes, %s parameters (%s)\n", sh_esc(s->name), t.n_nodes,
+		sh_printf(s, "loaded %s: %d nodes, %s weight elements (%s)\n", sh_esc(s->name), t.n_nodes,
 			  sh_count(t.n_params, b1, sizeof(b1)), sh_bytes(t.weight_bytes, b2, sizeof(b2)));
 	return 0;
 }

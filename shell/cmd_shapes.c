@@ -19,17 +19,6 @@ struct shapes_opts {
 	struct sh_table t;
 };
 
-static bool fully_known(const struct ir_type *t)
-{
-	if (t->kind != IR_TYPE_TENSOR && t->kind != IR_TYPE_SPARSE_TENSOR)
-		return t->kind != IR_TYPE_NONE;
-	if (!t->elem || t->rank < 0)
-		return false;
-	for (int k = 0; k < t->rank; k++)
-		if (t->dims[k].kind == IR_DIM_UNKNOWN)
-			return false;
-	return true;
-}
 
 static void source(const struct ir_value *v, char *buf, size_t size)
 {
@@ -52,7 +41,7 @@ static void source(const struct ir_value *v, char *buf, size_t size)
 static void one(struct shapes_opts *o, const char *prefix, const struct ir_value *v)
 {
 	const struct ir_type *t = ir_value_type(v);
-	bool known = fully_known(t);
+	bool known = ir_type_fully_known(t);
 	o->total++;
 	o->unknown += !known;
 	o->conflicts += v->conflict;
@@ -183,13 +172,15 @@ int cmd_shapes(struct session *s, int argc, char **argv)
 		if (o.shown)
 			sh_table_print(s, &o.t, true);
 		sh_table_free(&o.t);
-		sh_printf(s, "%d value%s, %d not fully known, %d contradicting the model's declarations%s\n", o.total,
-			  o.total == 1 ? "" : "s", o.unknown, o.conflicts,
-			  o.pattern || o.unknown_only ? "" : "");
+		if (o.pattern || o.unknown_only)
+			sh_printf(s, "%d shown; ", o.shown);
+		sh_printf(s, "%d value%s, %d not fully known, %d contradicting the model's declarations\n", o.total,
+			  o.total == 1 ? "" : "s", o.unknown, o.conflicts);
 	}
 	/* the contradictions, once per inference run */
 	struct ir_diag *d = &s->infer_diag;
-	if (!o.json) {
+	if (!o.json && !s->infer_warned) {
+		s->infer_warned = true;
 		for (size_t i = 0; i < d->n_warnings; i++)
 			sh_warn(s, "%s", sh_esc(d->warnings[i]));
 		if (d->dropped)

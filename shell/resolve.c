@@ -128,6 +128,7 @@ int sh_infer(struct session *s)
 		return sh_diag(s, &d);
 	}
 	s->inferred = true;
+	s->infer_warned = false;
 	return 0;
 }
 

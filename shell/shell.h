@@ -28,6 +28,7 @@ struct session {
 	int stage;             /* stage number (the stage history comes with the passes) */
 	bool inferred;         /* shape inference is up to date with the model */
 	struct ir_diag infer_diag; /* its warnings (contradictions with the model's declarations) */
+	bool infer_warned;     /* those warnings were shown */
 
 	bool on_error_continue;
 	bool timer;

@@ -3,7 +3,9 @@
  *
  * Every input is loaded from memory. A load must either fail with one
  * message in the diag, or give a model that passes ir_model_verify, clones,
- * and whose clone verifies too. Crashes, leaks (LeakSanitizer) and
+ * and whose clone verifies too. Loaded models then go through shape
+ * inference and the cost model (what `shapes` and `stats` do), which must
+ * neither crash nor break the graph. Crashes, leaks (LeakSanitizer) and
  * sanitizer reports are what the fuzzer looks for; a broken invariant is
  * turned into an abort so that it is reported the same way.
  */
@@ -71,6 +73,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (ir_model_verify(m, &d))
 		die("a loaded model does not verify", &d);
 	touch_model(m);
+	/* shape inference and costs on whatever the file says */
+	struct ir_diag id;
+	ir_diag_init(&id);
+	id.max_warnings = 4;
+	int rc = ir_infer(m, &id);
+	if (rc && rc != IR_ENOMEM)
+		die("shape inference failed", &id);
+	ir_diag_clear(&id);
+	if (ir_model_verify(m, &d))
+		die("shape inference broke the graph", &d);
+	struct ir_stats *st = ir_stats_new(m, &id);
+	ir_stats_free(st);
+	ir_diag_clear(&id);
 	struct ir_model *c = ir_model_clone(m);
 	if (c) {
 		if (ir_model_verify(c, &d))

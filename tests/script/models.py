@@ -90,6 +90,32 @@ def symbolic_model():
     return model(g)
 
 
+def dynamic_model():
+    """What PyTorch exports for dynamic shapes: Shape -> Gather -> Unsqueeze ->
+    Concat -> Reshape, a MatMul on [batch, seq, 8], a NonZero whose size
+    depends on values, and a value_info that contradicts the graph."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    nz = helper.make_tensor_value_info("nz", TensorProto.INT64, None)
+    w = numpy_helper.from_array((np.arange(8 * 4, dtype=np.float32) / 10).reshape(8, 4), "w")
+    zero = numpy_helper.from_array(np.array(0, dtype=np.int64), "zero")
+    minus1 = numpy_helper.from_array(np.array([-1], dtype=np.int64), "minus1")
+    axes0 = numpy_helper.from_array(np.array([0], dtype=np.int64), "axes0")
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["proj"], name="proj"),
+        helper.make_node("Shape", ["proj"], ["proj_shape"], name="shape"),
+        helper.make_node("Gather", ["proj_shape", "zero"], ["b"], name="batch_dim", axis=0),
+        helper.make_node("Unsqueeze", ["b", "axes0"], ["b1"], name="unsq"),
+        helper.make_node("Concat", ["b1", "minus1"], ["new_shape"], name="concat", axis=0),
+        helper.make_node("Reshape", ["proj", "new_shape"], ["y"], name="flat"),
+        helper.make_node("NonZero", ["x"], ["nz"], name="nonzero"),
+    ]
+    # the model claims proj is [batch, seq, 5]: it is [batch, seq, 4]
+    wrong = helper.make_tensor_value_info("proj", TensorProto.FLOAT, ["batch", "seq", 5])
+    g = helper.make_graph(nodes, "dynamic", [x], [y, nz], [w, zero, minus1, axes0], value_info=[wrong])
+    return model(g)
+
+
 def tensors_model():
     """Initializers of many kinds: strings, ints, bool, float16, NaN/Inf, empty,
     a scalar, a Constant node and a sparse initializer."""
@@ -168,7 +194,7 @@ def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     for name, fn in [("if", if_model), ("chain", chain_model), ("symbolic", symbolic_model),
-                     ("tensors", tensors_model), ("names", names_model)]:
+                     ("tensors", tensors_model), ("names", names_model), ("dynamic", dynamic_model)]:
         onnx.save_model(fn(), os.path.join(out, name + ".onnx"))
     external_model(out)
     # the same model without its data file
