@@ -16,4 +16,186 @@
  */
 int exec_tensor_stats(const struct ir_tensor *t, struct kern_stats *st, struct ir_diag *d);
 
+/* ------------------------------------------------------------------------ */
+/* Backends                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A backend is a table of functions (DESIGN.md). `cpu` is complete and is
+ * the reference. Memory functions move bytes between the host and the
+ * backend's memory (for cpu they are plain copies).
+ *
+ * To add a backend: fill a `struct exec_backend`, list it in exec/backend.c.
+ */
+struct exec_backend {
+	const char *name;
+	const char *summary;
+	/* whether the backend can run the node; false with a reason */
+	bool (*supports_node)(const struct ir_node *n, char *why, size_t size);
+	void *(*alloc)(size_t bytes);
+	void (*free)(void *p);
+	int (*upload)(void *dst, const void *src, size_t n, struct ir_diag *d);
+	int (*download)(void *dst, const void *src, size_t n, struct ir_diag *d);
+	/* called once per run before the first node (may be NULL) */
+	int (*prepare)(const struct ir_graph *g, struct ir_diag *d);
+	int (*run_node)(struct cpu_kctx *k);
+	/* records the run for replay (CUDA graphs); NULL when not offered */
+	int (*capture)(const struct ir_graph *g, struct ir_diag *d);
+};
+
+extern const struct exec_backend exec_backend_cpu;
+/* The backend called `name`, or NULL. */
+const struct exec_backend *exec_backend_find(const char *name);
+
+/* ------------------------------------------------------------------------ */
+/* Named values (inputs, outputs, kept intermediates)                        */
+/* ------------------------------------------------------------------------ */
+
+struct exec_binding {
+	char *name;
+	struct kern_value v;
+};
+struct exec_values {
+	struct exec_binding *a;
+	int n, cap;
+};
+/* Appends a binding, taking over `v` (it is left KV_NONE). 0 or IR_ENOMEM. */
+int exec_values_add(struct exec_values *vs, const char *name, struct kern_value *v);
+/* Appends a tensor (taking a new reference). */
+int exec_values_add_tensor(struct exec_values *vs, const char *name, struct ir_tensor *t);
+const struct kern_value *exec_values_find(const struct exec_values *vs, const char *name);
+void exec_values_clear(struct exec_values *vs);
+
+/* ------------------------------------------------------------------------ */
+/* Running a graph                                                           */
+/* ------------------------------------------------------------------------ */
+
+struct exec_opts {
+	const struct exec_backend *backend;   /* NULL: cpu */
+	bool keep_all;          /* keep every value the main graph computes (in `all`) */
+	bool time_nodes;        /* fill exec_report.node_ms */
+	/* called after each node of the main graph (may be NULL) */
+	void (*progress)(void *arg, int done, int total);
+	void *progress_arg;
+	uint64_t max_live;      /* activation memory limit in bytes; 0: half the machine's memory */
+};
+
+struct exec_report {
+	double ms;              /* wall time of the run */
+	int n_nodes;            /* nodes of the main graph run */
+	uint64_t peak_bytes;    /* the largest set of live activations (bytes) */
+	uint64_t total_bytes;   /* bytes of every activation made (no reuse) */
+	uint64_t n_allocs, n_reused;   /* activation buffers made, and of those taken from freed ones */
+	double *node_ms;        /* time_nodes: per main-graph node in order (owned; exec_report_clear) */
+	int n_node_ms;
+};
+void exec_report_clear(struct exec_report *r);
+
+/*
+ * Checks `inputs` against the graph's declared inputs: every input without
+ * an initializer is given, dtypes match, ranks and fixed dims match, and a
+ * symbolic dim has one value everywhere it appears. Extra names are errors.
+ * 0, or IR_ERR naming the input and the dims.
+ */
+int exec_check_inputs(const struct ir_model *m, const struct exec_values *inputs, struct ir_diag *d);
+
+/*
+ * Runs the model's main graph on `inputs` (checked with exec_check_inputs)
+ * and appends its outputs, in order, to `outputs`. With opts->keep_all,
+ * every value computed is appended to `all` (non-NULL) as well. Buffers of
+ * values no later node reads are reused (the memory plan); `rep` (may be
+ * NULL) gets the figures. Errors name the node: "n17 'NonMaxSuppression'
+ * has no cpu kernel". Returns 0, IR_ERR, IR_ENOMEM or IR_EINTR (Ctrl-C).
+ */
+int exec_run(const struct ir_model *m, const struct exec_values *inputs, const struct exec_opts *opts,
+	     struct exec_values *outputs, struct exec_values *all, struct exec_report *rep, struct ir_diag *d);
+
+/*
+ * A static memory plan of the main graph for the shapes ir_infer() found
+ * (run it first): the activations live at once at each node in the current
+ * order, with buffers freed after their last reader. `peak_bytes` is the
+ * largest such set; `known` is false when some activation's size is not
+ * known (its name in `why`).
+ */
+struct exec_plan {
+	bool known;
+	char why[256];
+	uint64_t peak_bytes;
+	int peak_node;          /* id of the node where the peak is reached, -1 if none */
+	uint64_t total_bytes;   /* every activation, without reuse */
+	int n_values;
+};
+int exec_plan_memory(const struct ir_model *m, struct exec_plan *plan, struct ir_diag *d);
+
+/* ------------------------------------------------------------------------ */
+/* Inputs                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* Dims for an input by name ("x=1x3x224x224") or for a symbol ("batch=4"). */
+struct exec_shape {
+	char *name;
+	int rank;               /* -1 for a symbol binding */
+	int64_t dims[IR_MAX_RANK];
+};
+/* Parses "NAME=1x3x224x224" or "SYMBOL=4"; 0 or IR_ERR. */
+int exec_shape_parse(const char *s, struct exec_shape *out, struct ir_diag *d);
+void exec_shape_clear(struct exec_shape *s);
+
+/*
+ * Random inputs for every graph input that has no initializer and is not in
+ * `have` (may be NULL), from xorshift seeded with `seed`: floats uniform in
+ * [-1, 1), signed ints in [-10, 10], unsigned in [0, 10], bool half true.
+ * Dims come from `shapes` (an input's own or a symbol's), from a given input
+ * that shares the symbol, else are 1 (with a warning in `d` naming the input and dim).
+ */
+int exec_random_inputs(const struct ir_model *m, uint64_t seed, const struct exec_shape *shapes, int n_shapes,
+		       const struct exec_values *have, struct exec_values *out, struct ir_diag *d);
+
+/* Reads one test-data file holding a value of type `ty` (NULL: a tensor). */
+int exec_read_pb_value(const char *path, const struct ir_type *ty, struct kern_value *out, struct ir_diag *d);
+
+/*
+ * Reads an ONNX test-data folder: input_N.pb in the order of the graph's
+ * inputs without initializers (names taken from the graph), and, if
+ * `expected` is not NULL, output_N.pb in the order of the graph's outputs.
+ */
+int exec_read_test_dir(const struct ir_model *m, const char *dir, struct exec_values *inputs,
+		       struct exec_values *expected, struct ir_diag *d);
+
+/* ------------------------------------------------------------------------ */
+/* Conformance (exec/conformance.c)                                          */
+/* ------------------------------------------------------------------------ */
+
+enum exec_conf_status {
+	EXEC_CONF_PASS = 0, EXEC_CONF_FAIL, EXEC_CONF_UNSUPPORTED, EXEC_CONF_ERROR, EXEC_CONF_CRASH, EXEC_CONF_TIMEOUT,
+};
+const char *exec_conf_status_name(enum exec_conf_status s);   /* "passed", "failed"... */
+
+/* One test's result (plain data: it crosses a pipe from the child process). */
+struct exec_conf_result {
+	char test[256];          /* the test folder's name */
+	enum exec_conf_status status;
+	char detail[512];        /* why it did not pass */
+	char ops[1024];          /* op types of the model, space-separated ("domain:Op" outside ONNX's) */
+	double max_err;          /* largest |a-b| seen */
+	double ms;               /* run time (reading inputs and running) */
+};
+
+struct exec_conf_opts {
+	const struct exec_backend *backend;   /* NULL: cpu */
+	const char *filter;      /* POSIX extended regex on the test names, or NULL */
+	int timeout_s;           /* per test; 0: 60 */
+	bool in_process;         /* no child process (for debuggers and sanitizers) */
+};
+
+/*
+ * Runs every test folder under `dir` (or `dir` itself when it holds a
+ * model.onnx): each test_data_set_N's inputs through the model, outputs
+ * compared with exec_compare at rtol 1e-3, atol 1e-7 (exact for integers).
+ * Calls each() per test. Returns 0, or an error (bad folder, bad filter,
+ * Ctrl-C).
+ */
+int exec_conformance(const char *dir, const struct exec_conf_opts *o,
+		     void (*each)(void *arg, const struct exec_conf_result *r), void *arg, struct ir_diag *d);
+
 #endif

@@ -57,6 +57,9 @@ void ir_diag_warn(struct ir_diag *d, const char *fmt, ...)
 void ir_diag_prefix(struct ir_diag *d, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* strerror, starting in lowercase like the rest of a message ("no such file or directory"). */
+const char *ir_errstr(int err, char *buf, size_t size);
+
 /* Set by the shell's SIGINT handler; long operations poll it and return IR_EINTR. */
 extern volatile int ir_interrupted;
 
@@ -712,6 +715,25 @@ struct ir_save_opts {
 int ir_model_save(const struct ir_model *m, const char *path, const struct ir_save_opts *opts,
 		  struct ir_diag *d);
 
+/*
+ * A value from an ONNX test data file (input_N.pb / output_N.pb): a
+ * TensorProto, a SequenceProto of tensors, or an OptionalProto; `want`
+ * says which message the file holds (the model's type of the value).
+ * Tensors are copied out of `data`. 0, or IR_ERR/IR_ENOMEM with a message.
+ */
+enum { IR_PB_NONE = 0, IR_PB_TENSOR, IR_PB_SEQUENCE };
+struct ir_pb_value {
+	int kind;                 /* IR_PB_*; NONE: an empty optional */
+	bool optional;
+	struct ir_tensor *t;
+	struct ir_tensor **items;
+	int n_items;
+	int elem;
+	char *name;               /* the name field, or NULL */
+};
+int ir_pb_value_load(const void *data, size_t size, enum ir_type_kind want, const char *name,
+		     struct ir_pb_value *out, struct ir_diag *d);
+void ir_pb_value_clear(struct ir_pb_value *v);
 /* ir_mapping_check for every file the model's tensors are mapped from. */
 int ir_model_check_files(const struct ir_model *m, struct ir_diag *d);
 

@@ -17,8 +17,6 @@ void *ir_alloc_array(size_t n, size_t size);   /* zeroed; overflow-checked */
 int ir_grow(void *arr, size_t *cap, size_t need, size_t size);
 bool ir_mul_overflow(uint64_t a, uint64_t b, uint64_t *out);
 
-/* strerror, starting in lowercase like the rest of a message ("no such file or directory"). */
-const char *ir_errstr(int err, char *buf, size_t size);
 
 /* printf into a fresh string. */
 char *ir_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -1301,3 +1301,101 @@ out:
 	loader_done(&L);
 	return m;
 }
+
+/* --- test data files --- */
+
+static int pb_seq(struct loader *L, Onnx__SequenceProto *sp, struct ir_pb_value *out, const char *name)
+{
+	char what[300];
+	if (sp->n_sparse_tensor_values || sp->n_sequence_values || sp->n_map_values || sp->n_optional_values)
+		return ir_diag_err(L->d, IR_ERR, "'%s': sequences of anything but tensors are not supported", name);
+	out->kind = IR_PB_SEQUENCE;
+	out->elem = 0;
+	if (sp->n_tensor_values > (size_t)INT32_MAX)
+		return ir_diag_err(L->d, IR_ERR, "'%s': too many sequence items", name);
+	if (sp->n_tensor_values && !(out->items = calloc(sp->n_tensor_values, sizeof(*out->items))))
+		return nomem(L);
+	for (size_t i = 0; i < sp->n_tensor_values; i++) {
+		snprintf(what, sizeof(what), "'%s' item %zu", name, i);
+		if (!(out->items[i] = conv_tensor(L, sp->tensor_values[i], what)))
+			return IR_ERR;
+		out->n_items = (int)i + 1;
+		out->elem = out->items[i]->dtype;
+	}
+	return 0;
+}
+
+int ir_pb_value_load(const void *data, size_t size, enum ir_type_kind want, const char *name,
+		     struct ir_pb_value *out, struct ir_diag *d)
+{
+	struct loader L = { .max_depth = IR_DEFAULT_MAX_DEPTH, .d = d };
+	L.ext.dirfd = -1;
+	memset(out, 0, sizeof(*out));
+	int rc = IR_ERR;
+	if (!name)
+		name = "<memory>";
+	if (want == IR_TYPE_TENSOR || want == IR_TYPE_NONE) {
+		Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, size, data);
+		if (!tp)
+			return ir_diag_err(d, IR_ERR, "'%s' is not a TensorProto", name);
+		char what[300];
+		snprintf(what, sizeof(what), "'%s'", name);
+		out->t = conv_tensor(&L, tp, what);
+		if (out->t && tp->name && !(out->name = ir_strdup(tp->name))) {
+			ir_tensor_unref(out->t);
+			out->t = NULL;
+			nomem(&L);
+		}
+		onnx__tensor_proto__free_unpacked(tp, NULL);
+		if (out->t) {
+			out->kind = IR_PB_TENSOR;
+			rc = 0;
+		}
+	} else if (want == IR_TYPE_SEQUENCE) {
+		Onnx__SequenceProto *sp = onnx__sequence_proto__unpack(NULL, size, data);
+		if (!sp)
+			return ir_diag_err(d, IR_ERR, "'%s' is not a SequenceProto", name);
+		rc = pb_seq(&L, sp, out, name);
+		if (!rc && sp->name && !(out->name = ir_strdup(sp->name)))
+			rc = nomem(&L);
+		onnx__sequence_proto__free_unpacked(sp, NULL);
+	} else if (want == IR_TYPE_OPTIONAL) {
+		Onnx__OptionalProto *op = onnx__optional_proto__unpack(NULL, size, data);
+		if (!op)
+			return ir_diag_err(d, IR_ERR, "'%s' is not an OptionalProto", name);
+		out->optional = true;
+		if (op->tensor_value) {
+			char what[300];
+			snprintf(what, sizeof(what), "'%s'", name);
+			out->t = conv_tensor(&L, op->tensor_value, what);
+			if (out->t) {
+				out->kind = IR_PB_TENSOR;
+				rc = 0;
+			}
+		} else if (op->sequence_value) {
+			rc = pb_seq(&L, op->sequence_value, out, name);
+		} else if (op->sparse_tensor_value || op->has_map_value || op->optional_value) {
+			rc = ir_diag_err(d, IR_ERR, "'%s': optionals of sparse tensors, maps or optionals are not supported", name);
+		} else {
+			out->kind = IR_PB_NONE;
+			rc = 0;
+		}
+		onnx__optional_proto__free_unpacked(op, NULL);
+	} else {
+		return ir_diag_err(d, IR_ERR, "'%s': only tensors, sequences and optionals can be read", name);
+	}
+	loader_done(&L);
+	if (rc)
+		ir_pb_value_clear(out);
+	return rc;
+}
+
+void ir_pb_value_clear(struct ir_pb_value *v)
+{
+	ir_tensor_unref(v->t);
+	for (int i = 0; i < v->n_items; i++)
+		ir_tensor_unref(v->items[i]);
+	free(v->items);
+	free(v->name);
+	memset(v, 0, sizeof(*v));
+}

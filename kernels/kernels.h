@@ -41,4 +41,76 @@ struct kern_cuda_info {
 };
 void kern_cuda_info(struct kern_cuda_info *info);
 
+/* ------------------------------------------------------------------------ */
+/* The CPU reference kernels (kernels/cpu/)                                  */
+/* ------------------------------------------------------------------------ */
+
+#include "ir/ir.h"
+
+/*
+ * A value while a graph runs: a tensor, a sequence of tensors, or nothing
+ * (an omitted input or output, or an empty optional). Values own one
+ * reference to each tensor they hold.
+ */
+enum kern_kind { KV_NONE = 0, KV_TENSOR, KV_SEQ };
+struct kern_value {
+	enum kern_kind kind;
+	bool optional;              /* of an optional type (KV_NONE then means "empty") */
+	struct ir_tensor *t;        /* KV_TENSOR */
+	struct ir_tensor **items;   /* KV_SEQ: n_items tensors (owned references) */
+	int n_items;
+	int elem;                   /* KV_SEQ: element dtype (0 when not known) */
+};
+/* Drops what a value holds and makes it KV_NONE. */
+void kern_value_clear(struct kern_value *v);
+/* Stores v as element i of dtype (rounding, saturating float8; see kst in cpu/cpu.h). */
+void kern_store_f64(int dtype, void *p, uint64_t i, double v);
+/* Copies a value (tensors shared by reference); 0 or IR_ENOMEM. */
+int kern_value_copy(struct kern_value *dst, const struct kern_value *src);
+
+struct cpu_kctx;
+
+/* What the executor offers kernels: output allocation (so it can reuse
+ * buffers) and running a subgraph (If, Loop, Scan, SequenceMap). */
+struct cpu_exec_hooks {
+	/* A new tensor for output `slot` of the running node (zeroed, or a
+	 * reused buffer: the kernel must write every element). NULL with a
+	 * message in k->d on overflow or no memory. */
+	struct ir_tensor *(*alloc)(struct cpu_kctx *k, int slot, int dtype, int rank, const int64_t *dims);
+	/* Runs `g` (a subgraph of the running node) with its formal inputs
+	 * bound to `in` (n_in of them); fills `out` (g->n_outputs values, owned
+	 * by the caller). Values of enclosing graphs are found by name. */
+	int (*run_graph)(struct cpu_kctx *k, const struct ir_graph *g, int n_in, const struct kern_value *in,
+			 struct kern_value *out);
+	void *arg;
+};
+
+/*
+ * One node being run. `in` has n_in entries (KV_NONE for an omitted
+ * optional input) whose tensors have aligned data; the kernel fills `out`
+ * (n_out entries, all KV_NONE on entry), normally through cpu_out(). On
+ * failure it returns IR_ERR/IR_ENOMEM/IR_EINTR with a message in `d`
+ * (without the node's name: the executor adds it).
+ */
+struct cpu_kctx {
+	const struct ir_node *node;
+	int64_t opset;              /* the version of the node's domain the model imports */
+	int n_in, n_out;
+	const struct kern_value *in;
+	struct kern_value *out;
+	struct ir_diag *d;
+	const struct cpu_exec_hooks *hooks;
+};
+
+typedef int (*cpu_kernel_fn)(struct cpu_kctx *k);
+
+/* Whether there is a CPU kernel for the node (its op, and for ops whose
+ * support depends on attributes or types, those). When false, `why` says
+ * what is missing ("has no cpu kernel", "mode 'xyz' is not supported"). */
+bool cpu_supports(const struct ir_node *n, char *why, size_t size);
+/* The kernel of an op, or NULL. */
+cpu_kernel_fn cpu_kernel(int op);
+/* Runs the node's kernel; IR_ERR naming what is missing if there is none. */
+int cpu_run_node(struct cpu_kctx *k);
+
 #endif

@@ -88,6 +88,50 @@ const struct sh_cmd sh_commands[] = {
 	  "work too), largest first for numbers; --top=N keeps the first N rows. docs/costs.md says "
 	  "how each op is counted.",
 	  "stats --by=node --sort=flops --top=10", "--by= --sort= --top= --json", SH_C_NONE, SH_F_JSON, "inspect" },
+	{ "run", cmd_run, "[--inputs=PATH] [--seed=N] [--shape=NAME=DIMS]... [--expect=PATH] [--atol=A] [--rtol=R] [--save-outputs=PATH] [--all-tensors] [--backend=NAME] [--json]",
+	  "run the model and summarise or check its outputs",
+	  "Runs the current model on the cpu backend (the reference) and prints each output's dtype, "
+	  "shape, min, max, mean and std, the run time and the activation memory (peak live bytes; "
+	  "freed buffers are reused for later values of the same size). Inputs not given with --inputs "
+	  "are random, from --seed (default 0): floats uniform in [-1, 1), signed integers in [-10, 10], "
+	  "unsigned in [0, 10]. --inputs reads an .npz file (entries named after inputs, or arr_0... "
+	  "in order), an .npy or .pb file (the first input), a folder of NAME.npy files, or an ONNX "
+	  "test-data folder (input_N.pb). Symbolic dims take their value from the given inputs or from "
+	  "--shape, which names an input (--shape=x=1x3x224x224) or a symbol (--shape=batch=4); repeat "
+	  "it for several. --expect reads expected outputs the same way (output_N.pb in test folders) "
+	  "and compares: max abs and rel error, cosine similarity, SNR, top-1/top-5 agreement, elements "
+	  "outside |a-b| <= atol + rtol*|b| (defaults per dtype: float32 rtol 1e-3, atol 1e-7) and the "
+	  "worst element; the command fails when an output does not match. --save-outputs writes the "
+	  "outputs as NAME.npy files in a folder, or one .npz. --all-tensors keeps every intermediate "
+	  "value (saved too with --save-outputs), so `compare last FILE` can check them. Ctrl-C stops "
+	  "the run between nodes; progress shows after a second.",
+	  "run --inputs=test_data_set_0 --expect=test_data_set_0",
+	  "--inputs= --seed= --shape= --expect= --atol= --rtol= --save-outputs= --all-tensors --backend= --json",
+	  SH_C_FILE, SH_F_JSON, "run" },
+	{ "compare", cmd_compare, "A B [--atol=A] [--rtol=R] [--json]",
+	  "compare two sets of tensors",
+	  "Compares the tensors of A (actual) with those of B (expected), matched by name (or by "
+	  "position when no name matches), with the same function as run --expect: max abs and rel "
+	  "error, cosine similarity, SNR, top-1/top-5 agreement, NaN/Inf counts, the count of elements "
+	  "outside |a-b| <= atol + rtol*|b| and the worst one. A and B are .npz, .npy or .pb files, "
+	  "folders of NAME.npy files, ONNX test-data folders (output_N.pb), or `last`: the values of the "
+	  "last run (every intermediate after run --all-tensors). Fails when a tensor does not match.",
+	  "compare last expected.npz --rtol=1e-2", "--atol= --rtol= --json", SH_C_FILE, SH_F_JSON, "run" },
+	{ "conformance", cmd_conformance, "DIR... [--filter=REGEX] [--report=FILE] [--verbose] [--timeout=S] [--floor=N] [--backend=NAME] [--in-process] [--json]",
+	  "run ONNX backend test folders and compare their outputs",
+	  "Runs every test under each DIR (folders holding model.onnx and test_data_set_N/ with "
+	  "input_N.pb and output_N.pb, as in the onnx package's backend test data; or light_NAME.onnx "
+	  "files with light_NAME_output_N.pb, the onnx package's light models, fed the inputs ONNX's "
+	  "runner makes), or DIR itself when it is one test, on the cpu backend. Outputs are compared with |a-b| <= atol + rtol*|b| at "
+	  "rtol 1e-3, atol 1e-7 (integers exactly). Prints each test that does not pass (failed, with "
+	  "the worst element; unsupported, with the node and op; error; crashed; timed out) and a "
+	  "summary; --verbose prints passes too. Each test runs in a child process with a time limit "
+	  "(--timeout, default 60 s), so a crash or a hang is reported and the run goes on "
+	  "(--in-process turns that off, for debuggers). --filter keeps tests whose folder name matches "
+	  "a POSIX extended regex. --report writes a Markdown report with a table per suite (DIR) and per op type. --floor makes "
+	  "the command fail when fewer than N tests pass (CI keeps progress from going back).",
+	  "conformance onnx/backend/test/data/node --filter='^test_(relu|conv)' --report=REPORT.md",
+	  "--filter= --report= --verbose --timeout= --floor= --backend= --in-process --json", SH_C_FILE, SH_F_JSON, "run" },
 	{ "cost", cmd_cost, "NODE [--json]", "what one node costs, and how it was counted",
 	  "Shows a node's inputs and outputs with the types the count used (what each constant input "
 	  "is: param, buffer or constant), its parameters, MACs, FLOPs, bytes read and written and "

@@ -191,6 +191,7 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	ir_model_free(s.model);
 	ir_diag_clear(&s.infer_diag);
+	sh_run_forget(&s);
 	free(s.name);
 	if (s.exit_code)
 		return s.exit_code;

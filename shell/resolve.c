@@ -136,6 +136,7 @@ void sh_model_changed(struct session *s)
 {
 	s->dirty = true;
 	s->inferred = false;
+	sh_run_forget(s);
 }
 
 void sh_set_model(struct session *s, struct ir_model *m, const char *name)
@@ -148,6 +149,7 @@ void sh_set_model(struct session *s, struct ir_model *m, const char *name)
 	s->dirty = false;
 	s->stage = 0;
 	s->inferred = false;
+	sh_run_forget(s);
 }
 
 bool sh_confirm(struct session *s, const char *question)

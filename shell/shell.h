@@ -5,6 +5,7 @@
 #define OGSH_SHELL_H
 
 #include "ir/ir.h"
+#include "exec/exec.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -29,6 +30,8 @@ struct session {
 	bool inferred;         /* shape inference is up to date with the model */
 	struct ir_diag infer_diag; /* its warnings (contradictions with the model's declarations) */
 	bool infer_warned;     /* those warnings were shown */
+	struct exec_values last_run;  /* inputs and outputs (or every value) of the last run */
+	bool last_run_all;     /* run --all-tensors: every value is kept */
 
 	bool on_error_continue;
 	bool timer;
@@ -237,5 +240,10 @@ int cmd_set_input_shape(struct session *s, int argc, char **argv);
 int cmd_source(struct session *s, int argc, char **argv);
 int cmd_set(struct session *s, int argc, char **argv);
 int cmd_quit(struct session *s, int argc, char **argv);
+int cmd_conformance(struct session *s, int argc, char **argv);
+int cmd_run(struct session *s, int argc, char **argv);
+int cmd_compare(struct session *s, int argc, char **argv);
+/* Forgets the last run's values (the model changed). */
+void sh_run_forget(struct session *s);
 
 #endif

@@ -190,6 +190,56 @@ def names_model():
     return mp
 
 
+def run_data(out):
+    """Inputs and expected outputs for the run and compare tests (numpy
+    computes the If model exactly: relu, add, neg and mul are exact in float32),
+    and a small conformance tree: a passing test, a failing one, one with an
+    op ogsh has no kernel for, and one whose model does not load."""
+    x = np.array([[-1.5, 0.25, 2.0], [3.0, -0.5, 1.0]], dtype=np.float32)
+    bias = np.arange(6, dtype=np.float32).reshape(2, 3)
+    relu = np.maximum(x, 0)
+    then_y = relu + bias
+    else_y = -relu * bias
+    np.savez(os.path.join(out, "if_in.npz"), x=x, cond=np.array(True))
+    np.savez(os.path.join(out, "if_in_else.npz"), x=x, cond=np.array(False))
+    np.savez(os.path.join(out, "if_out.npz"), y=then_y)
+    np.savez(os.path.join(out, "if_pos.npz"), then_y)          # positional: arr_0
+    np.save(os.path.join(out, "if_out_else.npy"), else_y)
+    off = then_y.copy()
+    off[1, 2] += 0.5
+    np.savez(os.path.join(out, "if_off.npz"), y=off)
+    np.savez(os.path.join(out, "if_all.npz"), x_relu=relu, y=then_y)
+    np.savez(os.path.join(out, "bad_shape.npz"), x=np.zeros((3, 2), np.float32), cond=np.array(True))
+    np.savez(os.path.join(out, "bad_dtype.npz"), x=np.zeros((2, 3), np.float64), cond=np.array(True))
+    np.savez(os.path.join(out, "bad_name.npz"), z=np.zeros((2, 3), np.float32))
+    with open(os.path.join(out, "broken.npy"), "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00\xff\xff{'descr'")
+
+    conf = os.path.join(out, "conf")
+
+    def case(name, nodes, inputs, outputs, feeds, expected, inits=()):
+        d = os.path.join(conf, name, "test_data_set_0")
+        os.makedirs(d, exist_ok=True)
+        g = helper.make_graph(nodes, name, inputs, outputs, list(inits))
+        onnx.save_model(model(g), os.path.join(conf, name, "model.onnx"))
+        for i, a in enumerate(feeds):
+            with open(os.path.join(d, f"input_{i}.pb"), "wb") as f:
+                f.write(numpy_helper.from_array(a).SerializeToString())
+        for i, a in enumerate(expected):
+            with open(os.path.join(d, f"output_{i}.pb"), "wb") as f:
+                f.write(numpy_helper.from_array(a).SerializeToString())
+
+    vx = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    vy = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    case("test_add", [helper.make_node("Add", ["x", "x"], ["y"])], [vx], [vy], [x], [x + x])
+    case("test_relu_wrong", [helper.make_node("Relu", ["x"], ["y"])], [vx], [vy], [x], [np.abs(x)])
+    case("test_custom_op", [helper.make_node("Frobnicate", ["x"], ["y"], domain="example.com")], [vx], [vy],
+         [x], [x])
+    os.makedirs(os.path.join(conf, "test_broken"), exist_ok=True)
+    with open(os.path.join(conf, "test_broken", "model.onnx"), "wb") as f:
+        f.write(b"not a model")
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -208,6 +258,7 @@ def main():
     with open(os.path.join(out, "garbage.onnx"), "wb") as f:
         f.write(b"this is not an ONNX model\n")
     open(os.path.join(out, "empty.onnx"), "wb").close()
+    run_data(out)
 
 
 if __name__ == "__main__":

@@ -143,6 +143,9 @@ def normalise(out, tmp):
     for t in sorted({tmp, os.path.realpath(tmp)}, key=len, reverse=True):
         text = text.replace(t, "$TMP")
     text = re.sub(r"time: \d+\.\d+ s", "time: #.### s", text)
+    # run and conformance timings
+    text = re.sub(r"\b\d+\.\d+ ms\b", "#.# ms", text)
+    text = re.sub(r'"ms": [0-9.e+-]+', '"ms": #', text)
     return text.replace("\x1b", "<ESC>")
 
 

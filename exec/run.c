@@ -1,0 +1,836 @@
+/*
+ * run.c - the executor: runs a graph node by node on a backend, binding
+ * values in frames (one per graph being run: the main graph, and each run
+ * of a subgraph), freeing each value after its last reader and reusing
+ * freed buffers of the same size (the memory plan at run time).
+ */
+#include "exec/exec.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------------ */
+/* Named values                                                              */
+/* ------------------------------------------------------------------------ */
+
+int exec_values_add(struct exec_values *vs, const char *name, struct kern_value *v)
+{
+	if (vs->n == vs->cap) {
+		int cap = vs->cap ? 2 * vs->cap : 8;
+		struct exec_binding *a = realloc(vs->a, sizeof(*a) * (size_t)cap);
+		if (!a)
+			return IR_ENOMEM;
+		vs->a = a;
+		vs->cap = cap;
+	}
+	char *s = strdup(name ? name : "");
+	if (!s)
+		return IR_ENOMEM;
+	vs->a[vs->n].name = s;
+	vs->a[vs->n].v = *v;
+	memset(v, 0, sizeof(*v));
+	vs->n++;
+	return 0;
+}
+
+int exec_values_add_tensor(struct exec_values *vs, const char *name, struct ir_tensor *t)
+{
+	struct kern_value v = { .kind = KV_TENSOR, .t = t };
+	ir_tensor_ref(t);
+	int rc = exec_values_add(vs, name, &v);
+	if (rc)
+		ir_tensor_unref(t);
+	return rc;
+}
+
+const struct kern_value *exec_values_find(const struct exec_values *vs, const char *name)
+{
+	for (int i = 0; vs && i < vs->n; i++)
+		if (!strcmp(vs->a[i].name, name))
+			return &vs->a[i].v;
+	return NULL;
+}
+
+void exec_values_clear(struct exec_values *vs)
+{
+	for (int i = 0; i < vs->n; i++) {
+		free(vs->a[i].name);
+		kern_value_clear(&vs->a[i].v);
+	}
+	free(vs->a);
+	memset(vs, 0, sizeof(*vs));
+}
+
+void exec_report_clear(struct exec_report *r)
+{
+	free(r->node_ms);
+	memset(r, 0, sizeof(*r));
+}
+
+/* ------------------------------------------------------------------------ */
+/* The run: buffer pool and accounting                                       */
+/* ------------------------------------------------------------------------ */
+
+#define POOL_MAX 256
+
+struct run {
+	const struct ir_model *m;
+	const struct exec_opts *o;
+	const struct exec_backend *be;
+	struct ir_diag *d;
+	struct ir_buffer *pool[POOL_MAX];   /* freed activation buffers */
+	int n_pool;
+	/* buffers made by this run (a set: live bytes are counted for them only) */
+	struct ir_buffer **own;
+	size_t own_cap, own_n;
+	uint64_t live, peak, total, n_allocs, n_reused, max_live;
+	struct exec_values *all;
+	double *node_ms;             /* opts->time_nodes: per main-graph node */
+};
+
+static size_t ptr_hash(const void *p, size_t cap)
+{
+	uintptr_t x = (uintptr_t)p;
+	x ^= x >> 17;
+	x *= 0x9e3779b97f4a7c15ull;
+	return (size_t)(x >> 7) & (cap - 1);
+}
+
+static void own_rehash(struct run *R);
+
+static bool own_add(struct run *R, struct ir_buffer *b)
+{
+	if ((R->own_n + 1) * 2 > R->own_cap)
+		own_rehash(R);
+	if (!R->own_cap)
+		return false;
+	size_t i = ptr_hash(b, R->own_cap);
+	while (R->own[i]) {
+		if (R->own[i] == b)
+			return true;
+		i = (i + 1) & (R->own_cap - 1);
+	}
+	R->own[i] = b;
+	R->own_n++;
+	return true;
+}
+
+static void own_rehash(struct run *R)
+{
+	size_t cap = R->own_cap ? R->own_cap * 2 : 256;
+	struct ir_buffer **a = calloc(cap, sizeof(*a));
+	if (!a)
+		return;
+	struct ir_buffer **old = R->own;
+	size_t ocap = R->own_cap;
+	R->own = a;
+	R->own_cap = cap;
+	R->own_n = 0;
+	for (size_t i = 0; i < ocap; i++)
+		if (old[i] && old[i] != (struct ir_buffer *)R)
+			own_add(R, old[i]);
+	free(old);
+}
+
+/* Removes b from the set (tombstone-free: re-inserts the cluster after it). */
+static bool own_del(struct run *R, struct ir_buffer *b)
+{
+	if (!R->own_cap)
+		return false;
+	size_t i = ptr_hash(b, R->own_cap);
+	while (R->own[i] && R->own[i] != b)
+		i = (i + 1) & (R->own_cap - 1);
+	if (!R->own[i])
+		return false;
+	R->own[i] = NULL;
+	R->own_n--;
+	for (size_t j = (i + 1) & (R->own_cap - 1); R->own[j]; j = (j + 1) & (R->own_cap - 1)) {
+		struct ir_buffer *x = R->own[j];
+		R->own[j] = NULL;
+		R->own_n--;
+		own_add(R, x);
+	}
+	return true;
+}
+
+static struct ir_tensor *run_alloc(struct run *R, int dtype, int rank, const int64_t *dims, struct ir_diag *d)
+{
+	uint64_t numel = 1, nbytes;
+	for (int i = 0; i < rank; i++) {
+		if (dims[i] < 0)
+			return ir_diag_err(d, IR_ERR, "an output dim is negative (%" PRId64 ")", dims[i]), NULL;
+		if (dims[i] && numel > UINT64_MAX / (uint64_t)dims[i])
+			return ir_diag_err(d, IR_ERR, "an output's size overflows"), NULL;
+		numel *= (uint64_t)dims[i];
+	}
+	if (dtype == IR_STRING || !ir_dtype_nbytes(dtype, numel, &nbytes) || nbytes == 0)
+		return ir_tensor_new(dtype, rank, dims, d);
+	if (nbytes > R->max_live || R->live + nbytes > R->max_live) {
+		char buf[160];
+		ir_diag_err(d, IR_ERR, "an output of %s %s needs %.1f MiB, past the memory limit (%.1f MiB live of %.1f MiB)",
+			    ir_dtype_name(dtype), ir_dims_str(rank, dims, buf, sizeof(buf)), nbytes / 1048576.0,
+			    R->live / 1048576.0, R->max_live / 1048576.0);
+		return NULL;
+	}
+	struct ir_tensor *t = NULL;
+	for (int i = R->n_pool - 1; i >= 0; i--) {
+		if (R->pool[i]->size == nbytes) {
+			struct ir_buffer *b = R->pool[i];
+			R->pool[i] = R->pool[--R->n_pool];
+			t = ir_tensor_wrap(dtype, rank, dims, b, d);
+			ir_buffer_unref(b);
+			if (!t)
+				return NULL;
+			R->n_reused++;
+			break;
+		}
+	}
+	if (!t) {
+		t = ir_tensor_new(dtype, rank, dims, d);
+		if (!t)
+			return NULL;
+	}
+	R->n_allocs++;
+	R->total += nbytes;
+	if (t->buf && own_add(R, t->buf)) {
+		R->live += t->buf->size;
+		if (R->live > R->peak)
+			R->peak = R->live;
+	}
+	return t;
+}
+
+/* Drops a tensor reference; a buffer this run made that nothing else holds goes back to the pool. */
+static void run_drop_tensor(struct run *R, struct ir_tensor *t)
+{
+	if (!t)
+		return;
+	struct ir_buffer *b = t->buf;
+	if (t->refcount == 1 && b && b->refcount == 1 && own_del(R, b)) {
+		R->live -= b->size;
+		if (R->n_pool < POOL_MAX) {
+			ir_buffer_ref(b);
+			R->pool[R->n_pool++] = b;
+		}
+	} else if (b && b->refcount == 1 && t->refcount == 1) {
+		/* not ours (an input or initializer view): just let it go */
+	}
+	ir_tensor_unref(t);
+}
+
+static void run_drop(struct run *R, struct kern_value *v)
+{
+	if (v->kind == KV_TENSOR) {
+		run_drop_tensor(R, v->t);
+		v->t = NULL;
+		v->kind = KV_NONE;
+		return;
+	}
+	kern_value_clear(v);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Frames                                                                    */
+/* ------------------------------------------------------------------------ */
+
+struct frame {
+	const struct ir_graph *g;
+	struct kern_value *vals;     /* by value index in g */
+	int *last;                   /* last reader's position, -1: none; INT32_MAX: kept */
+	struct frame *parent;
+	struct run *R;
+};
+
+static int frame_init(struct frame *f, struct run *R, const struct ir_graph *g, struct frame *parent, bool keep)
+{
+	memset(f, 0, sizeof(*f));
+	f->g = g;
+	f->R = R;
+	f->parent = parent;
+	size_t nv = g->n_values ? g->n_values : 1;
+	f->vals = calloc(nv, sizeof(*f->vals));
+	f->last = malloc(nv * sizeof(*f->last));
+	if (!f->vals || !f->last) {
+		free(f->vals);
+		free(f->last);
+		return ir_diag_err(R->d, IR_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < g->n_values; i++)
+		f->last[i] = keep ? INT32_MAX : -1;
+	int pos = 0;
+	for (struct ir_node *n = g->first; n; n = n->next, pos++) {
+		for (int i = 0; i < n->n_inputs; i++)
+			if (n->inputs[i] && n->inputs[i]->graph == g)
+				f->last[n->inputs[i]->idx] = f->last[n->inputs[i]->idx] == INT32_MAX ? INT32_MAX : pos;
+		for (int i = 0; i < n->n_implicit; i++)
+			if (n->implicit[i] && n->implicit[i]->graph == g && f->last[n->implicit[i]->idx] != INT32_MAX)
+				f->last[n->implicit[i]->idx] = pos;
+	}
+	for (int i = 0; i < g->n_outputs; i++)
+		if (g->outputs[i] && g->outputs[i]->graph == g)
+			f->last[g->outputs[i]->idx] = INT32_MAX;
+	return 0;
+}
+
+static void frame_done(struct frame *f)
+{
+	if (!f->vals)
+		return;
+	for (size_t i = 0; i < f->g->n_values; i++)
+		run_drop(f->R, &f->vals[i]);
+	free(f->vals);
+	free(f->last);
+	f->vals = NULL;
+}
+
+/* An aligned tensor for initializer data that may sit at any offset of a mapped file. */
+static struct ir_tensor *aligned_init(struct run *R, struct ir_tensor *t)
+{
+	const void *p = ir_tensor_data(t);
+	if (!p || ((uintptr_t)p % 16) == 0) {
+		ir_tensor_ref(t);
+		return t;
+	}
+	if (ir_tensor_check(t, R->d))
+		return NULL;
+	struct ir_tensor *c = ir_tensor_new(t->dtype, t->rank, t->dims, R->d);
+	if (!c)
+		return NULL;
+	memcpy(ir_tensor_mutable(c), p, t->nbytes);
+	return c;
+}
+
+/* The slot holding v's value in f or an enclosing frame (captures read the outer value). */
+static struct kern_value *lookup(struct frame *f, const struct ir_value *v, struct ir_diag *d)
+{
+	while (v->outer) {
+		v = v->outer;
+		f = f->parent;
+		if (!f) {
+			ir_diag_err(d, IR_ERR, "'%s' is read from an enclosing graph that is not running", v->name);
+			return NULL;
+		}
+	}
+	while (f && f->g != v->graph)
+		f = f->parent;
+	if (!f) {
+		ir_diag_err(d, IR_ERR, "'%s' belongs to no running graph", v->name);
+		return NULL;
+	}
+	struct kern_value *slot = &f->vals[v->idx];
+	if (slot->kind == KV_NONE && !slot->optional && v->init) {
+		struct ir_tensor *t = aligned_init(f->R, v->init);
+		if (!t)
+			return NULL;
+		slot->kind = KV_TENSOR;
+		slot->t = t;
+	} else if (slot->kind == KV_NONE && v->sparse_init) {
+		ir_diag_err(d, IR_ERR, "'%s' is a sparse initializer: ogsh does not run sparse tensors", v->name);
+		return NULL;
+	}
+	return slot;
+}
+
+static bool optional_type(const struct ir_value *v)
+{
+	const struct ir_type *t = ir_value_type(v);
+	return t && t->kind == IR_TYPE_OPTIONAL;
+}
+
+static int run_graph(struct frame *f, int pos_base);
+
+/* ------------------------------------------------------------------------ */
+/* Hooks for kernels                                                         */
+/* ------------------------------------------------------------------------ */
+
+struct hook_arg {
+	struct frame *f;
+};
+
+static struct ir_tensor *hook_alloc(struct cpu_kctx *k, int slot, int dtype, int rank, const int64_t *dims)
+{
+	(void)slot;
+	struct hook_arg *h = k->hooks->arg;
+	return run_alloc(h->f->R, dtype, rank, dims, k->d);
+}
+
+static int hook_run_graph(struct cpu_kctx *k, const struct ir_graph *g, int n_in, const struct kern_value *in,
+			  struct kern_value *out)
+{
+	struct hook_arg *h = k->hooks->arg;
+	struct run *R = h->f->R;
+	if (n_in != g->n_inputs)
+		return ir_diag_err(k->d, IR_ERR, "subgraph '%s' takes %d inputs, %d given", g->name ? g->name : "",
+				   g->n_inputs, n_in);
+	struct frame sub;
+	int rc = frame_init(&sub, R, g, h->f, false);
+	if (rc)
+		return rc;
+	for (int i = 0; i < n_in; i++) {
+		struct ir_value *v = g->inputs[i];
+		if ((rc = kern_value_copy(&sub.vals[v->idx], &in[i]))) {
+			rc = ir_diag_err(k->d, IR_ENOMEM, "out of memory");
+			goto out;
+		}
+		if (in[i].kind == KV_NONE)
+			sub.vals[v->idx].optional = true;
+	}
+	if ((rc = run_graph(&sub, -1)))
+		goto out;
+	for (int i = 0; i < g->n_outputs; i++) {
+		struct kern_value *s = lookup(&sub, g->outputs[i], k->d);
+		if (!s) {
+			rc = IR_ERR;
+			goto out;
+		}
+		if ((rc = kern_value_copy(&out[i], s))) {
+			rc = ir_diag_err(k->d, IR_ENOMEM, "out of memory");
+			goto out;
+		}
+	}
+out:
+	if (rc)
+		for (int i = 0; i < g->n_outputs; i++)
+			kern_value_clear(&out[i]);
+	frame_done(&sub);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Running nodes                                                             */
+/* ------------------------------------------------------------------------ */
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void node_label(const struct ir_node *n, char *buf, size_t size)
+{
+	if (n->name && *n->name)
+		snprintf(buf, size, "n%d '%s' (%s)", n->id, n->op_type, n->name);
+	else
+		snprintf(buf, size, "n%d '%s'", n->id, n->op_type);
+}
+
+static int run_node(struct frame *f, struct ir_node *n)
+{
+	struct run *R = f->R;
+	struct ir_diag *d = R->d;
+	char label[300];
+	char why[256];
+	if (!R->be->supports_node(n, why, sizeof(why))) {
+		node_label(n, label, sizeof(label));
+		return ir_diag_err(d, IR_ERR, "%s %s", label, why);
+	}
+	int nin = n->n_inputs, nout = n->n_outputs;
+	struct kern_value *in = calloc((size_t)(nin ? nin : 1), sizeof(*in));
+	struct kern_value *out = calloc((size_t)(nout ? nout : 1), sizeof(*out));
+	int rc = 0;
+	if (!in || !out) {
+		rc = ir_diag_err(d, IR_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (int i = 0; i < nin; i++) {
+		if (!n->inputs[i])
+			continue;
+		struct kern_value *s = lookup(f, n->inputs[i], d);
+		if (!s) {
+			rc = IR_ERR;
+			goto fail;
+		}
+		if (s->kind == KV_NONE && !s->optional && !optional_type(n->inputs[i])) {
+			rc = ir_diag_err(d, IR_ERR, "input '%s' has no value", n->inputs[i]->name);
+			goto fail;
+		}
+		in[i] = *s;   /* borrowed for the call */
+	}
+	for (int i = 0; i < nout; i++)
+		out[i].optional = n->outputs[i] && optional_type(n->outputs[i]);
+	struct hook_arg ha = { .f = f };
+	struct cpu_exec_hooks hooks = { .alloc = hook_alloc, .run_graph = hook_run_graph, .arg = &ha };
+	struct cpu_kctx k = {
+		.node = n,
+		.opset = ir_model_opset(R->m, n->domain),
+		.n_in = nin, .n_out = nout,
+		.in = in, .out = out,
+		.d = d,
+		.hooks = &hooks,
+	};
+	rc = R->be->run_node(&k);
+	if (rc)
+		goto fail;
+	for (int i = 0; i < nout; i++) {
+		struct ir_value *v = n->outputs[i];
+		if (!v) {
+			run_drop(R, &out[i]);
+			continue;
+		}
+		if (out[i].kind == KV_NONE && !out[i].optional && !optional_type(v)) {
+			rc = ir_diag_err(d, IR_ERR, "gave no value for output %d ('%s')", i, v->name);
+			goto fail;
+		}
+		struct kern_value *slot = &f->vals[v->idx];
+		run_drop(R, slot);
+		*slot = out[i];
+		memset(&out[i], 0, sizeof(out[i]));
+		if (slot->kind == KV_NONE)
+			slot->optional = true;
+	}
+	goto out;
+fail:
+	node_label(n, label, sizeof(label));
+	ir_diag_prefix(d, "%s", label);
+out:
+	if (out)
+		for (int i = 0; i < nout; i++)
+			run_drop(R, &out[i]);
+	free(in);
+	free(out);
+	return rc;
+}
+
+/* Frees the values whose last reader is the node at `pos`. */
+static void release_after(struct frame *f, struct ir_node *n, int pos)
+{
+	for (int i = 0; i < n->n_inputs + n->n_implicit; i++) {
+		struct ir_value *v = i < n->n_inputs ? n->inputs[i] : n->implicit[i - n->n_inputs];
+		if (v && v->graph == f->g && f->last[v->idx] == pos)
+			run_drop(f->R, &f->vals[v->idx]);
+	}
+	for (int i = 0; i < n->n_outputs; i++) {
+		struct ir_value *v = n->outputs[i];
+		if (v && f->last[v->idx] == -1)   /* nobody reads it */
+			run_drop(f->R, &f->vals[v->idx]);
+	}
+}
+
+/* pos_base >= 0: the main graph (progress, keep_all, timing). */
+static int run_graph(struct frame *f, int pos_base)
+{
+	struct run *R = f->R;
+	int pos = 0, total = f->g->n_nodes;
+	for (struct ir_node *n = f->g->first; n; n = n->next, pos++) {
+		if (ir_interrupted)
+			return ir_diag_err(R->d, IR_EINTR, "stopped after %d of %d nodes", pos, total);
+		double t0 = pos_base >= 0 && R->o->time_nodes ? now_ms() : 0;
+		int rc = run_node(f, n);
+		if (rc)
+			return rc;
+		if (pos_base >= 0) {
+			if (R->node_ms)
+				R->node_ms[pos] = now_ms() - t0;
+			if (R->all)
+				for (int i = 0; i < n->n_outputs; i++) {
+					struct ir_value *v = n->outputs[i];
+					struct kern_value c;
+					if (!v || kern_value_copy(&c, &f->vals[v->idx]))
+						continue;
+					if (exec_values_add(R->all, v->name, &c))
+						kern_value_clear(&c);
+				}
+			if (R->o->progress)
+				R->o->progress(R->o->progress_arg, pos + 1, total);
+		}
+		release_after(f, n, pos);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Inputs and the run                                                        */
+/* ------------------------------------------------------------------------ */
+
+struct sym { const char *name; int64_t value; const char *input; int dim; };
+
+int exec_check_inputs(const struct ir_model *m, const struct exec_values *inputs, struct ir_diag *d)
+{
+	const struct ir_graph *g = m->graph;
+	struct sym syms[64];
+	int n_syms = 0;
+	char b1[256], b2[256];
+	for (int i = 0; inputs && i < inputs->n; i++) {
+		const struct ir_value *v = ir_value_find(g, inputs->a[i].name);
+		if (!v || !v->is_input)
+			return ir_diag_err(d, IR_ERR, "'%s' is not an input of the graph", inputs->a[i].name);
+		for (int j = 0; j < i; j++)
+			if (!strcmp(inputs->a[j].name, inputs->a[i].name))
+				return ir_diag_err(d, IR_ERR, "input '%s' is given twice", inputs->a[i].name);
+	}
+	for (int i = 0; i < g->n_inputs; i++) {
+		const struct ir_value *v = g->inputs[i];
+		const struct kern_value *kv = exec_values_find(inputs, v->name);
+		const struct ir_type *ty = &v->type;
+		if (!kv) {
+			if (v->init || v->sparse_init || ty->kind == IR_TYPE_OPTIONAL)
+				continue;
+			return ir_diag_err(d, IR_ERR, "input '%s' (%s) is not given", v->name, ir_type_str(ty, b1, sizeof(b1)));
+		}
+		if (ty->kind == IR_TYPE_OPTIONAL) {
+			if (kv->kind == KV_NONE)
+				continue;
+			ty = ty->inner;
+		}
+		if (!ty || ty->kind == IR_TYPE_NONE)
+			continue;
+		if (ty->kind == IR_TYPE_SEQUENCE) {
+			if (kv->kind != KV_SEQ)
+				return ir_diag_err(d, IR_ERR, "input '%s' must be a sequence", v->name);
+			continue;
+		}
+		if (ty->kind != IR_TYPE_TENSOR)
+			continue;
+		if (kv->kind != KV_TENSOR)
+			return ir_diag_err(d, IR_ERR, "input '%s' must be a tensor (%s)", v->name, ir_type_str(ty, b1, sizeof(b1)));
+		const struct ir_tensor *t = kv->t;
+		if (ty->elem && t->dtype != ty->elem)
+			return ir_diag_err(d, IR_ERR, "input '%s' is %s, the model wants %s", v->name,
+					   ir_dtype_name(t->dtype), ir_dtype_name(ty->elem));
+		if (ty->rank < 0)
+			continue;
+		if (t->rank != ty->rank)
+			return ir_diag_err(d, IR_ERR, "input '%s' has shape %s (rank %d), the model wants %s (rank %d)",
+					   v->name, ir_dims_str(t->rank, t->dims, b1, sizeof(b1)), t->rank,
+					   ir_type_str(ty, b2, sizeof(b2)), ty->rank);
+		for (int j = 0; j < ty->rank; j++) {
+			const struct ir_dim *dm = &ty->dims[j];
+			if (dm->kind == IR_DIM_VALUE && dm->value != t->dims[j])
+				return ir_diag_err(d, IR_ERR, "input '%s' has shape %s, the model wants %s (dim %d is %" PRId64
+						   ", not %" PRId64 ")", v->name, ir_dims_str(t->rank, t->dims, b1, sizeof(b1)),
+						   ir_type_str(ty, b2, sizeof(b2)), j, t->dims[j], dm->value);
+			if (dm->kind != IR_DIM_PARAM || !dm->param)
+				continue;
+			int s;
+			for (s = 0; s < n_syms; s++)
+				if (!strcmp(syms[s].name, dm->param))
+					break;
+			if (s == n_syms) {
+				if (n_syms < 64)
+					syms[n_syms++] = (struct sym){ dm->param, t->dims[j], v->name, j };
+			} else if (syms[s].value != t->dims[j]) {
+				return ir_diag_err(d, IR_ERR, "dim '%s' is %" PRId64 " in input '%s' (dim %d) but %" PRId64
+						   " in input '%s' (dim %d)", dm->param, t->dims[j], v->name, j,
+						   syms[s].value, syms[s].input, syms[s].dim);
+			}
+		}
+	}
+	return 0;
+}
+
+static uint64_t machine_memory(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+	if (pages <= 0 || psize <= 0)
+		return (uint64_t)8 << 30;
+	return (uint64_t)pages * (uint64_t)psize;
+}
+
+int exec_run(const struct ir_model *m, const struct exec_values *inputs, const struct exec_opts *opts,
+	     struct exec_values *outputs, struct exec_values *all, struct exec_report *rep, struct ir_diag *d)
+{
+	static const struct exec_opts dflt;
+	if (!opts)
+		opts = &dflt;
+	int rc = exec_check_inputs(m, inputs, d);
+	if (rc)
+		return rc;
+	struct run R = {
+		.m = m, .o = opts, .be = opts->backend ? opts->backend : &exec_backend_cpu, .d = d,
+		.max_live = opts->max_live ? opts->max_live : machine_memory() / 2,
+		.all = opts->keep_all ? all : NULL,
+	};
+	const struct ir_graph *g = m->graph;
+	if (opts->time_nodes && g->n_nodes && !(R.node_ms = calloc((size_t)g->n_nodes, sizeof(double))))
+		return ir_diag_err(d, IR_ENOMEM, "out of memory");
+	double t0 = now_ms();
+	struct frame f;
+	if ((rc = frame_init(&f, &R, g, NULL, false)))
+		goto done;
+	if (R.be->prepare && (rc = R.be->prepare(g, d)))
+		goto done_frame;
+	for (int i = 0; i < g->n_inputs; i++) {
+		struct ir_value *v = g->inputs[i];
+		const struct kern_value *kv = exec_values_find(inputs, v->name);
+		if (kv && (rc = kern_value_copy(&f.vals[v->idx], kv))) {
+			rc = ir_diag_err(d, IR_ENOMEM, "out of memory");
+			goto done_frame;
+		}
+		if (kv && kv->kind == KV_TENSOR && ((uintptr_t)ir_tensor_data(kv->t) % 16)) {
+			struct ir_tensor *t = aligned_init(&R, kv->t);
+			if (!t) {
+				rc = IR_ERR;
+				goto done_frame;
+			}
+			ir_tensor_unref(f.vals[v->idx].t);
+			f.vals[v->idx].t = t;
+		}
+		if (!kv && v->type.kind == IR_TYPE_OPTIONAL && !v->init)
+			f.vals[v->idx].optional = true;
+	}
+	if ((rc = run_graph(&f, 0)))
+		goto done_frame;
+	for (int i = 0; i < g->n_outputs; i++) {
+		struct ir_value *v = g->outputs[i];
+		struct kern_value *s = lookup(&f, v, d), c;
+		if (!s) {
+			rc = IR_ERR;
+			goto done_frame;
+		}
+		if (kern_value_copy(&c, s) || exec_values_add(outputs, v->name, &c)) {
+			kern_value_clear(&c);
+			rc = ir_diag_err(d, IR_ENOMEM, "out of memory");
+			goto done_frame;
+		}
+	}
+done_frame:
+	frame_done(&f);
+done:
+	for (int i = 0; i < R.n_pool; i++)
+		ir_buffer_unref(R.pool[i]);
+	free(R.own);
+	if (rep) {
+		exec_report_clear(rep);
+		rep->ms = now_ms() - t0;
+		rep->n_nodes = g->n_nodes;
+		rep->peak_bytes = R.peak;
+		rep->total_bytes = R.total;
+		rep->n_allocs = R.n_allocs;
+		rep->n_reused = R.n_reused;
+		rep->node_ms = R.node_ms;
+		rep->n_node_ms = R.node_ms ? g->n_nodes : 0;
+		R.node_ms = NULL;
+	}
+	free(R.node_ms);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The static memory plan                                                    */
+/* ------------------------------------------------------------------------ */
+
+static bool value_bytes(const struct ir_value *v, uint64_t *out)
+{
+	const struct ir_type *t = ir_value_type(v);
+	if (!t || t->kind != IR_TYPE_TENSOR || !t->elem || t->rank < 0)
+		return false;
+	uint64_t n = 1;
+	for (int i = 0; i < t->rank; i++) {
+		int64_t dv = t->dims[i].kind == IR_DIM_VALUE ? t->dims[i].value
+			   : t->dims[i].kind == IR_DIM_PARAM ? 1 : -1;
+		if (dv < 0)
+			return false;
+		if (dv && n > UINT64_MAX / (uint64_t)dv)
+			return false;
+		n *= (uint64_t)dv;
+	}
+	return ir_dtype_nbytes(t->elem, n, out) || t->elem == IR_STRING;
+}
+
+int exec_plan_memory(const struct ir_model *m, struct exec_plan *plan, struct ir_diag *d)
+{
+	const struct ir_graph *g = m->graph;
+	memset(plan, 0, sizeof(*plan));
+	plan->known = true;
+	plan->peak_node = -1;
+	int *last = malloc((g->n_values ? g->n_values : 1) * sizeof(int));
+	if (!last)
+		return ir_diag_err(d, IR_ENOMEM, "out of memory");
+	for (size_t i = 0; i < g->n_values; i++)
+		last[i] = -1;
+	int pos = 0;
+	for (struct ir_node *n = g->first; n; n = n->next, pos++) {
+		for (int i = 0; i < n->n_inputs + n->n_implicit; i++) {
+			struct ir_value *v = i < n->n_inputs ? n->inputs[i] : n->implicit[i - n->n_inputs];
+			if (v && v->graph == g)
+				last[v->idx] = pos;
+		}
+	}
+	for (int i = 0; i < g->n_outputs; i++)
+		last[g->outputs[i]->idx] = INT32_MAX;
+	uint64_t live = 0;
+	pos = 0;
+	for (struct ir_node *n = g->first; n; n = n->next, pos++) {
+		for (int i = 0; i < n->n_outputs; i++) {
+			struct ir_value *v = n->outputs[i];
+			uint64_t b = 0;
+			if (!v)
+				continue;
+			if (!value_bytes(v, &b)) {
+				if (plan->known)
+					snprintf(plan->why, sizeof(plan->why), "the size of '%s' is not known", v->name);
+				plan->known = false;
+				continue;
+			}
+			if (n->op == IR_OP_Constant)
+				continue;
+			plan->n_values++;
+			plan->total_bytes += b;
+			live += b;
+		}
+		if (live > plan->peak_bytes) {
+			plan->peak_bytes = live;
+			plan->peak_node = n->id;
+		}
+		for (int i = 0; i < n->n_inputs + n->n_implicit; i++) {
+			struct ir_value *v = i < n->n_inputs ? n->inputs[i] : n->implicit[i - n->n_inputs];
+			uint64_t b;
+			if (!v || v->graph != g || last[v->idx] != pos || !v->producer || v->producer->op == IR_OP_Constant)
+				continue;
+			/* a value read twice by this node is released once */
+			last[v->idx] = -2;
+			if (value_bytes(v, &b))
+				live -= b < live ? b : live;
+		}
+		for (int i = 0; i < n->n_outputs; i++) {
+			struct ir_value *v = n->outputs[i];
+			uint64_t b;
+			if (v && last[v->idx] == -1 && n->op != IR_OP_Constant && value_bytes(v, &b))
+				live -= b < live ? b : live;
+		}
+	}
+	free(last);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Backends                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static void *cpu_alloc(size_t n)
+{
+	return malloc(n ? n : 1);
+}
+
+static int cpu_copy(void *dst, const void *src, size_t n, struct ir_diag *d)
+{
+	(void)d;
+	memcpy(dst, src, n);
+	return 0;
+}
+
+const struct exec_backend exec_backend_cpu = {
+	.name = "cpu",
+	.summary = "the reference: every op of the default domain the conformance tests use",
+	.supports_node = cpu_supports,
+	.alloc = cpu_alloc,
+	.free = free,
+	.upload = cpu_copy,
+	.download = cpu_copy,
+	.run_node = cpu_run_node,
+};
+
+static const struct exec_backend *const backends[] = { &exec_backend_cpu };
+
+const struct exec_backend *exec_backend_find(const char *name)
+{
+	for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++)
+		if (!strcmp(backends[i]->name, name))
+			return backends[i];
+	return NULL;
+}

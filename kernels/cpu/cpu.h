@@ -1,0 +1,151 @@
+/*
+ * cpu.h - private to kernels/cpu/: what every CPU kernel uses (inputs,
+ * outputs, attributes, element access in any dtype, broadcasting, axes) and
+ * the kernel lists of the op families.
+ *
+ * To add a kernel: write `static int k_myop(struct cpu_kctx *k)` in the
+ * family file it belongs to and add `{ IR_OP_MyOp, k_myop }` to that file's
+ * list (cpu_kernels_<family>[], ended by { -1 }); registry.c reads the lists.
+ */
+#ifndef OGSH_KERNELS_CPU_H
+#define OGSH_KERNELS_CPU_H
+
+#include "kernels/kernels.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+struct cpu_kernel {
+	int op;                 /* enum ir_op; -1 ends a list */
+	cpu_kernel_fn run;
+	/* optional: false (with a reason) for nodes this kernel cannot run */
+	bool (*supports)(const struct ir_node *n, char *why, size_t size);
+};
+
+/* the family lists (one per file) */
+extern const struct cpu_kernel cpu_kernels_elementwise[];
+extern const struct cpu_kernel cpu_kernels_cast[];
+extern const struct cpu_kernel cpu_kernels_tensor[];
+extern const struct cpu_kernel cpu_kernels_index[];
+extern const struct cpu_kernel cpu_kernels_reduce[];
+extern const struct cpu_kernel cpu_kernels_norm[];
+extern const struct cpu_kernel cpu_kernels_gemm[];
+extern const struct cpu_kernel cpu_kernels_conv[];
+extern const struct cpu_kernel cpu_kernels_pool[];
+extern const struct cpu_kernel cpu_kernels_quant[];
+extern const struct cpu_kernel cpu_kernels_image[];
+extern const struct cpu_kernel cpu_kernels_signal[];
+extern const struct cpu_kernel cpu_kernels_rnn[];
+extern const struct cpu_kernel cpu_kernels_attention[];
+extern const struct cpu_kernel cpu_kernels_sequence[];
+extern const struct cpu_kernel cpu_kernels_control[];
+
+/* --- errors --- */
+
+/* Records an error for the running node and returns IR_ERR. */
+int kerr(struct cpu_kctx *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* IR_EINTR (with a message) when the user pressed Ctrl-C, else 0. */
+int kstop(struct cpu_kctx *k);
+
+/* --- inputs and outputs --- */
+
+/* Input i as a tensor; NULL when omitted (or i >= n_in) or not a tensor. */
+const struct ir_tensor *kin(const struct cpu_kctx *k, int i);
+/* Input i, which must be a present tensor: NULL with an error otherwise. */
+const struct ir_tensor *kin_req(struct cpu_kctx *k, int i);
+/* Whether input i is present (any kind). */
+bool khas(const struct cpu_kctx *k, int i);
+/* Whether output i is wanted (the node has a value in that slot). */
+bool kwant(const struct cpu_kctx *k, int i);
+/* Makes output i: a writable tensor the kernel must fill. NULL with an
+ * error on overflow or no memory. Works for unwanted outputs too. */
+struct ir_tensor *kout(struct cpu_kctx *k, int i, int dtype, int rank, const int64_t *dims);
+/* Output i as a copy of tensor t (shared data, no copy of the bytes); also
+ * with other dims of the same element count (a reshape). 0 or an error. */
+int kout_share(struct cpu_kctx *k, int i, const struct ir_tensor *t, int rank, const int64_t *dims);
+/* Output i as a sequence of n tensors (taking the references). */
+int kout_seq(struct cpu_kctx *k, int i, int elem, struct ir_tensor **items, int n);
+
+/* Typed data pointers (aligned for the dtype; NULL for empty/string tensors). */
+static inline const void *kdata(const struct ir_tensor *t) { return t ? ir_tensor_data(t) : NULL; }
+static inline void *kwdata(struct ir_tensor *t) { return t->buf ? t->buf->data : NULL; }
+#define KF32(t)  ((const float *)kdata(t))
+#define KF64(t)  ((const double *)kdata(t))
+#define KI64(t)  ((const int64_t *)kdata(t))
+#define KI32(t)  ((const int32_t *)kdata(t))
+
+/* --- attributes (of the running node) --- */
+
+int64_t kattr_i(const struct cpu_kctx *k, const char *name, int64_t dflt);
+float kattr_f(const struct cpu_kctx *k, const char *name, float dflt);
+/* A string attribute, or dflt. */
+const char *kattr_s(const struct cpu_kctx *k, const char *name, const char *dflt);
+/* An ints attribute: its values and count; NULL (and *n 0) when absent. */
+const int64_t *kattr_ints(const struct cpu_kctx *k, const char *name, int *n);
+const float *kattr_floats(const struct cpu_kctx *k, const char *name, int *n);
+bool kattr_has(const struct cpu_kctx *k, const char *name);
+const struct ir_attr *kattr(const struct cpu_kctx *k, const char *name);
+
+/* --- elements in any dtype (raw ONNX layout, sub-byte types packed) --- */
+
+/* Element i as a double (bool 0/1; complex: the real part). */
+double kld(int dtype, const void *p, uint64_t i);
+/* Element i of an integer/bool type exactly (uint64 past INT64_MAX wraps to
+ * negative: read it back as uint64; floats are truncated toward zero and clamped). */
+int64_t kldi(int dtype, const void *p, uint64_t i);
+/* Stores v (rounded to nearest even for floats; integers truncate toward
+ * zero and wrap like a C cast; bool is v != 0; float8 types saturate). */
+void kst(int dtype, void *p, uint64_t i, double v);
+/* Stores an integer exactly (wrapping to the type's width). */
+void ksti(int dtype, void *p, uint64_t i, int64_t v);
+/* float -> float8/float4/e8m0 bits, ONNX's rules (round to nearest even;
+ * saturate: clamp finite values to the largest finite; NaN stays NaN). */
+uint8_t kcvt_f32_to_small(int dtype, float v, bool saturate);
+
+/* --- shapes --- */
+
+/* Element count of dims (no overflow check: tensors already exist). */
+uint64_t knumel(int rank, const int64_t *dims);
+/* Row-major strides of dims. */
+void kstrides(int rank, const int64_t *dims, int64_t *strides);
+/* Normalizes a possibly negative axis for a tensor of rank `rank`
+ * (allowing [-rank, rank-1]); error naming the attribute otherwise. */
+int kaxis(struct cpu_kctx *k, int64_t axis, int rank, int *out);
+/* Numpy broadcasting of n shapes; error naming the inputs when they do not broadcast. */
+int kbcast_shape(struct cpu_kctx *k, int n, const struct ir_tensor *const *ts, int *rank, int64_t *dims);
+/* Strides of t seen through dims of `rank` (0 where t broadcasts). */
+void kbcast_strides(const struct ir_tensor *t, int rank, const int64_t *dims, int64_t *strides);
+/* An odometer over dims: idx[] advances; offsets of up to 4 operands follow. */
+struct kiter {
+	int rank;
+	int64_t dims[IR_MAX_RANK];
+	int64_t idx[IR_MAX_RANK];
+	int nops;
+	int64_t strides[4][IR_MAX_RANK];
+	int64_t off[4];
+};
+void kiter_init(struct kiter *it, int rank, const int64_t *dims);
+/* Adds operand with the given strides (returns its number). */
+int kiter_add(struct kiter *it, const int64_t *strides);
+/* Moves to the next index (row-major); offsets follow. */
+void kiter_next(struct kiter *it);
+
+/* A shape as "[2,3,4]" in a static per-thread buffer (for messages). */
+const char *kshape(const struct ir_tensor *t);
+
+/* Reads a 1-D (or scalar) integer tensor into vals (up to max); -1 with an error if not integer. */
+int kread_ints(struct cpu_kctx *k, const struct ir_tensor *t, int64_t *vals, int max, const char *what);
+
+/* Bytes per element for byte-addressable types (0 for strings and packed sub-byte types). */
+int kelem_bytes(int dtype);
+/*
+ * Block copy along an axis: a tensor seen as [outer, src_len, inner] bytes
+ * per element group; copies rows [start, start+len) of each outer block
+ * to rows [dst_start, dst_start+len) of a [outer, dst_len, inner] buffer.
+ */
+void kcopy_rows(void *dst, int64_t dst_len, int64_t dst_start, const void *src, int64_t src_len, int64_t start,
+		int64_t len, int64_t outer, size_t inner_bytes);
+
+#endif

@@ -1,0 +1,841 @@
+/*
+ * k_conv.c - CPU kernels: convolutions (Conv, ConvTranspose, ConvInteger,
+ * QLinearConv, DeformConv).
+ *
+ * To add a kernel: write `static int k_myop(struct cpu_kctx *k)` here and
+ * add it to cpu_kernels_conv[] at the end of the file.
+ *
+ * Float32 (and float16/bfloat16, computed in float32) Conv lowers to
+ * im2col + cpu_sgemm (k_gemm.c); a 1x1 stride-1 unpadded conv multiplies
+ * the image directly. Everything else computes in double: im2col and a
+ * plain product, or for ConvTranspose a product and col2im.
+ */
+#include "cpu.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* from k_gemm.c */
+void cpu_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+	       const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+
+/* The geometry of one convolution. For ConvTranspose, `in` is the small
+ * side (X) and `out` the large one (Y); the index relation is the same:
+ * out position o and kernel tap q read input position o*s - pb + q*d. */
+struct cgeom {
+	int nd;                      /* spatial dims */
+	int64_t N, C, M, G;          /* batch, input channels, output channels, groups */
+	int64_t in[IR_MAX_RANK], ker[IR_MAX_RANK], out[IR_MAX_RANK];
+	int64_t str[IR_MAX_RANK], dil[IR_MAX_RANK], pb[IR_MAX_RANK], pe[IR_MAX_RANK];
+	int64_t insz, kersz, outsz;  /* products of in, ker, out */
+};
+
+static int nomem(struct cpu_kctx *k)
+{
+	return ir_diag_err(k->d, IR_ENOMEM, "out of memory");
+}
+
+/* a * b into *r, false on overflow past 2^62 (sizes stay well inside) */
+static bool mul_ok(int64_t a, int64_t b, int64_t *r)
+{
+	if (a < 0 || b < 0)
+		return false;
+	if (a && b > ((int64_t)1 << 62) / a)
+		return false;
+	*r = a * b;
+	return true;
+}
+
+/* Reads an ints attribute of nd values (or dflt when absent). */
+static int ints_attr(struct cpu_kctx *k, const char *name, int nd, int64_t *v, int64_t dflt, int64_t min)
+{
+	int n;
+	const int64_t *a = kattr_ints(k, name, &n);
+	if (!a) {
+		for (int i = 0; i < nd; i++)
+			v[i] = dflt;
+		return 0;
+	}
+	if (n != nd)
+		return kerr(k, "%s has %d values, %d expected", name, n, nd);
+	for (int i = 0; i < nd; i++) {
+		if (a[i] < min || a[i] > ((int64_t)1 << 40))
+			return kerr(k, "%s value %lld is out of range", name, (long long)a[i]);
+		v[i] = a[i];
+	}
+	return 0;
+}
+
+/*
+ * Fills g from X, W and the attributes. transpose: ConvTranspose (W is
+ * [C, M/G, k...], output size from output_shape/output_padding); else W is
+ * [M, C/G, k...]. For DeformConv the output size comes from `offset`.
+ */
+static int conv_geom(struct cpu_kctx *k, const struct ir_tensor *x, const struct ir_tensor *w, bool transpose,
+		     struct cgeom *g)
+{
+	memset(g, 0, sizeof(*g));
+	if (x->rank < 3)
+		return kerr(k, "input must be [N, C, spatial...], got %s", kshape(x));
+	if (w->rank != x->rank)
+		return kerr(k, "weight %s does not match input %s in rank", kshape(w), kshape(x));
+	int nd = g->nd = x->rank - 2;
+	g->N = x->dims[0];
+	g->C = x->dims[1];
+	g->G = kattr_i(k, "group", 1);
+	if (g->G < 1 || g->G > (g->C > 0 ? g->C : 1))
+		return kerr(k, "group %lld is out of range", (long long)g->G);
+	if (g->C % g->G)
+		return kerr(k, "%lld input channels do not divide into %lld groups", (long long)g->C, (long long)g->G);
+	if (transpose) {
+		if (w->dims[0] != g->C)
+			return kerr(k, "weight %s needs %lld input channels", kshape(w), (long long)g->C);
+		if (!mul_ok(w->dims[1], g->G, &g->M))
+			return kerr(k, "weight %s is too large", kshape(w));
+	} else {
+		g->M = w->dims[0];
+		if (g->M % g->G)
+			return kerr(k, "%lld output channels do not divide into %lld groups", (long long)g->M,
+				    (long long)g->G);
+		if (w->dims[1] != g->C / g->G)
+			return kerr(k, "weight %s needs %lld channels per group", kshape(w), (long long)(g->C / g->G));
+	}
+	int n;
+	const int64_t *ks = kattr_ints(k, "kernel_shape", &n);
+	for (int i = 0; i < nd; i++) {
+		g->in[i] = x->dims[i + 2];
+		g->ker[i] = w->dims[i + 2];
+		if (ks && n == nd && ks[i] != g->ker[i])
+			return kerr(k, "kernel_shape does not match weight %s", kshape(w));
+	}
+	if (ks && n != nd)
+		return kerr(k, "kernel_shape has %d values, %d expected", n, nd);
+	int rc;
+	if ((rc = ints_attr(k, "strides", nd, g->str, 1, 1)) || (rc = ints_attr(k, "dilations", nd, g->dil, 1, 1)))
+		return rc;
+	int64_t pads[2 * IR_MAX_RANK];
+	if ((rc = ints_attr(k, "pads", 2 * nd, pads, 0, transpose ? -((int64_t)1 << 40) : 0)))
+		return rc;
+	const char *ap = kattr_s(k, "auto_pad", "NOTSET");
+	bool same = !strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER"), upper = !strcmp(ap, "SAME_UPPER");
+	bool valid = !strcmp(ap, "VALID");
+	if (!same && !valid && strcmp(ap, "NOTSET") && *ap)
+		return kerr(k, "auto_pad '%s' is not supported", ap);
+
+	if (transpose) {
+		int64_t opad[IR_MAX_RANK];
+		if ((rc = ints_attr(k, "output_padding", nd, opad, 0, 0)))
+			return rc;
+		const int64_t *os = kattr_ints(k, "output_shape", &n);
+		if (os && n != nd && n != nd + 2)
+			return kerr(k, "output_shape has %d values, %d expected", n, nd);
+		if (os)
+			os += n - nd;
+		for (int i = 0; i < nd; i++) {
+			int64_t eff, full;
+			if (!mul_ok(g->ker[i] ? g->ker[i] - 1 : 0, g->dil[i], &eff) ||
+			    !mul_ok(g->str[i], g->in[i] ? g->in[i] - 1 : 0, &full))
+				return kerr(k, "convolution sizes overflow along axis %d", i + 2);
+			eff += 1;
+			full += opad[i] + eff;
+			if (os || same) {
+				/* output size given: the pads follow from it */
+				int64_t o = os ? os[i] : g->in[i] * g->str[i];
+				int64_t total = full - o;
+				int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);   /* floor */
+				g->out[i] = o;
+				if (upper) {
+					g->pb[i] = half;
+					g->pe[i] = total - half;
+				} else {
+					g->pe[i] = half;
+					g->pb[i] = total - half;
+				}
+			} else {
+				if (!valid) {
+					g->pb[i] = pads[i];
+					g->pe[i] = pads[nd + i];
+				}
+				g->out[i] = full - g->pb[i] - g->pe[i];
+			}
+			if (g->out[i] < 0 || g->out[i] > ((int64_t)1 << 40))
+				return kerr(k, "output size %lld along axis %d is out of range", (long long)g->out[i],
+					    i + 2);
+		}
+	} else {
+		for (int i = 0; i < nd; i++) {
+			int64_t eff;
+			if (!mul_ok(g->ker[i] ? g->ker[i] - 1 : 0, g->dil[i], &eff))
+				return kerr(k, "convolution sizes overflow along axis %d", i + 2);
+			eff += 1;
+			if (same) {
+				g->out[i] = (g->in[i] + g->str[i] - 1) / g->str[i];
+				int64_t total = (g->out[i] - 1) * g->str[i] + eff - g->in[i];
+				if (total < 0)
+					total = 0;
+				if (upper) {
+					g->pb[i] = total / 2;
+					g->pe[i] = total - total / 2;
+				} else {
+					g->pe[i] = total / 2;
+					g->pb[i] = total - total / 2;
+				}
+			} else {
+				if (!valid) {
+					g->pb[i] = pads[i];
+					g->pe[i] = pads[nd + i];
+				}
+				int64_t span = g->in[i] + g->pb[i] + g->pe[i] - eff;
+				if (span < 0)
+					return kerr(k, "kernel %lld (dilated) is larger than the padded input %lld along axis %d",
+						    (long long)eff, (long long)(g->in[i] + g->pb[i] + g->pe[i]), i + 2);
+				g->out[i] = span / g->str[i] + 1;
+			}
+		}
+	}
+	g->insz = g->kersz = g->outsz = 1;
+	for (int i = 0; i < nd; i++)
+		if (!mul_ok(g->insz, g->in[i], &g->insz) || !mul_ok(g->kersz, g->ker[i], &g->kersz) ||
+		    !mul_ok(g->outsz, g->out[i], &g->outsz))
+			return kerr(k, "convolution sizes overflow");
+	int64_t t;
+	if (!mul_ok(g->kersz, g->C / g->G, &t) || !mul_ok(t, g->outsz, &t) || !mul_ok(g->N * g->M, g->outsz, &t))
+		return kerr(k, "convolution sizes overflow");
+	return 0;
+}
+
+/*
+ * im2col of output rows [u0, u1) (a "row" is one line along the last
+ * spatial dim, ol = out[last] positions; rows are counted over the other
+ * output dims): col[(c * kersz + q) * ncols + (u - u0) * ol + o] =
+ * x[c, pos * s - pb + q * d] (0 in the padding), ncols = (u1 - u0) * ol,
+ * for c < nc channels of x (each insz long). The last spatial dim is an
+ * explicit loop (a copy when the stride is 1); the others an odometer.
+ */
+#define IM2COL(NAME, T)                                                                          \
+static void NAME(const struct cgeom *g, const T *x, int64_t nc, int64_t u0, int64_t u1, T *col)  \
+{                                                                                                \
+	int nd = g->nd, L = nd - 1;                                                              \
+	int64_t ol = g->out[L], il = g->in[L], sl = g->str[L], dl = g->dil[L], pl = g->pb[L];    \
+	int64_t ncols = (u1 - u0) * ol;                                                          \
+	for (int64_t c = 0; c < nc; c++) {                                                       \
+		const T *xc = x + c * g->insz;                                                   \
+		for (int64_t q = 0; q < g->kersz; q++) {                                         \
+			int64_t kq[IR_MAX_RANK], oo[IR_MAX_RANK], r = q, u = u0;                 \
+			for (int i = nd - 1; i >= 0; i--) {                                      \
+				kq[i] = r % g->ker[i];                                           \
+				r /= g->ker[i];                                                  \
+			}                                                                        \
+			for (int i = L - 1; i >= 0; i--) {                                       \
+				oo[i] = u % g->out[i];                                           \
+				u /= g->out[i];                                                  \
+			}                                                                        \
+			T *dst = col + (c * g->kersz + q) * ncols;                               \
+			/* the valid output range of the last dim for this tap */               \
+			int64_t off = kq[L] * dl - pl, lo = 0, hi = ol;                          \
+			if (off < 0)                                                             \
+				lo = (-off + sl - 1) / sl;                                       \
+			if (il - off <= 0)                                                       \
+				hi = 0;                                                          \
+			else if ((il - off + sl - 1) / sl < hi)                                  \
+				hi = (il - off + sl - 1) / sl;                                   \
+			if (lo > hi)                                                             \
+				lo = hi;                                                         \
+			for (u = u0; u < u1; u++, dst += ol) {                                   \
+				int64_t base = 0;                                                \
+				bool inside = true;                                              \
+				for (int i = 0; i < L; i++) {                                    \
+					int64_t p = oo[i] * g->str[i] - g->pb[i] + kq[i] * g->dil[i]; \
+					if (p < 0 || p >= g->in[i])                              \
+						inside = false;                                  \
+					base = base * g->in[i] + p;                              \
+				}                                                                \
+				for (int i = L - 1; i >= 0; i--) {                               \
+					if (++oo[i] < g->out[i])                                 \
+						break;                                           \
+					oo[i] = 0;                                               \
+				}                                                                \
+				if (!inside || lo >= hi) {                                       \
+					memset(dst, 0, (size_t)ol * sizeof(T));                  \
+					continue;                                                \
+				}                                                                \
+				const T *xr = xc + base * il;                                    \
+				for (int64_t o = 0; o < lo; o++)                                 \
+					dst[o] = 0;                                              \
+				if (sl == 1)                                                     \
+					memcpy(dst + lo, xr + lo + off, (size_t)(hi - lo) * sizeof(T)); \
+				else                                                             \
+					for (int64_t o = lo; o < hi; o++)                        \
+						dst[o] = xr[o * sl + off];                       \
+				for (int64_t o = hi; o < ol; o++)                                \
+					dst[o] = 0;                                              \
+			}                                                                        \
+		}                                                                                \
+	}                                                                                        \
+}
+
+IM2COL(im2col_f32, float)
+IM2COL(im2col_f64, double)
+
+/* Whether the conv is 1x1, stride 1, unpadded: the image is its own im2col. */
+static bool pointwise(const struct cgeom *g)
+{
+	for (int i = 0; i < g->nd; i++)
+		if (g->ker[i] != 1 || g->str[i] != 1 || g->pb[i] || g->pe[i])
+			return false;
+	return true;
+}
+
+/* y[m, o] += sum_r w[m, r] * col[r, o]: m < M rows, r < K, o < N (double). */
+static void dmm_acc(const double *w, const double *col, double *y, int64_t M, int64_t K, int64_t N)
+{
+	for (int64_t m = 0; m < M; m++)
+		for (int64_t r = 0; r < K; r++) {
+			double a = w[m * K + r];
+			if (a == 0)
+				continue;
+			const double *c = col + r * N;
+			double *yr = y + m * N;
+			for (int64_t o = 0; o < N; o++)
+				yr[o] += a * c[o];
+		}
+}
+
+/* Float32 convolution: x [N, C, in], w [M, C/G, ker], bias [M] or NULL,
+ * y [N, M, out]. The im2col matrix is built a band of output rows at a
+ * time (about 2 MiB), so it stays in cache while the GEMM packs it. */
+static int conv_f32(struct cpu_kctx *k, const struct cgeom *g, const float *x, const float *w, const float *bias,
+		    float *y)
+{
+	int64_t cg = g->C / g->G, mg = g->M / g->G, kk = cg * g->kersz;
+	int64_t ol = g->out[g->nd - 1], rows = ol ? g->outsz / ol : 0;
+	int64_t band = kk && ol ? ((int64_t)1 << 19) / (kk * ol) : rows;
+	if (band < 1)
+		band = 1;
+	if (band > rows)
+		band = rows;
+	bool pw = pointwise(g);
+	float *col = NULL;
+	if (!pw && !(col = malloc((size_t)(kk * band * ol) * sizeof(float) + 1)))
+		return nomem(k);
+	for (int64_t n = 0; n < g->N; n++) {
+		for (int64_t gi = 0; gi < g->G; gi++) {
+			const float *xg = x + (n * g->C + gi * cg) * g->insz;
+			float *yg = y + (n * g->M + gi * mg) * g->outsz;
+			const float *wg = w + gi * mg * kk;
+			for (int64_t m = 0; m < mg; m++) {
+				float b = bias ? bias[gi * mg + m] : 0;
+				for (int64_t o = 0; o < g->outsz; o++)
+					yg[m * g->outsz + o] = b;
+			}
+			if (pw) {
+				cpu_sgemm(false, false, mg, g->outsz, kk, 1.0f, wg, kk, xg, g->outsz, 1.0f, yg, g->outsz);
+			} else {
+				for (int64_t u = 0; u < rows; u += band) {
+					int64_t u1 = u + band < rows ? u + band : rows, nc = (u1 - u) * ol;
+					im2col_f32(g, xg, cg, u, u1, col);
+					cpu_sgemm(false, false, mg, nc, kk, 1.0f, wg, kk, col, nc, 1.0f, yg + u * ol,
+						  g->outsz);
+				}
+			}
+			int rc = kstop(k);
+			if (rc) {
+				free(col);
+				return rc;
+			}
+		}
+	}
+	free(col);
+	return 0;
+}
+
+/* The same in double (other float types, integer convs). */
+static int conv_f64(struct cpu_kctx *k, const struct cgeom *g, const double *x, const double *w, const double *bias,
+		    double *y)
+{
+	int64_t cg = g->C / g->G, mg = g->M / g->G, kk = cg * g->kersz;
+	double *col = malloc((size_t)(kk * g->outsz) * sizeof(double) + 1);
+	if (!col)
+		return nomem(k);
+	for (int64_t n = 0; n < g->N; n++) {
+		for (int64_t gi = 0; gi < g->G; gi++) {
+			double *yg = y + (n * g->M + gi * mg) * g->outsz;
+			for (int64_t m = 0; m < mg; m++)
+				for (int64_t o = 0; o < g->outsz; o++)
+					yg[m * g->outsz + o] = bias ? bias[gi * mg + m] : 0;
+			im2col_f64(g, x + (n * g->C + gi * cg) * g->insz, cg, 0, g->out[g->nd - 1] ? g->outsz / g->out[g->nd - 1] : 0, col);
+			dmm_acc(w + gi * mg * kk, col, yg, mg, kk, g->outsz);
+			int rc = kstop(k);
+			if (rc) {
+				free(col);
+				return rc;
+			}
+		}
+	}
+	free(col);
+	return 0;
+}
+
+/* Elements of t as doubles less a zero point: zp (if any) has 1 element or
+ * one per index along axis 0 (per_m: W's output channels) or 1 (X's
+ * channels). Caller frees; NULL on no memory. */
+static double *f64_of(const struct ir_tensor *t, const struct ir_tensor *zp, int zaxis)
+{
+	double *v = malloc((t->numel ? t->numel : 1) * sizeof(double));
+	if (!v)
+		return NULL;
+	const void *p = kdata(t);
+	uint64_t inner = 1;
+	for (int i = zaxis + 1; i < t->rank; i++)
+		inner *= (uint64_t)t->dims[i];
+	for (uint64_t i = 0; i < t->numel; i++) {
+		double z = 0;
+		if (zp)
+			z = kld(zp->dtype, kdata(zp), zp->numel == 1 ? 0 : (i / inner) % (uint64_t)t->dims[zaxis]);
+		v[i] = kld(t->dtype, p, i) - z;
+	}
+	return v;
+}
+
+static float *f32_copy(const struct ir_tensor *t)
+{
+	float *v = malloc((t->numel ? t->numel : 1) * sizeof(float));
+	if (!v)
+		return NULL;
+	for (uint64_t i = 0; i < t->numel; i++)
+		v[i] = (float)kld(t->dtype, kdata(t), i);
+	return v;
+}
+
+static int check_bias(struct cpu_kctx *k, const struct ir_tensor *b, int64_t M, int dt)
+{
+	if (!b)
+		return 0;
+	if (b->rank != 1 || b->dims[0] != M)
+		return kerr(k, "bias %s must be [%lld]", kshape(b), (long long)M);
+	if (dt >= 0 && b->dtype != dt)
+		return kerr(k, "bias must be %s, not %s", ir_dtype_name(dt), ir_dtype_name(b->dtype));
+	return 0;
+}
+
+static int out_dims(const struct cgeom *g, int64_t *dims)
+{
+	dims[0] = g->N;
+	dims[1] = g->M;
+	for (int i = 0; i < g->nd; i++)
+		dims[i + 2] = g->out[i];
+	return g->nd + 2;
+}
+
+static int k_conv(struct cpu_kctx *k)
+{
+	const struct ir_tensor *x = kin_req(k, 0), *w = kin_req(k, 1), *b = kin(k, 2);
+	if (!x || !w)
+		return IR_ERR;
+	int dt = x->dtype;
+	if (!ir_dtype_is_float(dt) || w->dtype != dt)
+		return kerr(k, "conv needs floating-point inputs of one type, got %s and %s", ir_dtype_name(dt),
+			    ir_dtype_name(w->dtype));
+	struct cgeom g;
+	int rc = conv_geom(k, x, w, false, &g);
+	if (!rc)
+		rc = check_bias(k, b, g.M, dt);
+	if (rc)
+		return rc;
+	int64_t dims[IR_MAX_RANK];
+	struct ir_tensor *o = kout(k, 0, dt, out_dims(&g, dims), dims);
+	if (!o)
+		return IR_ERR;
+	if (!o->numel)
+		return 0;
+	if (dt == IR_FLOAT)
+		return conv_f32(k, &g, KF32(x), KF32(w), b ? KF32(b) : NULL, kwdata(o));
+	if (dt == IR_FLOAT16 || dt == IR_BFLOAT16) {
+		/* compute in float32, round once */
+		float *fx = f32_copy(x), *fw = f32_copy(w), *fb = b ? f32_copy(b) : NULL;
+		float *fy = malloc(o->numel * sizeof(float));
+		if (!fx || !fw || (b && !fb) || !fy)
+			rc = nomem(k);
+		else
+			rc = conv_f32(k, &g, fx, fw, fb, fy);
+		if (!rc)
+			for (uint64_t i = 0; i < o->numel; i++)
+				kst(dt, kwdata(o), i, fy[i]);
+		free(fx);
+		free(fw);
+		free(fb);
+		free(fy);
+		return rc;
+	}
+	double *dx = f64_of(x, NULL, 0), *dw = f64_of(w, NULL, 0), *db = b ? f64_of(b, NULL, 0) : NULL;
+	double *dy = malloc(o->numel * sizeof(double));
+	if (!dx || !dw || (b && !db) || !dy)
+		rc = nomem(k);
+	else
+		rc = conv_f64(k, &g, dx, dw, db, dy);
+	if (!rc)
+		for (uint64_t i = 0; i < o->numel; i++)
+			kst(dt, kwdata(o), i, dy[i]);
+	free(dx);
+	free(dw);
+	free(db);
+	free(dy);
+	return rc;
+}
+
+static bool int8ish(int dt)
+{
+	return dt == IR_UINT8 || dt == IR_INT8;
+}
+
+/* zero point checks: scalar, or one per channel along axis of length n */
+static int check_zp(struct cpu_kctx *k, const struct ir_tensor *zp, const struct ir_tensor *of, int64_t n,
+		    const char *what)
+{
+	if (!zp)
+		return 0;
+	if (zp->dtype != of->dtype)
+		return kerr(k, "%s must be %s, not %s", what, ir_dtype_name(of->dtype), ir_dtype_name(zp->dtype));
+	if (zp->numel != 1 && !(zp->rank == 1 && zp->dims[0] == n))
+		return kerr(k, "%s %s must be a scalar or have %lld elements", what, kshape(zp), (long long)n);
+	return 0;
+}
+
+/* ConvInteger and QLinearConv: integer conv in double, exact for int8. */
+static int conv_int(struct cpu_kctx *k, const struct ir_tensor *x, const struct ir_tensor *xzp,
+		    const struct ir_tensor *w, const struct ir_tensor *wzp, struct cgeom *g, double **y)
+{
+	*y = NULL;
+	if (!int8ish(x->dtype) || !int8ish(w->dtype))
+		return kerr(k, "inputs must be int8 or uint8, got %s and %s", ir_dtype_name(x->dtype),
+			    ir_dtype_name(w->dtype));
+	int rc = conv_geom(k, x, w, false, g);
+	if (rc)
+		return rc;
+	if ((rc = check_zp(k, xzp, x, 1, "x_zero_point")) || (rc = check_zp(k, wzp, w, g->M, "w_zero_point")))
+		return rc;
+	uint64_t n = (uint64_t)(g->N * g->M * g->outsz);
+	double *dx = f64_of(x, xzp, 1), *dw = f64_of(w, wzp, 0), *dy = malloc((n ? n : 1) * sizeof(double));
+	if (!dx || !dw || !dy)
+		rc = nomem(k);
+	else
+		rc = conv_f64(k, g, dx, dw, NULL, dy);
+	free(dx);
+	free(dw);
+	if (rc)
+		free(dy);
+	else
+		*y = dy;
+	return rc;
+}
+
+static int k_convinteger(struct cpu_kctx *k)
+{
+	const struct ir_tensor *x = kin_req(k, 0), *w = kin_req(k, 1);
+	if (!x || !w)
+		return IR_ERR;
+	struct cgeom g;
+	double *y;
+	int rc = conv_int(k, x, kin(k, 2), w, kin(k, 3), &g, &y);
+	if (rc)
+		return rc;
+	int64_t dims[IR_MAX_RANK];
+	struct ir_tensor *o = kout(k, 0, IR_INT32, out_dims(&g, dims), dims);
+	if (o)
+		for (uint64_t i = 0; i < o->numel; i++)
+			((int32_t *)kwdata(o))[i] = (int32_t)(int64_t)y[i];
+	free(y);
+	return o ? 0 : IR_ERR;
+}
+
+static int k_qlinearconv(struct cpu_kctx *k)
+{
+	const struct ir_tensor *x = kin_req(k, 0), *xs = kin_req(k, 1), *xzp = kin(k, 2);
+	const struct ir_tensor *w = kin_req(k, 3), *ws = kin_req(k, 4), *wzp = kin(k, 5);
+	const struct ir_tensor *ys = kin_req(k, 6), *yzp = kin(k, 7), *b = kin(k, 8);
+	if (!x || !xs || !w || !ws || !ys)
+		return IR_ERR;
+	if (xs->numel != 1 || ys->numel != 1 || (yzp && yzp->numel != 1))
+		return kerr(k, "x_scale, y_scale and y_zero_point must have one element");
+	int odt = yzp ? yzp->dtype : x->dtype;
+	if (!int8ish(odt))
+		return kerr(k, "y_zero_point must be int8 or uint8");
+	if (b && b->dtype != IR_INT32)
+		return kerr(k, "bias must be int32");
+	struct cgeom g;
+	double *y;
+	int rc = conv_int(k, x, xzp, w, wzp, &g, &y);
+	if (rc)
+		return rc;
+	if ((rc = check_bias(k, b, g.M, IR_INT32)) || (rc = check_zp(k, ws, ws, g.M, "w_scale"))) {
+		free(y);
+		return rc;
+	}
+	int64_t dims[IR_MAX_RANK];
+	struct ir_tensor *o = kout(k, 0, odt, out_dims(&g, dims), dims);
+	if (!o) {
+		free(y);
+		return IR_ERR;
+	}
+	double sx = kld(xs->dtype, kdata(xs), 0), sy = kld(ys->dtype, kdata(ys), 0);
+	double zy = yzp ? kld(yzp->dtype, kdata(yzp), 0) : 0;
+	double lo = odt == IR_UINT8 ? 0 : -128, hi = odt == IR_UINT8 ? 255 : 127;
+	for (uint64_t i = 0; i < o->numel; i++) {
+		uint64_t m = (i / (uint64_t)g.outsz) % (uint64_t)g.M;
+		double sw = kld(ws->dtype, kdata(ws), ws->numel == 1 ? 0 : m);
+		double acc = y[i] + (b ? KI32(b)[m] : 0);
+		double v = nearbyint(acc * (sx * sw / sy) + zy);
+		v = !(v >= lo) ? lo : v > hi ? hi : v;   /* NaN (a zero scale) goes to lo */
+		ksti(odt, kwdata(o), i, (int64_t)v);
+	}
+	free(y);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* ConvTranspose: y = col2im(W^T x); float types through cpu_sgemm          */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * col2im for one group: col is [mg * kersz, insz]; input position i and
+ * tap q of channel m add col[(m, q), i] into y[m, i*s - pb + q*d] when
+ * that is inside the output.
+ */
+#define COL2IM(NAME, T)                                                                          \
+static void NAME(const struct cgeom *g, const T *col, int64_t mg, T *y)                          \
+{                                                                                                \
+	int nd = g->nd;                                                                          \
+	for (int64_t r = 0; r < mg * g->kersz; r++) {                                            \
+		int64_t m = r / g->kersz, q = r % g->kersz, kq[IR_MAX_RANK], ii[IR_MAX_RANK];     \
+		for (int d = nd - 1; d >= 0; d--) {                                              \
+			kq[d] = q % g->ker[d];                                                   \
+			q /= g->ker[d];                                                          \
+			ii[d] = 0;                                                               \
+		}                                                                                \
+		const T *cr = col + r * g->insz;                                                 \
+		T *ym = y + m * g->outsz;                                                        \
+		for (int64_t i = 0; i < g->insz; i++) {                                          \
+			int64_t off = 0;                                                         \
+			bool inside = true;                                                      \
+			for (int d = 0; d < nd; d++) {                                           \
+				int64_t p = ii[d] * g->str[d] - g->pb[d] + kq[d] * g->dil[d];    \
+				if (p < 0 || p >= g->out[d])                                     \
+					inside = false;                                          \
+				off = off * g->out[d] + p;                                       \
+			}                                                                        \
+			if (inside)                                                              \
+				ym[off] += cr[i];                                                \
+			for (int d = nd - 1; d >= 0; d--) {                                      \
+				if (++ii[d] < g->in[d])                                          \
+					break;                                                   \
+				ii[d] = 0;                                                       \
+			}                                                                        \
+		}                                                                                \
+	}                                                                                        \
+}
+
+COL2IM(col2im_f32, float)
+COL2IM(col2im_f64, double)
+
+static int k_convtranspose(struct cpu_kctx *k)
+{
+	const struct ir_tensor *x = kin_req(k, 0), *w = kin_req(k, 1), *b = kin(k, 2);
+	if (!x || !w)
+		return IR_ERR;
+	int dt = x->dtype;
+	if (!ir_dtype_is_float(dt) || w->dtype != dt)
+		return kerr(k, "convtranspose needs floating-point inputs of one type");
+	struct cgeom g;
+	int rc = conv_geom(k, x, w, true, &g);
+	if (!rc)
+		rc = check_bias(k, b, g.M, dt);
+	if (rc)
+		return rc;
+	int64_t dims[IR_MAX_RANK];
+	struct ir_tensor *o = kout(k, 0, dt, out_dims(&g, dims), dims);
+	if (!o)
+		return IR_ERR;
+	if (!o->numel)
+		return 0;
+	int64_t cg = g.C / g.G, mg = g.M / g.G, rows = mg * g.kersz, t;
+	if (!mul_ok(rows, g.insz, &t))
+		return kerr(k, "convolution sizes overflow");
+	bool f32 = dt == IR_FLOAT || dt == IR_FLOAT16 || dt == IR_BFLOAT16;
+	size_t es = f32 ? sizeof(float) : sizeof(double);
+	void *vx = NULL, *vw = NULL, *vy = malloc(o->numel * es), *col = malloc((size_t)t * es + 1), *wt = NULL;
+	if (f32) {
+		vx = f32_copy(x);
+		vw = f32_copy(w);
+	} else {
+		vx = f64_of(x, NULL, 0);
+		vw = f64_of(w, NULL, 0);
+		/* W^T of a group for the double product: wt[r, c] = w[c, r] */
+		wt = malloc((size_t)(rows * cg) * sizeof(double) + 1);
+	}
+	if (!vx || !vw || !vy || !col || (!f32 && !wt)) {
+		rc = nomem(k);
+		goto out;
+	}
+	for (int64_t n = 0; n < g.N && !rc; n++) {
+		for (int64_t gi = 0; gi < g.G && !rc; gi++) {
+			int64_t xo = (n * g.C + gi * cg) * g.insz, wo = gi * cg * rows, yo = (n * g.M + gi * mg) * g.outsz;
+			for (int64_t m = 0; m < mg; m++) {
+				double bv = b ? kld(dt, kdata(b), (uint64_t)(gi * mg + m)) : 0;
+				for (int64_t p = 0; p < g.outsz; p++) {
+					if (f32)
+						((float *)vy)[yo + m * g.outsz + p] = (float)bv;
+					else
+						((double *)vy)[yo + m * g.outsz + p] = bv;
+				}
+			}
+			if (f32) {
+				cpu_sgemm(true, false, rows, g.insz, cg, 1.0f, (const float *)vw + wo, rows,
+					  (const float *)vx + xo, g.insz, 0.0f, col, g.insz);
+				col2im_f32(&g, col, mg, (float *)vy + yo);
+			} else {
+				const double *wg = (const double *)vw + wo;
+				double *wtd = wt;
+				for (int64_t c = 0; c < cg; c++)
+					for (int64_t r = 0; r < rows; r++)
+						wtd[r * cg + c] = wg[c * rows + r];
+				memset(col, 0, (size_t)t * sizeof(double));
+				dmm_acc(wtd, (const double *)vx + xo, col, rows, cg, g.insz);
+				col2im_f64(&g, col, mg, (double *)vy + yo);
+			}
+			rc = kstop(k);
+		}
+	}
+	if (!rc) {
+		if (dt == IR_FLOAT)
+			memcpy(kwdata(o), vy, o->numel * sizeof(float));
+		else
+			for (uint64_t i = 0; i < o->numel; i++)
+				kst(dt, kwdata(o), i, f32 ? ((float *)vy)[i] : ((double *)vy)[i]);
+	}
+out:
+	free(vx);
+	free(vw);
+	free(vy);
+	free(col);
+	free(wt);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* DeformConv (2-D): im2col at offset positions, bilinear, times a mask      */
+/* ------------------------------------------------------------------------ */
+
+/* x (h x w) at real position (py, px), bilinear; 0 outside the image. */
+static double bilinear(const double *x, int64_t h, int64_t w, double py, double px)
+{
+	if (!(py > -1 && py < (double)h && px > -1 && px < (double)w))
+		return 0;
+	double fy = floor(py), fx = floor(px);
+	int64_t y0 = (int64_t)fy, x0 = (int64_t)fx;
+	double ly = py - fy, lx = px - fx;
+	double v = 0;
+	for (int dy = 0; dy < 2; dy++)
+		for (int dx = 0; dx < 2; dx++) {
+			int64_t yy = y0 + dy, xx = x0 + dx;
+			if (yy < 0 || yy >= h || xx < 0 || xx >= w)
+				continue;
+			v += (dy ? ly : 1 - ly) * (dx ? lx : 1 - lx) * x[yy * w + xx];
+		}
+	return v;
+}
+
+static int k_deformconv(struct cpu_kctx *k)
+{
+	const struct ir_tensor *x = kin_req(k, 0), *w = kin_req(k, 1), *off = kin_req(k, 2);
+	const struct ir_tensor *b = kin(k, 3), *mask = kin(k, 4);
+	if (!x || !w || !off)
+		return IR_ERR;
+	int dt = x->dtype;
+	if (!ir_dtype_is_float(dt) || w->dtype != dt || off->dtype != dt || (mask && mask->dtype != dt))
+		return kerr(k, "deformconv needs floating-point inputs of one type");
+	if (x->rank != 4)
+		return kerr(k, "only 2-d deformconv is supported, input is %s", kshape(x));
+	struct cgeom g;
+	int rc = conv_geom(k, x, w, false, &g);
+	if (!rc)
+		rc = check_bias(k, b, g.M, dt);
+	if (rc)
+		return rc;
+	int64_t og = kattr_i(k, "offset_group", 1);
+	if (og < 1 || g.C % og)
+		return kerr(k, "offset_group %lld does not divide %lld channels", (long long)og, (long long)g.C);
+	int64_t kh = g.ker[0], kw = g.ker[1], oh = g.out[0], ow = g.out[1], ih = g.in[0], iw = g.in[1];
+	if (off->rank != 4 || off->dims[0] != g.N || off->dims[1] != og * g.kersz * 2 || off->dims[2] != oh ||
+	    off->dims[3] != ow)
+		return kerr(k, "offset %s must be [%lld,%lld,%lld,%lld]", kshape(off), (long long)g.N,
+			    (long long)(og * g.kersz * 2), (long long)oh, (long long)ow);
+	if (mask && (mask->rank != 4 || mask->dims[0] != g.N || mask->dims[1] != og * g.kersz ||
+		     mask->dims[2] != oh || mask->dims[3] != ow))
+		return kerr(k, "mask %s must be [%lld,%lld,%lld,%lld]", kshape(mask), (long long)g.N,
+			    (long long)(og * g.kersz), (long long)oh, (long long)ow);
+	int64_t dims[IR_MAX_RANK];
+	struct ir_tensor *o = kout(k, 0, dt, out_dims(&g, dims), dims);
+	if (!o)
+		return IR_ERR;
+	if (!o->numel)
+		return 0;
+	int64_t cg = g.C / g.G, mg = g.M / g.G, kk = cg * g.kersz, cog = g.C / og;
+	double *dx = f64_of(x, NULL, 0), *dw = f64_of(w, NULL, 0), *dy = malloc(o->numel * sizeof(double));
+	double *col = malloc((size_t)(kk * g.outsz) * sizeof(double) + 1);
+	if (!dx || !dw || !dy || !col) {
+		rc = nomem(k);
+		goto out;
+	}
+	const void *po = kdata(off), *pm = mask ? kdata(mask) : NULL;
+	for (int64_t n = 0; n < g.N && !rc; n++) {
+		for (int64_t gi = 0; gi < g.G; gi++) {
+			for (int64_t c = 0; c < cg; c++) {
+				int64_t ch = gi * cg + c, ogi = ch / cog;
+				const double *xc = dx + (n * g.C + ch) * g.insz;
+				for (int64_t q = 0; q < g.kersz; q++) {
+					int64_t ki = q / kw, kj = q % kw;
+					double *dst = col + (c * g.kersz + q) * g.outsz;
+					uint64_t ob = (uint64_t)(((n * og + ogi) * g.kersz + q) * 2) * (uint64_t)g.outsz;
+					uint64_t mb = (uint64_t)((n * og + ogi) * g.kersz + q) * (uint64_t)g.outsz;
+					for (int64_t i = 0; i < oh; i++)
+						for (int64_t j = 0; j < ow; j++) {
+							uint64_t p = (uint64_t)(i * ow + j);
+							double py = (double)(i * g.str[0] - g.pb[0] + ki * g.dil[0]) +
+								    kld(dt, po, ob + p);
+							double px = (double)(j * g.str[1] - g.pb[1] + kj * g.dil[1]) +
+								    kld(dt, po, ob + (uint64_t)g.outsz + p);
+							double v = bilinear(xc, ih, iw, py, px);
+							if (pm)
+								v *= kld(dt, pm, mb + p);
+							dst[p] = v;
+						}
+				}
+			}
+			double *yg = dy + (n * g.M + gi * mg) * g.outsz;
+			for (int64_t m = 0; m < mg; m++)
+				for (int64_t p = 0; p < g.outsz; p++)
+					yg[m * g.outsz + p] = b ? kld(dt, kdata(b), (uint64_t)(gi * mg + m)) : 0;
+			dmm_acc(dw + gi * mg * kk, col, yg, mg, kk, g.outsz);
+		}
+		rc = kstop(k);
+	}
+	(void)kh;
+	if (!rc)
+		for (uint64_t i = 0; i < o->numel; i++)
+			kst(dt, kwdata(o), i, dy[i]);
+out:
+	free(dx);
+	free(dw);
+	free(dy);
+	free(col);
+	return rc;
+}
+
+const struct cpu_kernel cpu_kernels_conv[] = {
+	{ IR_OP_Conv, k_conv, NULL },
+	{ IR_OP_ConvTranspose, k_convtranspose, NULL },
+	{ IR_OP_ConvInteger, k_convinteger, NULL },
+	{ IR_OP_QLinearConv, k_qlinearconv, NULL },
+	{ IR_OP_DeformConv, k_deformconv, NULL },
+	{ -1, NULL, NULL },
+};

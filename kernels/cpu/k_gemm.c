@@ -1,0 +1,1259 @@
+/*
+ * k_gemm.c - CPU kernels: matrix products (Gemm, MatMul, MatMulInteger,
+ * QLinearMatMul, Einsum, Det) and the single-precision GEMM that they and
+ * the convolutions use.
+ *
+ * To add a kernel: write `static int k_myop(struct cpu_kctx *k)` here and
+ * add it to cpu_kernels_gemm[] at the end of the file.
+ *
+ * The exported GEMM, for other families (copy this declaration):
+ *
+ *   void cpu_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K,
+ *                  float alpha, const float *A, int64_t lda,
+ *                  const float *B, int64_t ldb, float beta,
+ *                  float *C, int64_t ldc);
+ *
+ * Row-major C = alpha * op(A) * op(B) + beta * C, op(X) = X or X^T; op(A)
+ * is M x K, op(B) K x N. beta == 0 overwrites C (NaNs in C do not leak).
+ */
+#include "cpu.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define SGEMM_X86 1
+#endif
+
+void cpu_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+	       const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+
+/* ------------------------------------------------------------------------ */
+/* sgemm: Goto-style blocking. B is packed in KC x NC blocks (panels of NR   */
+/* columns), A in MC x KC blocks (panels of MR rows); a register-blocked     */
+/* MR x NR micro-kernel multiplies one A panel by one B panel.               */
+/* ------------------------------------------------------------------------ */
+
+#define MR 6
+#define NR 16
+#define KC 256
+#define MC 120   /* multiple of MR; an A block (120 KiB) stays in L2 */
+#define NC 2048  /* multiple of NR; a B block (2 MiB) stays in L3 */
+
+/* Packs op(A)[i0:i0+mc, p0:p0+kc] as panels of MR rows, k-major inside a
+ * panel, zero-padding the last panel. */
+static void pack_a(bool ta, const float *A, int64_t lda, int64_t i0, int64_t p0, int64_t mc, int64_t kc, float *ap)
+{
+	for (int64_t i = 0; i < mc; i += MR) {
+		int64_t mr = mc - i < MR ? mc - i : MR;
+		for (int64_t p = 0; p < kc; p++) {
+			for (int64_t r = 0; r < mr; r++)
+				ap[r] = ta ? A[(p0 + p) * lda + i0 + i + r] : A[(i0 + i + r) * lda + p0 + p];
+			for (int64_t r = mr; r < MR; r++)
+				ap[r] = 0;
+			ap += MR;
+		}
+	}
+}
+
+/* Packs op(B)[p0:p0+kc, j0:j0+nc] as panels of NR columns, k-major. */
+static void pack_b(bool tb, const float *B, int64_t ldb, int64_t p0, int64_t j0, int64_t kc, int64_t nc, float *bp)
+{
+	for (int64_t j = 0; j < nc; j += NR) {
+		int64_t nr = nc - j < NR ? nc - j : NR;
+		if (!tb && nr == NR) {
+			for (int64_t p = 0; p < kc; p++) {
+				memcpy(bp, B + (p0 + p) * ldb + j0 + j, NR * sizeof(float));
+				bp += NR;
+			}
+			continue;
+		}
+		for (int64_t p = 0; p < kc; p++) {
+			for (int64_t c = 0; c < nr; c++)
+				bp[c] = tb ? B[(j0 + j + c) * ldb + p0 + p] : B[(p0 + p) * ldb + j0 + j + c];
+			for (int64_t c = nr; c < NR; c++)
+				bp[c] = 0;
+			bp += NR;
+		}
+	}
+}
+
+/* C[0:mr, 0:nr] += alpha * acc (acc is MR x NR, row-major). */
+static void add_tile(const float *acc, float alpha, float *c, int64_t ldc, int mr, int nr)
+{
+	for (int i = 0; i < mr; i++)
+		for (int j = 0; j < nr; j++)
+			c[i * ldc + j] += alpha * acc[i * NR + j];
+}
+
+/* Portable micro-kernel: acc = A panel * B panel over kc, then added to C. */
+static void ukr_c(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int mr, int nr)
+{
+	float acc[MR * NR] = { 0 };
+	for (int64_t p = 0; p < kc; p++) {
+		for (int i = 0; i < MR; i++) {
+			float av = a[i];
+			for (int j = 0; j < NR; j++)
+				acc[i * NR + j] += av * b[j];
+		}
+		a += MR;
+		b += NR;
+	}
+	add_tile(acc, alpha, c, ldc, mr, nr);
+}
+
+#ifdef SGEMM_X86
+/* AVX2/FMA micro-kernel: 6 x 16 accumulators in 12 ymm registers. */
+__attribute__((target("avx2,fma")))
+static void ukr_avx2(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int mr, int nr)
+{
+	__m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
+	__m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
+	__m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
+	__m256 c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps();
+	__m256 c40 = _mm256_setzero_ps(), c41 = _mm256_setzero_ps();
+	__m256 c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
+	for (int64_t p = 0; p < kc; p++) {
+		__m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
+		__m256 av;
+		av = _mm256_broadcast_ss(a + 0); c00 = _mm256_fmadd_ps(av, b0, c00); c01 = _mm256_fmadd_ps(av, b1, c01);
+		av = _mm256_broadcast_ss(a + 1); c10 = _mm256_fmadd_ps(av, b0, c10); c11 = _mm256_fmadd_ps(av, b1, c11);
+		av = _mm256_broadcast_ss(a + 2); c20 = _mm256_fmadd_ps(av, b0, c20); c21 = _mm256_fmadd_ps(av, b1, c21);
+		av = _mm256_broadcast_ss(a + 3); c30 = _mm256_fmadd_ps(av, b0, c30); c31 = _mm256_fmadd_ps(av, b1, c31);
+		av = _mm256_broadcast_ss(a + 4); c40 = _mm256_fmadd_ps(av, b0, c40); c41 = _mm256_fmadd_ps(av, b1, c41);
+		av = _mm256_broadcast_ss(a + 5); c50 = _mm256_fmadd_ps(av, b0, c50); c51 = _mm256_fmadd_ps(av, b1, c51);
+		a += MR;
+		b += NR;
+	}
+	if (mr == MR && nr == NR) {
+		__m256 va = _mm256_set1_ps(alpha);
+#define ROW(i, x0, x1) \
+		_mm256_storeu_ps(c + (i) * ldc, _mm256_fmadd_ps(va, x0, _mm256_loadu_ps(c + (i) * ldc))); \
+		_mm256_storeu_ps(c + (i) * ldc + 8, _mm256_fmadd_ps(va, x1, _mm256_loadu_ps(c + (i) * ldc + 8)))
+		ROW(0, c00, c01); ROW(1, c10, c11); ROW(2, c20, c21);
+		ROW(3, c30, c31); ROW(4, c40, c41); ROW(5, c50, c51);
+#undef ROW
+		return;
+	}
+	float acc[MR * NR] __attribute__((aligned(32)));
+	_mm256_store_ps(acc + 0 * NR, c00); _mm256_store_ps(acc + 0 * NR + 8, c01);
+	_mm256_store_ps(acc + 1 * NR, c10); _mm256_store_ps(acc + 1 * NR + 8, c11);
+	_mm256_store_ps(acc + 2 * NR, c20); _mm256_store_ps(acc + 2 * NR + 8, c21);
+	_mm256_store_ps(acc + 3 * NR, c30); _mm256_store_ps(acc + 3 * NR + 8, c31);
+	_mm256_store_ps(acc + 4 * NR, c40); _mm256_store_ps(acc + 4 * NR + 8, c41);
+	_mm256_store_ps(acc + 5 * NR, c50); _mm256_store_ps(acc + 5 * NR + 8, c51);
+	add_tile(acc, alpha, c, ldc, mr, nr);
+}
+#endif
+
+/* Dot product and y += a * x, for products with one or two rows (a
+ * fully-connected layer at batch 1), which need no packing: B streams
+ * through once. */
+static float dot_c(const float *x, const float *y, int64_t n)
+{
+	float s = 0;
+	for (int64_t i = 0; i < n; i++)
+		s += x[i] * y[i];
+	return s;
+}
+
+static void axpy_c(float a, const float *x, float *y, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		y[i] += a * x[i];
+}
+
+#ifdef SGEMM_X86
+__attribute__((target("avx2,fma")))
+static float dot_avx2(const float *x, const float *y, int64_t n)
+{
+	__m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
+	int64_t i = 0;
+	for (; i + 32 <= n; i += 32) {
+		s0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), s0);
+		s1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(y + i + 8), s1);
+		s2 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 16), _mm256_loadu_ps(y + i + 16), s2);
+		s3 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 24), _mm256_loadu_ps(y + i + 24), s3);
+	}
+	for (; i + 8 <= n; i += 8)
+		s0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), s0);
+	s0 = _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3));
+	float t[8];
+	_mm256_storeu_ps(t, s0);
+	float s = ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
+	for (; i < n; i++)
+		s += x[i] * y[i];
+	return s;
+}
+
+__attribute__((target("avx2,fma")))
+static void axpy_avx2(float a, const float *x, float *y, int64_t n)
+{
+	__m256 va = _mm256_set1_ps(a);
+	int64_t i = 0;
+	for (; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+	for (; i < n; i++)
+		y[i] += a * x[i];
+}
+#endif
+
+static bool have_avx2(void)
+{
+#ifdef SGEMM_X86
+	static int have = -1;
+	if (have < 0) {
+		__builtin_cpu_init();
+		have = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+	}
+	return have;
+#else
+	return false;
+#endif
+}
+
+/* The dot product of n floats (vectorized where the CPU allows). */
+static float sdot(const float *x, const float *y, int64_t n)
+{
+#ifdef SGEMM_X86
+	if (have_avx2())
+		return dot_avx2(x, y, n);
+#endif
+	return dot_c(x, y, n);
+}
+
+static void saxpy(float a, const float *x, float *y, int64_t n)
+{
+#ifdef SGEMM_X86
+	if (have_avx2()) {
+		axpy_avx2(a, x, y, n);
+		return;
+	}
+#endif
+	axpy_c(a, x, y, n);
+}
+
+/* C += alpha * op(A) * op(B) for a few rows of C, without packing. */
+static void sgemm_rows(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+		       const float *B, int64_t ldb, float *C, int64_t ldc)
+{
+	for (int64_t i = 0; i < M; i++) {
+		float *c = C + i * ldc;
+		if (tb && !ta) {
+			for (int64_t j = 0; j < N; j++)
+				c[j] += alpha * sdot(A + i * lda, B + j * ldb, K);
+		} else if (!tb) {
+			for (int64_t p = 0; p < K; p++)
+				saxpy(alpha * (ta ? A[p * lda + i] : A[i * lda + p]), B + p * ldb, c, N);
+		} else {
+			for (int64_t j = 0; j < N; j++) {
+				float s = 0;
+				for (int64_t p = 0; p < K; p++)
+					s += A[p * lda + i] * B[j * ldb + p];
+				c[j] += alpha * s;
+			}
+		}
+	}
+}
+
+typedef void (*ukr_fn)(int64_t, const float *, const float *, float *, int64_t, float, int, int);
+
+static ukr_fn pick_ukr(void)
+{
+#ifdef SGEMM_X86
+	if (have_avx2())
+		return ukr_avx2;
+#endif
+	return ukr_c;
+}
+
+/* Unblocked product, used when the packing buffers cannot be allocated. */
+static void sgemm_naive(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+			const float *B, int64_t ldb, float *C, int64_t ldc)
+{
+	for (int64_t i = 0; i < M; i++)
+		for (int64_t p = 0; p < K; p++) {
+			float av = alpha * (ta ? A[p * lda + i] : A[i * lda + p]);
+			for (int64_t j = 0; j < N; j++)
+				C[i * ldc + j] += av * (tb ? B[j * ldb + p] : B[p * ldb + j]);
+		}
+}
+
+/*
+ * The packing buffers of this thread, kept between calls: fresh large
+ * blocks come from mmap and cost a page fault per 4 KiB on first touch,
+ * which for a conv net is as slow as the packing itself. At most
+ * (MC + NC) * KC floats (2.2 MiB) per thread, never released (it stays
+ * reachable, so leak checkers accept it).
+ */
+static _Thread_local float *pack_buf;
+static _Thread_local size_t pack_cap;
+
+static float *pack_space(size_t nfloats)
+{
+	if (nfloats > pack_cap) {
+		free(pack_buf);
+		size_t bytes = (nfloats * sizeof(float) + 63) / 64 * 64;
+		pack_buf = aligned_alloc(64, bytes);
+		pack_cap = pack_buf ? bytes / sizeof(float) : 0;
+	}
+	return pack_buf;
+}
+
+void cpu_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+	       const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
+{
+	if (M <= 0 || N <= 0)
+		return;
+	/* beta first, so the blocked loops only accumulate */
+	if (beta != 1) {
+		for (int64_t i = 0; i < M; i++) {
+			float *c = C + i * ldc;
+			if (beta == 0)
+				memset(c, 0, (size_t)N * sizeof(float));
+			else
+				for (int64_t j = 0; j < N; j++)
+					c[j] *= beta;
+		}
+	}
+	if (K <= 0 || alpha == 0)
+		return;
+	if (M <= 2) {
+		sgemm_rows(ta, tb, M, N, K, alpha, A, lda, B, ldb, C, ldc);
+		return;
+	}
+
+	int64_t ncap = N < NC ? (N + NR - 1) / NR * NR : NC;
+	int64_t kcap = K < KC ? K : KC;
+	int64_t mcap = M < MC ? (M + MR - 1) / MR * MR : MC;
+	/* B's block first: both stay 64-byte aligned (NR * 4 bytes divides 64) */
+	float *bp = pack_space((size_t)((mcap + ncap) * kcap));
+	if (!bp) {
+		sgemm_naive(ta, tb, M, N, K, alpha, A, lda, B, ldb, C, ldc);
+		return;
+	}
+	float *ap = bp + ncap * kcap;
+	ukr_fn ukr = pick_ukr();
+	for (int64_t jc = 0; jc < N; jc += NC) {
+		int64_t nc = N - jc < NC ? N - jc : NC;
+		for (int64_t pc = 0; pc < K; pc += KC) {
+			int64_t kc = K - pc < KC ? K - pc : KC;
+			pack_b(tb, B, ldb, pc, jc, kc, nc, bp);
+			for (int64_t ic = 0; ic < M; ic += MC) {
+				int64_t mc = M - ic < MC ? M - ic : MC;
+				pack_a(ta, A, lda, ic, pc, mc, kc, ap);
+				for (int64_t jr = 0; jr < nc; jr += NR) {
+					int nr = (int)(nc - jr < NR ? nc - jr : NR);
+					for (int64_t ir = 0; ir < mc; ir += MR) {
+						int mr = (int)(mc - ir < MR ? mc - ir : MR);
+						ukr(kc, ap + ir * kc, bp + jr * kc, C + (ic + ir) * ldc + jc + jr, ldc,
+						    alpha, mr, nr);
+					}
+				}
+			}
+		}
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* helpers                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static int nomem(struct cpu_kctx *k)
+{
+	return ir_diag_err(k->d, IR_ENOMEM, "out of memory");
+}
+
+/* The elements of t as float32: t's own data for float32 (*owned NULL),
+ * else a converted copy that the caller frees (*owned). NULL on no memory. */
+static const float *f32_of(const struct ir_tensor *t, float **owned)
+{
+	*owned = NULL;
+	if (t->dtype == IR_FLOAT)
+		return t->numel ? KF32(t) : (const float *)"";
+	float *f = malloc((t->numel ? t->numel : 1) * sizeof(float));
+	if (!f)
+		return NULL;
+	const void *p = kdata(t);
+	for (uint64_t i = 0; i < t->numel; i++)
+		f[i] = (float)kld(t->dtype, p, i);
+	*owned = f;
+	return f;
+}
+
+/* Whether dtypes compute through float32 (float32, and float16/bfloat16
+ * which compute in float32 and round once when stored). */
+static bool via_f32(int dt)
+{
+	return dt == IR_FLOAT || dt == IR_FLOAT16 || dt == IR_BFLOAT16;
+}
+
+static bool numeric(int dt)
+{
+	return ir_dtype_is_float(dt) || ir_dtype_is_int(dt);
+}
+
+/* Stores n floats into a tensor of dtype dt (rounding once). */
+static void store_f32(int dt, void *dst, const float *src, uint64_t n)
+{
+	if (dt == IR_FLOAT) {
+		memcpy(dst, src, n * sizeof(float));
+		return;
+	}
+	for (uint64_t i = 0; i < n; i++)
+		kst(dt, dst, i, src[i]);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Gemm                                                                      */
+/* ------------------------------------------------------------------------ */
+
+static int k_gemm(struct cpu_kctx *k)
+{
+	const struct ir_tensor *a = kin_req(k, 0), *b = kin_req(k, 1), *c = kin(k, 2);
+	if (!a || !b)
+		return IR_ERR;
+	if (a->rank != 2 || b->rank != 2)
+		return kerr(k, "gemm needs 2-d inputs, got %s and %s", kshape(a), kshape(b));
+	if (a->dtype != b->dtype || (c && c->dtype != a->dtype))
+		return kerr(k, "gemm inputs must have one element type");
+	int dt = a->dtype;
+	if (!numeric(dt))
+		return kerr(k, "gemm does not support %s", ir_dtype_name(dt));
+	bool ta = kattr_i(k, "transA", 0) != 0, tb = kattr_i(k, "transB", 0) != 0;
+	float alpha = kattr_f(k, "alpha", 1.0f), beta = kattr_f(k, "beta", 1.0f);
+	int64_t M = ta ? a->dims[1] : a->dims[0], K = ta ? a->dims[0] : a->dims[1];
+	int64_t Kb = tb ? b->dims[1] : b->dims[0], N = tb ? b->dims[0] : b->dims[1];
+	if (K != Kb)
+		return kerr(k, "inner dimensions differ: a is %s%s, b is %s%s", kshape(a), ta ? " (transposed)" : "",
+			    kshape(b), tb ? " (transposed)" : "");
+	/* C broadcasts one way to [M, N] */
+	int64_t cm = 1, cn = 1;
+	if (c) {
+		if (c->rank > 2)
+			return kerr(k, "c has rank %d, at most 2 is allowed", c->rank);
+		if (c->rank == 2) {
+			cm = c->dims[0];
+			cn = c->dims[1];
+		} else if (c->rank == 1) {
+			cn = c->dims[0];
+		}
+		if ((cm != 1 && cm != M) || (cn != 1 && cn != N))
+			return kerr(k, "c of shape %s does not broadcast to [%lld,%lld]", kshape(c), (long long)M,
+				    (long long)N);
+	}
+	int64_t dims[2] = { M, N };
+	struct ir_tensor *o = kout(k, 0, dt, 2, dims);
+	if (!o)
+		return IR_ERR;
+	if (!o->numel)
+		return 0;
+	void *y = kwdata(o);
+	uint64_t MN = (uint64_t)M * (uint64_t)N;
+
+	if (via_f32(dt)) {
+		float *fa, *fb, *fc = NULL, *fy = dt == IR_FLOAT ? y : malloc(MN * sizeof(float));
+		const float *pa = f32_of(a, &fa), *pb = f32_of(b, &fb);
+		const float *pc = c ? f32_of(c, &fc) : NULL;
+		int rc = 0;
+		if (!fy || !pa || !pb || (c && !pc)) {
+			rc = nomem(k);
+			goto f32_out;
+		}
+		for (int64_t i = 0; i < M; i++)
+			for (int64_t j = 0; j < N; j++)
+				fy[i * N + j] = pc ? pc[(cm == 1 ? 0 : i) * cn + (cn == 1 ? 0 : j)] : 0;
+		cpu_sgemm(ta, tb, M, N, K, alpha, pa, a->dims[1], pb, b->dims[1], pc ? beta : 0, fy, N);
+		if (dt != IR_FLOAT)
+			store_f32(dt, y, fy, MN);
+f32_out:
+		free(fa);
+		free(fb);
+		free(fc);
+		if (fy != y)
+			free(fy);
+		return rc;
+	}
+
+	/* other types: double accumulation (exact int64 for integers) */
+	const void *pa = kdata(a), *pb = kdata(b), *pc = c ? kdata(c) : NULL;
+	bool isint = ir_dtype_is_int(dt);
+	for (int64_t i = 0; i < M; i++) {
+		for (int64_t j = 0; j < N; j++) {
+			uint64_t ci = c ? (uint64_t)((cm == 1 ? 0 : i) * cn + (cn == 1 ? 0 : j)) : 0;
+			if (isint && alpha == 1 && (beta == 1 || !c)) {
+				int64_t s = 0;
+				for (int64_t p = 0; p < K; p++)
+					s += kldi(dt, pa, (uint64_t)(ta ? p * a->dims[1] + i : i * a->dims[1] + p)) *
+					     kldi(dt, pb, (uint64_t)(tb ? j * b->dims[1] + p : p * b->dims[1] + j));
+				if (c)
+					s += kldi(dt, pc, ci);
+				ksti(dt, y, (uint64_t)(i * N + j), s);
+				continue;
+			}
+			double s = 0;
+			for (int64_t p = 0; p < K; p++)
+				s += kld(dt, pa, (uint64_t)(ta ? p * a->dims[1] + i : i * a->dims[1] + p)) *
+				     kld(dt, pb, (uint64_t)(tb ? j * b->dims[1] + p : p * b->dims[1] + j));
+			s *= alpha;
+			if (c)
+				s += (double)beta * kld(dt, pc, ci);
+			kst(dt, y, (uint64_t)(i * N + j), s);
+		}
+		int rc = kstop(k);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* batched products with numpy matmul semantics                              */
+/* ------------------------------------------------------------------------ */
+
+/* The shape of a batched product: a is [..., M, K] (or [K]), b [..., K, N]
+ * (or [K]); batch dims broadcast. Batch i's matrices start at element
+ * aoff[i] / boff[i] of a / b and its output at i * M * N. */
+struct bmm {
+	int64_t M, N, K;
+	uint64_t nb;
+	int64_t *aoff, *boff;   /* nb entries each (owned) */
+	int orank;
+	int64_t odims[IR_MAX_RANK];
+};
+
+static void bmm_free(struct bmm *p)
+{
+	free(p->aoff);
+	free(p->boff);
+	p->aoff = p->boff = NULL;
+}
+
+static int bmm_plan(struct cpu_kctx *k, const struct ir_tensor *a, const struct ir_tensor *b, struct bmm *p)
+{
+	memset(p, 0, sizeof(*p));
+	if (a->rank < 1 || b->rank < 1)
+		return kerr(k, "matmul inputs must have rank 1 or more, got %s and %s", kshape(a), kshape(b));
+	int ra = a->rank, rb = b->rank;
+	p->M = ra == 1 ? 1 : a->dims[ra - 2];
+	p->K = a->dims[ra - 1];
+	int64_t kb = rb == 1 ? b->dims[0] : b->dims[rb - 2];
+	p->N = rb == 1 ? 1 : b->dims[rb - 1];
+	if (p->K != kb)
+		return kerr(k, "inner dimensions differ: %s times %s", kshape(a), kshape(b));
+	int ba = ra > 2 ? ra - 2 : 0, bb = rb > 2 ? rb - 2 : 0;
+	int br = ba > bb ? ba : bb;
+	int64_t bdims[IR_MAX_RANK], sa[IR_MAX_RANK], sb[IR_MAX_RANK];
+	/* element strides of each batch dim in a and b (0 where broadcast) */
+	int64_t s_a = p->M * p->K, s_b = p->K * p->N;
+	for (int j = br - 1; j >= 0; j--) {
+		int ja = j - (br - ba), jb = j - (br - bb);
+		int64_t da = ja >= 0 ? a->dims[ja] : 1, db = jb >= 0 ? b->dims[jb] : 1;
+		if (da != db && da != 1 && db != 1)
+			return kerr(k, "batch dimensions do not broadcast: %s times %s", kshape(a), kshape(b));
+		bdims[j] = da == 1 ? db : da;
+		sa[j] = da == 1 ? 0 : s_a;
+		sb[j] = db == 1 ? 0 : s_b;
+		s_a *= da;
+		s_b *= db;
+	}
+	uint64_t nb = 1;
+	p->orank = 0;
+	for (int j = 0; j < br; j++) {
+		nb *= (uint64_t)bdims[j];
+		p->odims[p->orank++] = bdims[j];
+	}
+	if (ra > 1)
+		p->odims[p->orank++] = p->M;
+	if (rb > 1)
+		p->odims[p->orank++] = p->N;
+	p->nb = nb;
+	p->aoff = malloc((nb ? nb : 1) * sizeof(int64_t));
+	p->boff = malloc((nb ? nb : 1) * sizeof(int64_t));
+	if (!p->aoff || !p->boff) {
+		bmm_free(p);
+		return nomem(k);
+	}
+	struct kiter it;
+	kiter_init(&it, br, bdims);
+	kiter_add(&it, sa);
+	kiter_add(&it, sb);
+	for (uint64_t i = 0; i < nb; i++) {
+		p->aoff[i] = it.off[0];
+		p->boff[i] = it.off[1];
+		kiter_next(&it);
+	}
+	return 0;
+}
+
+static int k_matmul(struct cpu_kctx *k)
+{
+	const struct ir_tensor *a = kin_req(k, 0), *b = kin_req(k, 1);
+	if (!a || !b)
+		return IR_ERR;
+	if (a->dtype != b->dtype)
+		return kerr(k, "matmul inputs have different types: %s and %s", ir_dtype_name(a->dtype),
+			    ir_dtype_name(b->dtype));
+	int dt = a->dtype;
+	if (!numeric(dt))
+		return kerr(k, "matmul does not support %s", ir_dtype_name(dt));
+	struct bmm p;
+	int rc = bmm_plan(k, a, b, &p);
+	if (rc)
+		return rc;
+	struct ir_tensor *o = kout(k, 0, dt, p.orank, p.odims);
+	if (!o) {
+		bmm_free(&p);
+		return IR_ERR;
+	}
+	void *y = kwdata(o);
+	int64_t M = p.M, N = p.N, K = p.K;
+	if (!o->numel)
+		goto out;
+	if (via_f32(dt)) {
+		float *fa, *fb, *fy = dt == IR_FLOAT ? y : malloc(o->numel * sizeof(float));
+		const float *pa = f32_of(a, &fa), *pb = f32_of(b, &fb);
+		if (!fy || !pa || !pb) {
+			rc = nomem(k);
+		} else {
+			for (uint64_t i = 0; i < p.nb && !rc; i++) {
+				float *yc = fy + i * (uint64_t)(M * N);
+				if (N == 1 && K > 0) {
+					/* matrix-vector: a dot product per row */
+					const float *av = pa + p.aoff[i], *bv = pb + p.boff[i];
+					for (int64_t r = 0; r < M; r++)
+						yc[r] = sdot(av + r * K, bv, K);
+				} else {
+					cpu_sgemm(false, false, M, N, K, 1.0f, pa + p.aoff[i], K, pb + p.boff[i], N, 0.0f,
+						  yc, N);
+				}
+				rc = kstop(k);
+			}
+			if (!rc && dt != IR_FLOAT)
+				store_f32(dt, y, fy, o->numel);
+		}
+		free(fa);
+		free(fb);
+		if (fy != y)
+			free(fy);
+		goto out;
+	}
+	const void *pa = kdata(a), *pb = kdata(b);
+	bool isint = ir_dtype_is_int(dt);
+	for (uint64_t i = 0; i < p.nb && !rc; i++) {
+		uint64_t yo = i * (uint64_t)(M * N);
+		for (int64_t r = 0; r < M; r++)
+			for (int64_t c = 0; c < N; c++) {
+				uint64_t ao = (uint64_t)(p.aoff[i] + r * K), bo = (uint64_t)(p.boff[i] + c);
+				if (isint) {
+					int64_t s = 0;
+					for (int64_t q = 0; q < K; q++)
+						s += kldi(dt, pa, ao + (uint64_t)q) * kldi(dt, pb, bo + (uint64_t)(q * N));
+					ksti(dt, y, yo + (uint64_t)(r * N + c), s);
+				} else {
+					double s = 0;
+					for (int64_t q = 0; q < K; q++)
+						s += kld(dt, pa, ao + (uint64_t)q) * kld(dt, pb, bo + (uint64_t)(q * N));
+					kst(dt, y, yo + (uint64_t)(r * N + c), s);
+				}
+			}
+		rc = kstop(k);
+	}
+out:
+	bmm_free(&p);
+	return rc;
+}
+
+/* A per-tensor (1 element) or per-row/column (n elements) zero point or
+ * scale: element i of it. Checks the count first with zp_ok. */
+static bool qparam_ok(const struct ir_tensor *t, int64_t n)
+{
+	return !t || t->numel == 1 || (t->rank <= 1 && (int64_t)t->numel == n);
+}
+
+static double qparam(const struct ir_tensor *t, int64_t i, double dflt)
+{
+	if (!t)
+		return dflt;
+	return kld(t->dtype, kdata(t), t->numel == 1 ? 0 : (uint64_t)i);
+}
+
+/* Integer product of a and b less their zero points, batched like MatMul:
+ * fills acc (nb * M * N int32 values, allocated here, caller frees). */
+static int qmm(struct cpu_kctx *k, const struct ir_tensor *a, const struct ir_tensor *azp, const struct ir_tensor *b,
+	       const struct ir_tensor *bzp, struct bmm *p, int32_t **acc)
+{
+	*acc = NULL;
+	if ((a->dtype != IR_UINT8 && a->dtype != IR_INT8) || (b->dtype != IR_UINT8 && b->dtype != IR_INT8))
+		return kerr(k, "inputs must be int8 or uint8, got %s and %s", ir_dtype_name(a->dtype),
+			    ir_dtype_name(b->dtype));
+	if ((azp && azp->dtype != a->dtype) || (bzp && bzp->dtype != b->dtype))
+		return kerr(k, "zero points must have the type of their inputs");
+	int rc = bmm_plan(k, a, b, p);
+	if (rc)
+		return rc;
+	if (!qparam_ok(azp, p->M) || !qparam_ok(bzp, p->N)) {
+		bmm_free(p);
+		return kerr(k, "zero points must be scalars or per-row (a) / per-column (b) vectors");
+	}
+	int64_t M = p->M, N = p->N, K = p->K;
+	uint64_t n = p->nb * (uint64_t)M * (uint64_t)N;
+	int32_t *y = calloc(n ? n : 1, sizeof(int32_t));
+	int32_t *bcol = malloc((K ? (size_t)K : 1) * sizeof(int32_t));
+	if (!y || !bcol) {
+		free(y);
+		free(bcol);
+		bmm_free(p);
+		return nomem(k);
+	}
+	const void *pa = kdata(a), *pb = kdata(b);
+	for (uint64_t i = 0; i < p->nb; i++) {
+		for (int64_t c = 0; c < N; c++) {
+			int32_t bz = (int32_t)qparam(bzp, c, 0);
+			for (int64_t q = 0; q < K; q++)
+				bcol[q] = (int32_t)kldi(b->dtype, pb, (uint64_t)(p->boff[i] + q * N + c)) - bz;
+			for (int64_t r = 0; r < M; r++) {
+				int32_t az = (int32_t)qparam(azp, r, 0);
+				int32_t s = 0;
+				for (int64_t q = 0; q < K; q++)
+					s += ((int32_t)kldi(a->dtype, pa, (uint64_t)(p->aoff[i] + r * K + q)) - az) * bcol[q];
+				y[i * (uint64_t)(M * N) + (uint64_t)(r * N + c)] = s;
+			}
+		}
+		if ((rc = kstop(k))) {
+			free(y);
+			free(bcol);
+			bmm_free(p);
+			return rc;
+		}
+	}
+	free(bcol);
+	*acc = y;
+	return 0;
+}
+
+static int k_matmulinteger(struct cpu_kctx *k)
+{
+	const struct ir_tensor *a = kin_req(k, 0), *b = kin_req(k, 1);
+	if (!a || !b)
+		return IR_ERR;
+	struct bmm p;
+	int32_t *acc;
+	int rc = qmm(k, a, kin(k, 2), b, kin(k, 3), &p, &acc);
+	if (rc)
+		return rc;
+	struct ir_tensor *o = kout(k, 0, IR_INT32, p.orank, p.odims);
+	if (o && o->numel)
+		memcpy(kwdata(o), acc, o->numel * sizeof(int32_t));
+	free(acc);
+	bmm_free(&p);
+	return o ? 0 : IR_ERR;
+}
+
+/* Rounds a float to float16 precision (numpy computes float16 scales so). */
+static float round_like(int dt, float v)
+{
+	if (dt == IR_FLOAT16)
+		return ir_f16_to_f32(ir_f32_to_f16(v));
+	if (dt == IR_BFLOAT16)
+		return ir_bf16_to_f32(ir_f32_to_bf16(v));
+	return v;
+}
+
+static int k_qlinearmatmul(struct cpu_kctx *k)
+{
+	const struct ir_tensor *a = kin_req(k, 0), *as = kin_req(k, 1), *azp = kin(k, 2);
+	const struct ir_tensor *b = kin_req(k, 3), *bs = kin_req(k, 4), *bzp = kin(k, 5);
+	const struct ir_tensor *ys = kin_req(k, 6), *yzp = kin(k, 7);
+	if (!a || !as || !b || !bs || !ys)
+		return IR_ERR;
+	if (ys->numel != 1 || (yzp && yzp->numel != 1))
+		return kerr(k, "y_scale and y_zero_point must have one element");
+	if (!ir_dtype_is_float(as->dtype) || !ir_dtype_is_float(bs->dtype) || !ir_dtype_is_float(ys->dtype))
+		return kerr(k, "scales must be floating point");
+	int odt = yzp ? yzp->dtype : a->dtype;
+	if (odt != IR_UINT8 && odt != IR_INT8)
+		return kerr(k, "y_zero_point must be int8 or uint8");
+	struct bmm p;
+	int32_t *acc;
+	int rc = qmm(k, a, azp, b, bzp, &p, &acc);
+	if (rc)
+		return rc;
+	if (!qparam_ok(as, p.M) || !qparam_ok(bs, p.N)) {
+		free(acc);
+		bmm_free(&p);
+		return kerr(k, "scales must be scalars or per-row (a) / per-column (b) vectors");
+	}
+	struct ir_tensor *o = kout(k, 0, odt, p.orank, p.odims);
+	if (!o) {
+		free(acc);
+		bmm_free(&p);
+		return IR_ERR;
+	}
+	void *y = kwdata(o);
+	double lo = odt == IR_UINT8 ? 0 : -128, hi = odt == IR_UINT8 ? 255 : 127;
+	double zy = qparam(yzp, 0, 0);
+	int sdt = as->dtype;
+	float sy = (float)qparam(ys, 0, 1);
+	uint64_t MN = (uint64_t)(p.M * p.N);
+	for (uint64_t i = 0; i < o->numel; i++) {
+		int64_t r = (int64_t)(i % MN) / p.N, c = (int64_t)(i % MN) % p.N;
+		/* the multiplier in the scales' precision, like the reference */
+		float m = round_like(sdt, round_like(sdt, (float)qparam(as, r, 1) * (float)qparam(bs, c, 1)) / sy);
+		double v = nearbyint((double)acc[i] * m + zy);
+		v = !(v >= lo) ? lo : v > hi ? hi : v;   /* NaN (a zero scale) goes to lo */
+		ksti(odt, y, i, (int64_t)v);
+	}
+	free(acc);
+	bmm_free(&p);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Einsum                                                                    */
+/* ------------------------------------------------------------------------ */
+
+#define ES_LETTERS 52          /* a-z, A-Z; ellipsis dims get labels from 52 on */
+#define ES_MAXL (ES_LETTERS + IR_MAX_RANK)
+#define ES_MAXIN 16
+
+static int es_label(char c)
+{
+	if (c >= 'a' && c <= 'z')
+		return c - 'a';
+	if (c >= 'A' && c <= 'Z')
+		return 26 + (c - 'A');
+	return -1;
+}
+
+/* Parses one term ("ij", "...ii") into labels; ell gets the ellipsis
+ * position (-1 if none). Returns the count, or -1. */
+static int es_term(const char *s, size_t len, int *labels, int *ell)
+{
+	int n = 0;
+	*ell = -1;
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+		if (c == ' ')
+			continue;
+		if (c == '.') {
+			if (i + 2 >= len || s[i + 1] != '.' || s[i + 2] != '.' || *ell >= 0)
+				return -1;
+			*ell = n;
+			i += 2;
+			continue;
+		}
+		int l = es_label(c);
+		if (l < 0 || n >= IR_MAX_RANK)
+			return -1;
+		labels[n++] = l;
+	}
+	return n;
+}
+
+/* Copies the elements of src visited by an odometer over labels ls (in
+ * that order, label l advancing by st[l]) into dst, n of them. */
+static void es_gather(const float *src, const int64_t *st, const int *ls, int nl, const int64_t *size, float *dst,
+		      uint64_t n)
+{
+	int64_t idx[ES_MAXL] = { 0 }, off = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		dst[i] = src[off];
+		for (int q = nl - 1; q >= 0; q--) {
+			int l = ls[q];
+			if (++idx[q] < size[l]) {
+				off += st[l];
+				break;
+			}
+			idx[q] = 0;
+			off -= st[l] * (size[l] - 1);
+		}
+	}
+}
+
+/*
+ * Einsum of two float operands as a batched GEMM: labels in both inputs
+ * and the output are batch dims, in A and the output rows (M), in B and
+ * the output columns (N), in both inputs only the contraction (K). The
+ * operands are gathered into [batch, M, K] and [batch, K, N] and the
+ * product scattered into the output. Returns 1 when the equation does not
+ * have that form (a label repeated in one input, or summed within one
+ * input): the general loop runs then.
+ */
+static int es_gemm(struct cpu_kctx *k, const struct ir_tensor *const *x, int (*lab)[IR_MAX_RANK],
+		   const int64_t *size, int64_t (*st)[ES_MAXL], const int *out, int nout, struct ir_tensor *o)
+{
+	bool in[2][ES_MAXL] = { { false } }, ino[ES_MAXL] = { false };
+	for (int i = 0; i < 2; i++)
+		for (int d = 0; d < x[i]->rank; d++) {
+			if (in[i][lab[i][d]])
+				return 1;
+			in[i][lab[i][d]] = true;
+		}
+	for (int q = 0; q < nout; q++)
+		ino[out[q]] = true;
+	int bl[ES_MAXL], ml[ES_MAXL], nl[ES_MAXL], kl[ES_MAXL], nb = 0, nm = 0, nn = 0, nk = 0;
+	uint64_t B = 1, M = 1, N = 1, K = 1;
+	for (int l = 0; l < ES_MAXL; l++) {
+		bool a = in[0][l], b = in[1][l], y = ino[l];
+		if (!a && !b)
+			continue;
+		uint64_t sz = (uint64_t)size[l];
+		if (a && b && y) {
+			bl[nb++] = l;
+			B *= sz;
+		} else if (a && y) {
+			ml[nm++] = l;
+			M *= sz;
+		} else if (b && y) {
+			nl[nn++] = l;
+			N *= sz;
+		} else if (a && b) {
+			kl[nk++] = l;
+			K *= sz;
+		} else {
+			return 1;
+		}
+	}
+	/* gather orders: A as batch+M+K, B as batch+K+N, Y as batch+M+N */
+	int oa[ES_MAXL], ob[ES_MAXL], oy[ES_MAXL], na = 0, nbb = 0, ny = 0;
+	for (int q = 0; q < nb; q++)
+		oa[na++] = ob[nbb++] = oy[ny++] = bl[q];
+	for (int q = 0; q < nm; q++)
+		oa[na++] = oy[ny++] = ml[q];
+	for (int q = 0; q < nk; q++)
+		oa[na++] = ob[nbb++] = kl[q];
+	for (int q = 0; q < nn; q++)
+		ob[nbb++] = oy[ny++] = nl[q];
+	/* the gathered copies (broadcast operands grow): keep them sane */
+	uint64_t na_el, nb_el, ny_el;
+	if (__builtin_mul_overflow(B * M, K, &na_el) || __builtin_mul_overflow(B * K, N, &nb_el) ||
+	    __builtin_mul_overflow(B * M, N, &ny_el) || na_el > ((uint64_t)1 << 36) || nb_el > ((uint64_t)1 << 36) ||
+	    ny_el > ((uint64_t)1 << 36))
+		return 1;
+	float *f0, *f1;
+	const float *p0 = f32_of(x[0], &f0), *p1 = f32_of(x[1], &f1);
+	float *ga = malloc((na_el + 1) * sizeof(float));
+	float *gb = malloc((nb_el + 1) * sizeof(float));
+	float *gy = malloc((ny_el + 1) * sizeof(float));
+	int rc = 0;
+	if (!p0 || !p1 || !ga || !gb || !gy) {
+		rc = nomem(k);
+		goto out;
+	}
+	es_gather(p0, st[0], oa, na, size, ga, na_el);
+	es_gather(p1, st[1], ob, nbb, size, gb, nb_el);
+	for (uint64_t i = 0; i < B && !rc; i++) {
+		cpu_sgemm(false, false, (int64_t)M, (int64_t)N, (int64_t)K, 1.0f, ga + i * M * K, (int64_t)K,
+			  gb + i * K * N, (int64_t)N, 0.0f, gy + i * M * N, (int64_t)N);
+		rc = kstop(k);
+	}
+	if (!rc) {
+		/* scatter: walk gy in batch+M+N order, the output by its strides */
+		int64_t ost[ES_MAXL] = { 0 }, os[IR_MAX_RANK], idx[ES_MAXL] = { 0 }, off = 0;
+		kstrides(nout, o->dims, os);
+		for (int q = 0; q < nout; q++)
+			ost[out[q]] = os[q];
+		void *yd = kwdata(o);
+		for (uint64_t i = 0; i < ny_el; i++) {
+			if (o->dtype == IR_FLOAT)
+				((float *)yd)[off] = gy[i];
+			else
+				kst(o->dtype, yd, (uint64_t)off, gy[i]);
+			for (int q = ny - 1; q >= 0; q--) {
+				int l = oy[q];
+				if (++idx[q] < size[l]) {
+					off += ost[l];
+					break;
+				}
+				idx[q] = 0;
+				off -= ost[l] * (size[l] - 1);
+			}
+		}
+	}
+out:
+	free(f0);
+	free(f1);
+	free(ga);
+	free(gb);
+	free(gy);
+	return rc;
+}
+
+static int k_einsum(struct cpu_kctx *k)
+{
+	const char *eq = kattr_s(k, "equation", NULL);
+	if (!eq)
+		return kerr(k, "einsum needs an equation");
+	int nin = k->n_in;
+	if (nin < 1 || nin > ES_MAXIN)
+		return kerr(k, "einsum has %d inputs, 1 to %d are supported", nin, ES_MAXIN);
+	const struct ir_tensor *x[ES_MAXIN];
+	int dt = -1;
+	for (int i = 0; i < nin; i++) {
+		if (!(x[i] = kin_req(k, i)))
+			return IR_ERR;
+		if (dt >= 0 && x[i]->dtype != dt)
+			return kerr(k, "einsum inputs must have one element type");
+		dt = x[i]->dtype;
+	}
+	if (!numeric(dt))
+		return kerr(k, "einsum does not support %s", ir_dtype_name(dt));
+
+	const char *arrow = strstr(eq, "->");
+	size_t lhs_len = arrow ? (size_t)(arrow - eq) : strlen(eq);
+	/* labels of each input dim: letters, or ES_LETTERS + j for ellipsis
+	 * dim j counted in the broadcast ellipsis (right-aligned) */
+	int lab[ES_MAXIN][IR_MAX_RANK];
+	int nell = 0, ellr[ES_MAXIN];
+	int64_t size[ES_MAXL];
+	int count[ES_MAXL];
+	for (int l = 0; l < ES_MAXL; l++) {
+		size[l] = -1;
+		count[l] = 0;
+	}
+	size_t pos = 0;
+	int tl[IR_MAX_RANK], ellpos[ES_MAXIN];
+	for (int i = 0; i < nin; i++) {
+		size_t end = pos;
+		while (end < lhs_len && eq[end] != ',')
+			end++;
+		if (i < nin - 1 ? end >= lhs_len : end != lhs_len)
+			return kerr(k, "equation '%s' does not have %d input terms", eq, nin);
+		int ell, n = es_term(eq + pos, end - pos, tl, &ell);
+		if (n < 0)
+			return kerr(k, "cannot parse equation '%s'", eq);
+		int r = x[i]->rank;
+		if ((ell < 0 && n != r) || (ell >= 0 && n > r))
+			return kerr(k, "term %d of '%s' does not match input %d of shape %s", i, eq, i, kshape(x[i]));
+		ellr[i] = ell < 0 ? 0 : r - n;
+		ellpos[i] = ell;
+		if (ellr[i] > nell)
+			nell = ellr[i];
+		/* letters now; the ellipsis dims [ell, ell + ellr) below */
+		int d = 0;
+		for (int j = 0; j < n; j++) {
+			if (j == ell)
+				d += ellr[i];
+			lab[i][d++] = tl[j];
+		}
+		pos = end + 1;
+	}
+	/* ellipsis labels (right-aligned across inputs), then sizes */
+	for (int i = 0; i < nin; i++) {
+		if (ellpos[i] >= 0)
+			for (int j = 0; j < ellr[i]; j++)
+				lab[i][ellpos[i] + j] = ES_LETTERS + (nell - ellr[i]) + j;
+		for (int d = 0; d < x[i]->rank; d++) {
+			int l = lab[i][d];
+			int64_t s = x[i]->dims[d];
+			count[l]++;
+			/* a dim of size 1 broadcasts (its stride is 0 below) */
+			if (size[l] < 0 || size[l] == 1)
+				size[l] = s;
+			else if (s != size[l] && s != 1)
+				return kerr(k, "label '%c' has sizes %lld and %lld",
+					    l < 26 ? 'a' + l : l < 52 ? 'A' + l - 26 : '.', (long long)size[l], (long long)s);
+		}
+	}
+	/* output labels */
+	int out[ES_MAXL], nout = 0;
+	if (arrow) {
+		int ell, ol[IR_MAX_RANK];
+		int n = es_term(arrow + 2, strlen(arrow + 2), ol, &ell);
+		if (n < 0)
+			return kerr(k, "cannot parse the output of '%s'", eq);
+		for (int j = 0; j <= n; j++) {
+			if (j == ell)
+				for (int e = 0; e < nell; e++)
+					out[nout++] = ES_LETTERS + e;
+			if (j == n)
+				break;
+			if (count[ol[j]] == 0)
+				return kerr(k, "an output label of '%s' is not in the inputs", eq);
+			for (int q = 0; q < nout; q++)
+				if (out[q] == ol[j])
+					return kerr(k, "output label repeats in '%s'", eq);
+			out[nout++] = ol[j];
+		}
+	} else {
+		for (int e = 0; e < nell; e++)
+			out[nout++] = ES_LETTERS + e;
+		for (int l = 26; l < 52; l++)   /* uppercase sorts first */
+			if (count[l] == 1)
+				out[nout++] = l;
+		for (int l = 0; l < 26; l++)
+			if (count[l] == 1)
+				out[nout++] = l;
+	}
+	if (nout > IR_MAX_RANK)
+		return kerr(k, "einsum output has too many dimensions");
+	/* summed labels: the rest */
+	int sum[ES_MAXL], nsum = 0;
+	bool isout[ES_MAXL] = { false };
+	for (int q = 0; q < nout; q++)
+		isout[out[q]] = true;
+	for (int l = 0; l < ES_MAXL; l++)
+		if (count[l] && !isout[l])
+			sum[nsum++] = l;
+	int64_t odims[IR_MAX_RANK];
+	for (int q = 0; q < nout; q++)
+		odims[q] = size[out[q]] < 0 ? 1 : size[out[q]];
+	struct ir_tensor *o = kout(k, 0, dt, nout, odims);
+	if (!o)
+		return IR_ERR;
+	void *y = kwdata(o);
+	/* strides of each label in each input (summed over repeated labels) */
+	int64_t (*st)[ES_MAXL] = calloc((size_t)nin, sizeof(*st));
+	if (!st)
+		return nomem(k);
+	for (int i = 0; i < nin; i++) {
+		int64_t s = 1;
+		for (int d = x[i]->rank - 1; d >= 0; d--) {
+			if (x[i]->dims[d] != 1)
+				st[i][lab[i][d]] += s;
+			s *= x[i]->dims[d];
+		}
+	}
+	if (nin == 2 && via_f32(dt) && o->numel) {
+		int rc = es_gemm(k, x, lab, size, st, out, nout, o);
+		if (rc <= 0) {
+			free(st);
+			return rc;
+		}
+	}
+	bool isint = ir_dtype_is_int(dt);
+	uint64_t nsumel = 1;
+	for (int q = 0; q < nsum; q++)
+		nsumel *= (uint64_t)size[sum[q]];
+	int64_t oidx[IR_MAX_RANK] = { 0 }, sidx[ES_MAXL];
+	int64_t base[ES_MAXIN] = { 0 }, off[ES_MAXIN];
+	int rc = 0;
+	uint64_t work = 0;   /* products done since the last Ctrl-C check */
+	for (uint64_t oi = 0; oi < o->numel; oi++) {
+		double accf = 0;
+		int64_t acci = 0;
+		for (int q = 0; q < nsum; q++)
+			sidx[q] = 0;
+		for (int i = 0; i < nin; i++)
+			off[i] = base[i];
+		for (uint64_t si = 0; si < nsumel; si++) {
+			if (++work >= (1u << 22)) {
+				work = 0;
+				if ((rc = kstop(k)))
+					goto done;
+			}
+			if (isint) {
+				int64_t v = 1;
+				for (int i = 0; i < nin; i++)
+					v *= kldi(dt, kdata(x[i]), (uint64_t)off[i]);
+				acci += v;
+			} else {
+				double v = 1;
+				for (int i = 0; i < nin; i++)
+					v *= kld(dt, kdata(x[i]), (uint64_t)off[i]);
+				accf += v;
+			}
+			for (int q = nsum - 1; q >= 0; q--) {
+				int l = sum[q];
+				if (++sidx[q] < size[l]) {
+					for (int i = 0; i < nin; i++)
+						off[i] += st[i][l];
+					break;
+				}
+				sidx[q] = 0;
+				for (int i = 0; i < nin; i++)
+					off[i] -= st[i][l] * (size[l] - 1);
+			}
+		}
+		if (isint)
+			ksti(dt, y, oi, acci);
+		else
+			kst(dt, y, oi, accf);
+		for (int q = nout - 1; q >= 0; q--) {
+			int l = out[q];
+			if (++oidx[q] < odims[q]) {
+				for (int i = 0; i < nin; i++)
+					base[i] += st[i][l];
+				break;
+			}
+			oidx[q] = 0;
+			for (int i = 0; i < nin; i++)
+				base[i] -= st[i][l] * (odims[q] - 1);
+		}
+	}
+done:
+	free(st);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Det                                                                       */
+/* ------------------------------------------------------------------------ */
+
+static int k_det(struct cpu_kctx *k)
+{
+	const struct ir_tensor *x = kin_req(k, 0);
+	if (!x)
+		return IR_ERR;
+	if (!ir_dtype_is_float(x->dtype))
+		return kerr(k, "det needs a floating-point input, not %s", ir_dtype_name(x->dtype));
+	int r = x->rank;
+	if (r < 2 || x->dims[r - 1] != x->dims[r - 2])
+		return kerr(k, "det needs [..., n, n] matrices, got %s", kshape(x));
+	int64_t n = x->dims[r - 1];
+	if ((uint64_t)n > 46340)
+		return kerr(k, "matrices of size %lld are too large", (long long)n);
+	struct ir_tensor *o = kout(k, 0, x->dtype, r - 2, x->dims);
+	if (!o)
+		return IR_ERR;
+	uint64_t nb = o->numel, nn = (uint64_t)(n * n);
+	double *m = malloc((nn ? nn : 1) * sizeof(double));
+	if (!m)
+		return nomem(k);
+	for (uint64_t b = 0; b < nb; b++) {
+		for (uint64_t i = 0; i < nn; i++)
+			m[i] = kld(x->dtype, kdata(x), b * nn + i);
+		/* LU with partial pivoting: det = sign * prod(diagonal) */
+		double det = 1;
+		for (int64_t c = 0; c < n && det != 0; c++) {
+			int64_t piv = c;
+			for (int64_t i = c + 1; i < n; i++)
+				if (fabs(m[i * n + c]) > fabs(m[piv * n + c]))
+					piv = i;
+			if (m[piv * n + c] == 0) {
+				det = 0;
+				break;
+			}
+			if (piv != c) {
+				for (int64_t j = 0; j < n; j++) {
+					double t = m[c * n + j];
+					m[c * n + j] = m[piv * n + j];
+					m[piv * n + j] = t;
+				}
+				det = -det;
+			}
+			double d = m[c * n + c];
+			det *= d;
+			for (int64_t i = c + 1; i < n; i++) {
+				double f = m[i * n + c] / d;
+				for (int64_t j = c + 1; j < n; j++)
+					m[i * n + j] -= f * m[c * n + j];
+			}
+		}
+		kst(x->dtype, kwdata(o), b, det);
+	}
+	free(m);
+	return 0;
+}
+
+const struct cpu_kernel cpu_kernels_gemm[] = {
+	{ IR_OP_Gemm, k_gemm, NULL },
+	{ IR_OP_MatMul, k_matmul, NULL },
+	{ IR_OP_MatMulInteger, k_matmulinteger, NULL },
+	{ IR_OP_QLinearMatMul, k_qlinearmatmul, NULL },
+	{ IR_OP_Einsum, k_einsum, NULL },
+	{ IR_OP_Det, k_det, NULL },
+	{ -1, NULL, NULL },
+};

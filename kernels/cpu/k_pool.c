@@ -1,0 +1,479 @@
+/*
+ * k_pool.c - CPU kernels: pooling (MaxPool, AveragePool, LpPool, their
+ * Global forms, MaxUnpool).
+ *
+ * To add a kernel: write `static int k_myop(struct cpu_kctx *k)` here and
+ * add it to cpu_kernels_pool[] at the end of the file.
+ *
+ * Windows: output position o and kernel tap q read input position
+ * o*stride - pad_begin + q*dilation along each spatial axis; taps outside
+ * the input are padding. Values are read and combined in double and stored
+ * once in the output type.
+ */
+#include "cpu.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+struct pgeom {
+	int nd;
+	int64_t N, C;
+	int64_t in[IR_MAX_RANK], ker[IR_MAX_RANK], out[IR_MAX_RANK];
+	int64_t str[IR_MAX_RANK], dil[IR_MAX_RANK], pb[IR_MAX_RANK], pe[IR_MAX_RANK];
+	int64_t insz, kersz, outsz;
+};
+
+static bool mul_ok(int64_t a, int64_t b, int64_t *r)
+{
+	if (a < 0 || b < 0)
+		return false;
+	if (a && b > ((int64_t)1 << 62) / a)
+		return false;
+	*r = a * b;
+	return true;
+}
+
+/* Reads an ints attribute of n values (dflt for each when absent). */
+static int ints_attr(struct cpu_kctx *k, const char *name, int n, int64_t *v, int64_t dflt, int64_t min)
+{
+	int cnt;
+	const int64_t *a = kattr_ints(k, name, &cnt);
+	if (!a) {
+		for (int i = 0; i < n; i++)
+			v[i] = dflt;
+		return 0;
+	}
+	if (cnt != n)
+		return kerr(k, "%s has %d values, %d expected", name, cnt, n);
+	for (int i = 0; i < n; i++) {
+		if (a[i] < min || a[i] > ((int64_t)1 << 40))
+			return kerr(k, "%s value %lld is out of range", name, (long long)a[i]);
+		v[i] = a[i];
+	}
+	return 0;
+}
+
+/* Fills g for a windowed pool of x from the node's attributes. */
+static int pool_geom(struct cpu_kctx *k, const struct ir_tensor *x, struct pgeom *g)
+{
+	memset(g, 0, sizeof(*g));
+	if (x->rank < 3)
+		return kerr(k, "input must be [N, C, spatial...], got %s", kshape(x));
+	int nd = g->nd = x->rank - 2;
+	g->N = x->dims[0];
+	g->C = x->dims[1];
+	int n;
+	const int64_t *ks = kattr_ints(k, "kernel_shape", &n);
+	if (!ks)
+		return kerr(k, "kernel_shape is missing");
+	if (n != nd)
+		return kerr(k, "kernel_shape has %d values, input %s needs %d", n, kshape(x), nd);
+	int64_t pads[2 * IR_MAX_RANK];
+	int rc;
+	if ((rc = ints_attr(k, "kernel_shape", nd, g->ker, 1, 1)) || (rc = ints_attr(k, "strides", nd, g->str, 1, 1)) ||
+	    (rc = ints_attr(k, "dilations", nd, g->dil, 1, 1)) || (rc = ints_attr(k, "pads", 2 * nd, pads, 0, 0)))
+		return rc;
+	bool ceil_mode = kattr_i(k, "ceil_mode", 0) != 0;
+	const char *ap = kattr_s(k, "auto_pad", "NOTSET");
+	bool same = !strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER"), valid = !strcmp(ap, "VALID");
+	if (!same && !valid && strcmp(ap, "NOTSET") && *ap)
+		return kerr(k, "auto_pad '%s' is not supported", ap);
+	for (int i = 0; i < nd; i++) {
+		g->in[i] = x->dims[i + 2];
+		int64_t eff;
+		if (!mul_ok(g->ker[i] - 1, g->dil[i], &eff))
+			return kerr(k, "pooling sizes overflow along axis %d", i + 2);
+		eff += 1;
+		if (same) {
+			g->out[i] = (g->in[i] + g->str[i] - 1) / g->str[i];
+			int64_t total = (g->out[i] - 1) * g->str[i] + eff - g->in[i];
+			if (total < 0)
+				total = 0;
+			if (!strcmp(ap, "SAME_UPPER")) {
+				g->pb[i] = total / 2;
+				g->pe[i] = total - total / 2;
+			} else {
+				g->pe[i] = total / 2;
+				g->pb[i] = total - total / 2;
+			}
+			continue;
+		}
+		if (!valid) {
+			g->pb[i] = pads[i];
+			g->pe[i] = pads[nd + i];
+		}
+		int64_t span = g->in[i] + g->pb[i] + g->pe[i] - eff;
+		if (span < 0)
+			return kerr(k, "kernel %lld (dilated) is larger than the padded input %lld along axis %d",
+				    (long long)eff, (long long)(g->in[i] + g->pb[i] + g->pe[i]), i + 2);
+		if (ceil_mode) {
+			g->out[i] = (span + g->str[i] - 1) / g->str[i] + 1;
+			/* the last window must start inside the input or its begin padding */
+			if ((g->out[i] - 1) * g->str[i] >= g->in[i] + g->pb[i])
+				g->out[i]--;
+		} else {
+			g->out[i] = span / g->str[i] + 1;
+		}
+	}
+	g->insz = g->kersz = g->outsz = 1;
+	for (int i = 0; i < nd; i++)
+		if (!mul_ok(g->insz, g->in[i], &g->insz) || !mul_ok(g->kersz, g->ker[i], &g->kersz) ||
+		    !mul_ok(g->outsz, g->out[i], &g->outsz))
+			return kerr(k, "pooling sizes overflow");
+	int64_t t;
+	if (!mul_ok(g->N, g->C, &t) || !mul_ok(t, g->outsz, &t))
+		return kerr(k, "pooling sizes overflow");
+	return 0;
+}
+
+enum pool_kind { POOL_MAX, POOL_AVG, POOL_LP };
+
+/* The p of LpPool/GlobalLpPool: an int, or a float before opset 2. */
+static int lp_p(struct cpu_kctx *k, double *p)
+{
+	const struct ir_attr *a = kattr(k, "p");
+	*p = 2;
+	if (a && a->type == IR_ATTR_FLOAT)
+		*p = a->f;
+	else if (a && a->type == IR_ATTR_INT)
+		*p = (double)a->i;
+	if (!(*p > 0) || *p > 1e6)
+		return kerr(k, "p %g must be positive", *p);
+	return 0;
+}
+
+/*
+ * Runs a windowed pool over every (n, c) plane. For MAX, idx (if not NULL)
+ * gets the flat input index of each maximum (column-major spatial order
+ * when colmajor).
+ */
+static int pool_run(struct cpu_kctx *k, const struct pgeom *g, enum pool_kind kind, const struct ir_tensor *x,
+		    struct ir_tensor *y, int64_t *idx, bool colmajor, bool include_pad, double p)
+{
+	int nd = g->nd, dt = x->dtype;
+	const void *px = kdata(x);
+	const float *xf = dt == IR_FLOAT ? KF32(x) : NULL;   /* the common case, read directly */
+	void *py = kwdata(y);
+	int64_t instr[IR_MAX_RANK], cmstr[IR_MAX_RANK];
+	kstrides(nd, g->in, instr);
+	/* column-major strides of the spatial dims, for storage_order 1 */
+	int64_t s = 1;
+	for (int i = 0; i < nd; i++) {
+		cmstr[i] = s;
+		s *= g->in[i];
+	}
+	int64_t planes = g->N * g->C;
+	for (int64_t pl = 0; pl < planes; pl++) {
+		uint64_t xb = (uint64_t)(pl * g->insz), yb = (uint64_t)(pl * g->outsz);
+		int64_t oo[IR_MAX_RANK] = { 0 };
+		for (int64_t o = 0; o < g->outsz; o++) {
+			int64_t st[IR_MAX_RANK], q[IR_MAX_RANK];
+			for (int i = 0; i < nd; i++) {
+				st[i] = oo[i] * g->str[i] - g->pb[i];
+				q[i] = 0;
+			}
+			double acc = kind == POOL_MAX ? -INFINITY : 0;
+			int64_t cnt = 0, best = -1;
+			for (int64_t t = 0; t < g->kersz; t++) {
+				int64_t off = 0, cm = 0;
+				bool inside = true, inpad = true;
+				for (int i = 0; i < nd; i++) {
+					int64_t pos = st[i] + q[i] * g->dil[i];
+					if (pos < 0 || pos >= g->in[i])
+						inside = false;
+					if (pos >= g->in[i] + g->pe[i])
+						inpad = false;
+					off += pos * instr[i];
+					cm += pos * cmstr[i];
+				}
+				for (int i = nd - 1; i >= 0; i--) {
+					if (++q[i] < g->ker[i])
+						break;
+					q[i] = 0;
+				}
+				if (!inside) {
+					if (include_pad && inpad)
+						cnt++;
+					continue;
+				}
+				double v = xf ? xf[xb + (uint64_t)off] : kld(dt, px, xb + (uint64_t)off);
+				cnt++;
+				if (kind == POOL_MAX) {
+					/* NaNs lose unless every tap is NaN */
+					if (best < 0 || v > acc || (isnan(acc) && !isnan(v))) {
+						acc = v;
+						best = colmajor ? cm : off;
+					}
+				} else if (kind == POOL_AVG) {
+					acc += v;
+				} else {
+					acc += pow(fabs(v), p);
+				}
+			}
+			if (kind == POOL_AVG)
+				acc = cnt ? acc / (double)cnt : 0;
+			else if (kind == POOL_LP)
+				acc = pow(acc, 1.0 / p);
+			kst(y->dtype, py, yb + (uint64_t)o, acc);
+			if (idx)
+				idx[yb + (uint64_t)o] = best < 0 ? -1 : pl * g->insz + best;
+			for (int i = nd - 1; i >= 0; i--) {
+				if (++oo[i] < g->out[i])
+					break;
+				oo[i] = 0;
+			}
+		}
+		if ((pl & 63) == 63) {
+			int rc = kstop(k);
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+static bool poolable(int dt, bool ints)
+{
+	return ir_dtype_is_float(dt) || (ints && (dt == IR_INT8 || dt == IR_UINT8));
+}
+
+static int out_dims(const struct pgeom *g, int64_t *dims)
+{
+	dims[0] = g->N;
+	dims[1] = g->C;
+	for (int i = 0; i < g->nd; i++)
+		dims[i + 2] = g->out[i];
+	return g->nd + 2;
+}
+
+static int k_maxpool(struct cpu_kctx *k)
+{
+	const struct ir_tensor *x = kin_req(k, 0);
+	if (!x)
+		return IR_ERR;
+	if (!poolable(x->dtype, true))
+		return kerr(k, "maxpool does not support %s", ir_dtype_name(x->dtype));
+	struct pgeom g;
+	int rc = pool_geom(k, x, &g);
+	if (rc)
+		return rc;
+	int64_t so = kattr_i(k, "storage_order", 0);
+	if (so != 0 && so != 1)
+		return kerr(k, "storage_order %lld must be 0 or 1", (long long)so);
+	int64_t dims[IR_MAX_RANK];
+	int r = out_dims(&g, dims);
+	struct ir_tensor *y = kout(k, 0, x->dtype, r, dims);
+	if (!y)
+		return IR_ERR;
+	struct ir_tensor *iy = NULL;
+	if (kwant(k, 1) && !(iy = kout(k, 1, IR_INT64, r, dims)))
+		return IR_ERR;
+	if (!y->numel)
+		return 0;
+	return pool_run(k, &g, POOL_MAX, x, y, iy ? kwdata(iy) : NULL, so == 1, false, 1);
+}
+
+static int k_averagepool(struct cpu_kctx *k)
+{
+	const struct ir_tensor *x = kin_req(k, 0);
+	if (!x)
+		return IR_ERR;
+	if (!poolable(x->dtype, false))
+		return kerr(k, "averagepool does not support %s", ir_dtype_name(x->dtype));
+	struct pgeom g;
+	int rc = pool_geom(k, x, &g);
+	if (rc)
+		return rc;
+	int64_t dims[IR_MAX_RANK];
+	struct ir_tensor *y = kout(k, 0, x->dtype, out_dims(&g, dims), dims);
+	if (!y)
+		return IR_ERR;
+	if (!y->numel)
+		return 0;
+	return pool_run(k, &g, POOL_AVG, x, y, NULL, false, kattr_i(k, "count_include_pad", 0) != 0, 1);
+}
+
+static int k_lppool(struct cpu_kctx *k)
+{
+	const struct ir_tensor *x = kin_req(k, 0);
+	if (!x)
+		return IR_ERR;
+	if (!poolable(x->dtype, false))
+		return kerr(k, "lppool does not support %s", ir_dtype_name(x->dtype));
+	double p;
+	struct pgeom g;
+	int rc = lp_p(k, &p);
+	if (!rc)
+		rc = pool_geom(k, x, &g);
+	if (rc)
+		return rc;
+	int64_t dims[IR_MAX_RANK];
+	struct ir_tensor *y = kout(k, 0, x->dtype, out_dims(&g, dims), dims);
+	if (!y)
+		return IR_ERR;
+	if (!y->numel)
+		return 0;
+	return pool_run(k, &g, POOL_LP, x, y, NULL, false, false, p);
+}
+
+/* GlobalAveragePool, GlobalMaxPool, GlobalLpPool: one value per (n, c). */
+static int global_pool(struct cpu_kctx *k, enum pool_kind kind)
+{
+	const struct ir_tensor *x = kin_req(k, 0);
+	if (!x)
+		return IR_ERR;
+	if (!ir_dtype_is_float(x->dtype))
+		return kerr(k, "global pooling needs a floating-point input, not %s", ir_dtype_name(x->dtype));
+	if (x->rank < 2)
+		return kerr(k, "input must be [N, C, spatial...], got %s", kshape(x));
+	double p = 2;
+	if (kind == POOL_LP) {
+		int rc = lp_p(k, &p);
+		if (rc)
+			return rc;
+	}
+	int64_t dims[IR_MAX_RANK];
+	dims[0] = x->dims[0];
+	dims[1] = x->dims[1];
+	uint64_t sp = 1;
+	for (int i = 2; i < x->rank; i++) {
+		dims[i] = 1;
+		sp *= (uint64_t)x->dims[i];
+	}
+	struct ir_tensor *y = kout(k, 0, x->dtype, x->rank, dims);
+	if (!y)
+		return IR_ERR;
+	const void *px = kdata(x);
+	const float *xf = x->dtype == IR_FLOAT ? KF32(x) : NULL;
+	for (uint64_t pl = 0; pl < y->numel; pl++) {
+		double acc = kind == POOL_MAX ? -INFINITY : 0;
+		uint64_t b = pl * sp;
+		for (uint64_t i = 0; i < sp; i++) {
+			double v = xf ? xf[b + i] : kld(x->dtype, px, b + i);
+			if (kind == POOL_MAX)
+				acc = v > acc || isnan(v) ? v : acc;
+			else if (kind == POOL_AVG)
+				acc += v;
+			else
+				acc += pow(fabs(v), p);
+		}
+		if (kind == POOL_AVG)
+			acc = sp ? acc / (double)sp : NAN;
+		else if (kind == POOL_LP)
+			acc = pow(acc, 1.0 / p);
+		kst(y->dtype, kwdata(y), pl, acc);
+	}
+	return 0;
+}
+
+static int k_globalaveragepool(struct cpu_kctx *k)
+{
+	return global_pool(k, POOL_AVG);
+}
+
+static int k_globalmaxpool(struct cpu_kctx *k)
+{
+	return global_pool(k, POOL_MAX);
+}
+
+static int k_globallppool(struct cpu_kctx *k)
+{
+	return global_pool(k, POOL_LP);
+}
+
+/*
+ * MaxUnpool: the values of X go to the flat positions given by I in a
+ * zeroed tensor of the inferred shape ((in - 1) * stride - pads + kernel),
+ * which is then placed at the start of each axis of the output shape
+ * (output_shape when given), as the ONNX reference does.
+ */
+static int k_maxunpool(struct cpu_kctx *k)
+{
+	const struct ir_tensor *x = kin_req(k, 0), *ind = kin_req(k, 1), *os = kin(k, 2);
+	if (!x || !ind)
+		return IR_ERR;
+	if (x->rank < 3)
+		return kerr(k, "input must be [N, C, spatial...], got %s", kshape(x));
+	if (ind->dtype != IR_INT64 || ind->rank != x->rank || ind->numel != x->numel)
+		return kerr(k, "indices must be int64 of the input's shape %s, got %s", kshape(x), kshape(ind));
+	for (int i = 0; i < x->rank; i++)
+		if (ind->dims[i] != x->dims[i])
+			return kerr(k, "indices %s do not match the input %s", kshape(ind), kshape(x));
+	int nd = x->rank - 2, n;
+	int64_t ker[IR_MAX_RANK], str[IR_MAX_RANK], pads[2 * IR_MAX_RANK], inf[IR_MAX_RANK], odims[IR_MAX_RANK];
+	if (!kattr_ints(k, "kernel_shape", &n))
+		return kerr(k, "kernel_shape is missing");
+	int rc;
+	if ((rc = ints_attr(k, "kernel_shape", nd, ker, 1, 1)) || (rc = ints_attr(k, "strides", nd, str, 1, 1)) ||
+	    (rc = ints_attr(k, "pads", 2 * nd, pads, 0, 0)))
+		return rc;
+	inf[0] = x->dims[0];
+	inf[1] = x->dims[1];
+	for (int i = 0; i < nd; i++) {
+		if (!mul_ok(x->dims[i + 2] ? x->dims[i + 2] - 1 : 0, str[i], &inf[i + 2]))
+			return kerr(k, "output sizes overflow along axis %d", i + 2);
+		inf[i + 2] += ker[i] - pads[i] - pads[nd + i];
+		if (inf[i + 2] < 0 || inf[i + 2] > ((int64_t)1 << 40))
+			return kerr(k, "inferred output size %lld along axis %d is out of range",
+				    (long long)inf[i + 2], i + 2);
+	}
+	if (os) {
+		int64_t v[IR_MAX_RANK];
+		int c = kread_ints(k, os, v, IR_MAX_RANK, "output_shape");
+		if (c < 0)
+			return IR_ERR;
+		if (c != x->rank)
+			return kerr(k, "output_shape has %d values, %d expected", c, x->rank);
+		for (int i = 0; i < c; i++) {
+			if (v[i] < 0 || v[i] > ((int64_t)1 << 40))
+				return kerr(k, "output_shape value %lld is out of range", (long long)v[i]);
+			odims[i] = v[i];
+		}
+	} else {
+		memcpy(odims, inf, sizeof(int64_t) * (size_t)x->rank);
+	}
+	int64_t infn = 1;
+	for (int i = 0; i < x->rank; i++)
+		if (!mul_ok(infn, inf[i], &infn))
+			return kerr(k, "output sizes overflow");
+	struct ir_tensor *y = kout(k, 0, x->dtype, x->rank, odims);
+	if (!y)
+		return IR_ERR;
+	void *py = kwdata(y);
+	for (uint64_t i = 0; i < y->numel; i++)
+		kst(y->dtype, py, i, 0);
+	int64_t istr[IR_MAX_RANK], ostr[IR_MAX_RANK];
+	kstrides(x->rank, inf, istr);
+	kstrides(x->rank, odims, ostr);
+	const int64_t *pi = KI64(ind);
+	for (uint64_t i = 0; i < x->numel; i++) {
+		int64_t f = pi[i];
+		if (f < 0 || f >= infn)
+			return kerr(k, "index %lld is out of range for %lld output elements", (long long)f,
+				    (long long)infn);
+		/* from the inferred shape's flat index to the output's */
+		int64_t off = 0;
+		bool inside = true;
+		for (int d = 0; d < x->rank; d++) {
+			int64_t c = f / istr[d];
+			f %= istr[d];
+			if (c >= odims[d])
+				inside = false;
+			off += c * ostr[d];
+		}
+		if (inside)
+			kst(y->dtype, py, (uint64_t)off, kld(x->dtype, kdata(x), i));
+	}
+	return 0;
+}
+
+const struct cpu_kernel cpu_kernels_pool[] = {
+	{ IR_OP_MaxPool, k_maxpool, NULL },
+	{ IR_OP_AveragePool, k_averagepool, NULL },
+	{ IR_OP_LpPool, k_lppool, NULL },
+	{ IR_OP_GlobalAveragePool, k_globalaveragepool, NULL },
+	{ IR_OP_GlobalMaxPool, k_globalmaxpool, NULL },
+	{ IR_OP_GlobalLpPool, k_globallppool, NULL },
+	{ IR_OP_MaxUnpool, k_maxunpool, NULL },
+	{ -1, NULL, NULL },
+};

@@ -1,0 +1,479 @@
+/*
+ * util.c - what every CPU kernel uses: inputs, outputs, attributes,
+ * elements in any dtype, broadcasting and axes (declared in cpu.h).
+ */
+#include "cpu.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+int kerr(struct cpu_kctx *k, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	return ir_diag_err(k->d, IR_ERR, "%s", buf);
+}
+
+int kstop(struct cpu_kctx *k)
+{
+	if (ir_interrupted)
+		return ir_diag_err(k->d, IR_EINTR, "stopped");
+	return 0;
+}
+
+const struct ir_tensor *kin(const struct cpu_kctx *k, int i)
+{
+	if (i < 0 || i >= k->n_in || k->in[i].kind != KV_TENSOR)
+		return NULL;
+	return k->in[i].t;
+}
+
+const struct ir_tensor *kin_req(struct cpu_kctx *k, int i)
+{
+	const struct ir_tensor *t = kin(k, i);
+	if (!t) {
+		if (i < k->n_in && k->in[i].kind == KV_SEQ)
+			kerr(k, "input %d is a sequence, a tensor is needed", i);
+		else
+			kerr(k, "input %d is missing", i);
+	}
+	return t;
+}
+
+bool khas(const struct cpu_kctx *k, int i)
+{
+	return i >= 0 && i < k->n_in && k->in[i].kind != KV_NONE;
+}
+
+bool kwant(const struct cpu_kctx *k, int i)
+{
+	return i >= 0 && i < k->n_out && i < k->node->n_outputs && k->node->outputs[i];
+}
+
+struct ir_tensor *kout(struct cpu_kctx *k, int i, int dtype, int rank, const int64_t *dims)
+{
+	if (i < 0 || i >= k->n_out) {
+		kerr(k, "output %d does not exist", i);
+		return NULL;
+	}
+	struct ir_tensor *t;
+	if (k->hooks && k->hooks->alloc)
+		t = k->hooks->alloc(k, i, dtype, rank, dims);
+	else
+		t = ir_tensor_new(dtype, rank, dims, k->d);
+	if (!t)
+		return NULL;
+	kern_value_clear(&k->out[i]);
+	k->out[i].kind = KV_TENSOR;
+	k->out[i].t = t;
+	return t;
+}
+
+int kout_share(struct cpu_kctx *k, int i, const struct ir_tensor *t, int rank, const int64_t *dims)
+{
+	if (i < 0 || i >= k->n_out)
+		return kerr(k, "output %d does not exist", i);
+	if (knumel(rank, dims) != t->numel)
+		return kerr(k, "cannot view %s as another shape with a different element count", kshape(t));
+	struct ir_tensor *o;
+	if (t->dtype == IR_STRING) {
+		o = ir_tensor_new(IR_STRING, rank, dims, k->d);
+		if (!o)
+			return IR_ENOMEM;
+		for (uint64_t j = 0; j < t->numel; j++) {
+			free(o->strings[j].data);
+			o->strings[j].len = t->strings[j].len;
+			if (!(o->strings[j].data = malloc(t->strings[j].len + 1))) {
+				o->strings[j].len = 0;
+				ir_tensor_unref(o);
+				return ir_diag_err(k->d, IR_ENOMEM, "out of memory");
+			}
+			memcpy(o->strings[j].data, t->strings[j].data, t->strings[j].len);
+			o->strings[j].data[t->strings[j].len] = 0;
+		}
+	} else {
+		o = ir_tensor_wrap(t->dtype, rank, dims, t->buf, k->d);
+		if (!o)
+			return IR_ERR;
+	}
+	kern_value_clear(&k->out[i]);
+	k->out[i].kind = KV_TENSOR;
+	k->out[i].t = o;
+	return 0;
+}
+
+int kout_seq(struct cpu_kctx *k, int i, int elem, struct ir_tensor **items, int n)
+{
+	if (i < 0 || i >= k->n_out) {
+		for (int j = 0; j < n; j++)
+			ir_tensor_unref(items[j]);
+		return kerr(k, "output %d does not exist", i);
+	}
+	struct ir_tensor **a = NULL;
+	if (n && !(a = malloc(sizeof(*a) * (size_t)n))) {
+		for (int j = 0; j < n; j++)
+			ir_tensor_unref(items[j]);
+		return ir_diag_err(k->d, IR_ENOMEM, "out of memory");
+	}
+	if (n)
+		memcpy(a, items, sizeof(*a) * (size_t)n);
+	kern_value_clear(&k->out[i]);
+	k->out[i].kind = KV_SEQ;
+	k->out[i].items = a;
+	k->out[i].n_items = n;
+	k->out[i].elem = elem;
+	return 0;
+}
+
+void kern_value_clear(struct kern_value *v)
+{
+	if (v->kind == KV_TENSOR)
+		ir_tensor_unref(v->t);
+	if (v->kind == KV_SEQ) {
+		for (int i = 0; i < v->n_items; i++)
+			ir_tensor_unref(v->items[i]);
+		free(v->items);
+	}
+	bool opt = v->optional;
+	memset(v, 0, sizeof(*v));
+	v->optional = opt;
+}
+
+int kern_value_copy(struct kern_value *dst, const struct kern_value *src)
+{
+	*dst = *src;
+	if (src->kind == KV_TENSOR) {
+		ir_tensor_ref(src->t);
+	} else if (src->kind == KV_SEQ) {
+		dst->items = NULL;
+		if (src->n_items && !(dst->items = malloc(sizeof(*dst->items) * (size_t)src->n_items))) {
+			dst->kind = KV_NONE;
+			dst->n_items = 0;
+			return IR_ENOMEM;
+		}
+		for (int i = 0; i < src->n_items; i++) {
+			dst->items[i] = src->items[i];
+			ir_tensor_ref(src->items[i]);
+		}
+	}
+	return 0;
+}
+
+/* --- attributes --- */
+
+const struct ir_attr *kattr(const struct cpu_kctx *k, const char *name)
+{
+	return ir_node_attr(k->node, name);
+}
+
+bool kattr_has(const struct cpu_kctx *k, const char *name)
+{
+	return ir_node_attr(k->node, name) != NULL;
+}
+
+int64_t kattr_i(const struct cpu_kctx *k, const char *name, int64_t dflt)
+{
+	return ir_node_attr_int(k->node, name, dflt);
+}
+
+float kattr_f(const struct cpu_kctx *k, const char *name, float dflt)
+{
+	return ir_node_attr_float(k->node, name, dflt);
+}
+
+const char *kattr_s(const struct cpu_kctx *k, const char *name, const char *dflt)
+{
+	const struct ir_attr *a = ir_node_attr(k->node, name);
+	if (!a || a->type != IR_ATTR_STRING)
+		return dflt;
+	return a->s.data ? a->s.data : "";
+}
+
+const int64_t *kattr_ints(const struct cpu_kctx *k, const char *name, int *n)
+{
+	const struct ir_attr *a = ir_node_attr(k->node, name);
+	*n = 0;
+	if (!a || a->type != IR_ATTR_INTS)
+		return NULL;
+	*n = (int)a->n;
+	return a->ints;
+}
+
+const float *kattr_floats(const struct cpu_kctx *k, const char *name, int *n)
+{
+	const struct ir_attr *a = ir_node_attr(k->node, name);
+	*n = 0;
+	if (!a || a->type != IR_ATTR_FLOATS)
+		return NULL;
+	*n = (int)a->n;
+	return a->floats;
+}
+
+/* --- elements --- */
+
+double kld(int dtype, const void *p, uint64_t i)
+{
+	switch (dtype) {
+	case IR_FLOAT: return ((const float *)p)[i];
+	case IR_DOUBLE: return ((const double *)p)[i];
+	case IR_INT64: return (double)((const int64_t *)p)[i];
+	case IR_INT32: return ((const int32_t *)p)[i];
+	default: return ir_elem_to_f64(dtype, p, i);
+	}
+}
+
+int64_t kldi(int dtype, const void *p, uint64_t i)
+{
+	int64_t v;
+	switch (dtype) {
+	case IR_INT64: return ((const int64_t *)p)[i];
+	case IR_INT32: return ((const int32_t *)p)[i];
+	case IR_UINT64: return (int64_t)((const uint64_t *)p)[i];
+	default: break;
+	}
+	if (ir_elem_to_i64(dtype, p, i, &v))
+		return v;
+	double d = ir_elem_to_f64(dtype, p, i);
+	if (isnan(d))
+		return 0;
+	if (d >= 9223372036854775807.0)
+		return INT64_MAX;
+	if (d <= -9223372036854775808.0)
+		return INT64_MIN;
+	return (int64_t)d;
+}
+
+static void st_nibble(void *p, uint64_t i, unsigned v)
+{
+	unsigned char *b = (unsigned char *)p + i / 2;
+	if (i % 2)
+		*b = (unsigned char)((*b & 0x0f) | ((v & 0xf) << 4));
+	else
+		*b = (unsigned char)((*b & 0xf0) | (v & 0xf));
+}
+
+static void st_crumb(void *p, uint64_t i, unsigned v)
+{
+	unsigned char *b = (unsigned char *)p + i / 4;
+	int sh = 2 * (int)(i % 4);
+	*b = (unsigned char)((*b & ~(3u << sh)) | ((v & 3u) << sh));
+}
+
+void ksti(int dtype, void *p, uint64_t i, int64_t v)
+{
+	switch (dtype) {
+	case IR_INT64: ((int64_t *)p)[i] = v; return;
+	case IR_UINT64: ((uint64_t *)p)[i] = (uint64_t)v; return;
+	case IR_INT32: ((int32_t *)p)[i] = (int32_t)(uint32_t)v; return;
+	case IR_UINT32: ((uint32_t *)p)[i] = (uint32_t)v; return;
+	case IR_INT16: ((int16_t *)p)[i] = (int16_t)(uint16_t)v; return;
+	case IR_UINT16: ((uint16_t *)p)[i] = (uint16_t)v; return;
+	case IR_INT8: ((int8_t *)p)[i] = (int8_t)(uint8_t)v; return;
+	case IR_UINT8: ((uint8_t *)p)[i] = (uint8_t)v; return;
+	case IR_BOOL: ((uint8_t *)p)[i] = v != 0; return;
+	case IR_INT4: case IR_UINT4: st_nibble(p, i, (unsigned)v); return;
+	case IR_INT2: case IR_UINT2: st_crumb(p, i, (unsigned)v); return;
+	default: kst(dtype, p, i, (double)v); return;
+	}
+}
+
+static int64_t f64_to_i64(double v)
+{
+	if (isnan(v))
+		return 0;
+	if (v >= 9223372036854775807.0)
+		return INT64_MAX;
+	if (v <= -9223372036854775808.0)
+		return INT64_MIN;
+	return (int64_t)v;
+}
+
+void kst(int dtype, void *p, uint64_t i, double v)
+{
+	switch (dtype) {
+	case IR_FLOAT: ((float *)p)[i] = (float)v; return;
+	case IR_DOUBLE: ((double *)p)[i] = v; return;
+	case IR_FLOAT16: ((uint16_t *)p)[i] = ir_f32_to_f16((float)v); return;
+	case IR_BFLOAT16: ((uint16_t *)p)[i] = ir_f32_to_bf16((float)v); return;
+	case IR_COMPLEX64: ((float *)p)[2 * i] = (float)v; ((float *)p)[2 * i + 1] = 0; return;
+	case IR_COMPLEX128: ((double *)p)[2 * i] = v; ((double *)p)[2 * i + 1] = 0; return;
+	case IR_BOOL: ((uint8_t *)p)[i] = v != 0; return;
+	case IR_UINT64:
+		if (v >= 18446744073709551615.0)
+			((uint64_t *)p)[i] = UINT64_MAX;
+		else if (v >= 9223372036854775808.0)
+			((uint64_t *)p)[i] = (uint64_t)v;
+		else
+			((uint64_t *)p)[i] = (uint64_t)f64_to_i64(v);
+		return;
+	case IR_F8E4M3FN: case IR_F8E4M3FNUZ: case IR_F8E5M2: case IR_F8E5M2FNUZ: case IR_F8E8M0:
+		((uint8_t *)p)[i] = kcvt_f32_to_small(dtype, (float)v, true);
+		return;
+	case IR_F4E2M1:
+		st_nibble(p, i, kcvt_f32_to_small(dtype, (float)v, true));
+		return;
+	case IR_STRING: case IR_UNDEFINED:
+		return;
+	default:
+		ksti(dtype, p, i, f64_to_i64(v));
+		return;
+	}
+}
+
+/* --- shapes --- */
+
+uint64_t knumel(int rank, const int64_t *dims)
+{
+	uint64_t n = 1;
+	for (int i = 0; i < rank; i++)
+		n *= (uint64_t)dims[i];
+	return n;
+}
+
+void kstrides(int rank, const int64_t *dims, int64_t *strides)
+{
+	/* unsigned: a zero-size tensor may have other dims whose product overflows */
+	uint64_t s = 1;
+	for (int i = rank - 1; i >= 0; i--) {
+		strides[i] = (int64_t)s;
+		s *= (uint64_t)dims[i];
+	}
+}
+
+int kaxis(struct cpu_kctx *k, int64_t axis, int rank, int *out)
+{
+	if (axis < -(int64_t)rank || axis >= (int64_t)(rank ? rank : 1)) {
+		if (!(rank == 0 && (axis == 0 || axis == -1)))
+			return kerr(k, "axis %lld is out of range for rank %d", (long long)axis, rank);
+	}
+	*out = (int)(axis < 0 ? axis + rank : axis);
+	return 0;
+}
+
+const char *kshape(const struct ir_tensor *t)
+{
+	static _Thread_local char buf[4][256];
+	static _Thread_local int which;
+	char *b = buf[which++ % 4];
+	if (!t)
+		return "(none)";
+	return ir_dims_str(t->rank, t->dims, b, 256);
+}
+
+int kbcast_shape(struct cpu_kctx *k, int n, const struct ir_tensor *const *ts, int *rank, int64_t *dims)
+{
+	int r = 0;
+	for (int i = 0; i < n; i++)
+		if (ts[i] && ts[i]->rank > r)
+			r = ts[i]->rank;
+	for (int j = 0; j < r; j++)
+		dims[j] = 1;
+	for (int i = 0; i < n; i++) {
+		const struct ir_tensor *t = ts[i];
+		if (!t)
+			continue;
+		for (int j = 0; j < t->rank; j++) {
+			int64_t d = t->dims[j];
+			int64_t *o = &dims[r - t->rank + j];
+			if (d == *o || d == 1)
+				continue;
+			if (*o == 1) {
+				*o = d;
+				continue;
+			}
+			return kerr(k, "shapes do not broadcast: input %d is %s, another input has %lld at that axis",
+				    i, kshape(t), (long long)*o);
+		}
+	}
+	*rank = r;
+	return 0;
+}
+
+void kbcast_strides(const struct ir_tensor *t, int rank, const int64_t *dims, int64_t *strides)
+{
+	(void)dims;
+	uint64_t s = 1;
+	for (int j = rank - 1; j >= 0; j--) {
+		int tj = j - (rank - t->rank);
+		if (tj < 0 || t->dims[tj] == 1) {
+			strides[j] = 0;
+			if (tj >= 0)
+				s *= (uint64_t)t->dims[tj];
+		} else {
+			strides[j] = (int64_t)s;
+			s *= (uint64_t)t->dims[tj];
+		}
+	}
+}
+
+void kiter_init(struct kiter *it, int rank, const int64_t *dims)
+{
+	it->rank = rank;
+	it->nops = 0;
+	for (int i = 0; i < rank; i++) {
+		it->dims[i] = dims[i];
+		it->idx[i] = 0;
+	}
+}
+
+int kiter_add(struct kiter *it, const int64_t *strides)
+{
+	int o = it->nops++;
+	for (int i = 0; i < it->rank; i++)
+		it->strides[o][i] = strides[i];
+	it->off[o] = 0;
+	return o;
+}
+
+void kiter_next(struct kiter *it)
+{
+	for (int j = it->rank - 1; j >= 0; j--) {
+		if (++it->idx[j] < it->dims[j]) {
+			for (int o = 0; o < it->nops; o++)
+				it->off[o] += it->strides[o][j];
+			return;
+		}
+		it->idx[j] = 0;
+		for (int o = 0; o < it->nops; o++)
+			it->off[o] -= it->strides[o][j] * (it->dims[j] - 1);
+	}
+}
+
+int kread_ints(struct cpu_kctx *k, const struct ir_tensor *t, int64_t *vals, int max, const char *what)
+{
+	if (!ir_dtype_is_int(t->dtype))
+		return kerr(k, "%s must be an integer tensor, not %s", what, ir_dtype_name(t->dtype)), -1;
+	if (t->numel > (uint64_t)max)
+		return kerr(k, "%s has %llu elements, at most %d are allowed", what,
+			    (unsigned long long)t->numel, max), -1;
+	for (uint64_t i = 0; i < t->numel; i++)
+		vals[i] = kldi(t->dtype, kdata(t), i);
+	return (int)t->numel;
+}
+
+void kern_store_f64(int dtype, void *p, uint64_t i, double v)
+{
+	kst(dtype, p, i, v);
+}
+
+int kelem_bytes(int dtype)
+{
+	int bits = ir_dtype_bits(dtype);
+	if (dtype == IR_STRING || bits < 8)
+		return 0;
+	return bits / 8;
+}
+
+void kcopy_rows(void *dst, int64_t dst_len, int64_t dst_start, const void *src, int64_t src_len, int64_t start,
+		int64_t len, int64_t outer, size_t inner_bytes)
+{
+	if (len <= 0 || !inner_bytes)
+		return;
+	for (int64_t o = 0; o < outer; o++)
+		memcpy((char *)dst + ((size_t)(o * dst_len + dst_start)) * inner_bytes,
+		       (const char *)src + ((size_t)(o * src_len + start)) * inner_bytes, (size_t)len * inner_bytes);
+}

@@ -1,0 +1,788 @@
+/*
+ * cmd_run.c - `run` (execute the model on inputs, summarise or check its
+ * outputs) and `compare` (two saved sets of tensors).
+ */
+#include "shell.h"
+#include "exec/exec.h"
+#include "exec/exec_io.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------------ */
+/* Tensor sets on disk                                                       */
+/* ------------------------------------------------------------------------ */
+
+static bool ends_with(const char *s, const char *suf)
+{
+	size_t n = strlen(s), m = strlen(suf);
+	return n >= m && !strcmp(s + n - m, suf);
+}
+
+static bool is_dir(const char *p)
+{
+	struct stat st;
+	return !stat(p, &st) && S_ISDIR(st.st_mode);
+}
+
+static bool exists(const char *p)
+{
+	struct stat st;
+	return !stat(p, &st);
+}
+
+/* A value name as a file name: bytes other than [A-Za-z0-9._-] become '_'. */
+static void file_name(const char *name, char *buf, size_t size)
+{
+	size_t k = 0;
+	for (const char *p = name; *p && k + 1 < size; p++) {
+		char c = *p;
+		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+			  c == '_' || c == '-';
+		buf[k++] = ok ? c : '_';
+	}
+	buf[k] = 0;
+	if (!k || !strcmp(buf, ".") || !strcmp(buf, ".."))
+		snprintf(buf, size, "_%s", k ? buf : "");
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Every NAME.npy in a folder, as NAME -> tensor (sorted by name). */
+static int read_npy_dir(const char *dir, struct exec_values *out, struct ir_diag *d)
+{
+	DIR *D = opendir(dir);
+	if (!D)
+		return ir_diag_err(d, IR_EIO, "cannot open '%s': %s", dir, sh_strerror(errno));
+	char **names = NULL;
+	int n = 0, cap = 0, rc = 0;
+	struct dirent *e;
+	while ((e = readdir(D))) {
+		if (e->d_name[0] == '.' || !ends_with(e->d_name, ".npy"))
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 32;
+			char **x = realloc(names, sizeof(*x) * (size_t)cap);
+			if (!x) {
+				rc = ir_diag_err(d, IR_ENOMEM, "out of memory");
+				break;
+			}
+			names = x;
+		}
+		if (!(names[n] = strdup(e->d_name))) {
+			rc = ir_diag_err(d, IR_ENOMEM, "out of memory");
+			break;
+		}
+		n++;
+	}
+	closedir(D);
+	if (!rc && n)
+		qsort(names, (size_t)n, sizeof(*names), cmp_names);
+	for (int i = 0; !rc && i < n; i++) {
+		char path[4096];
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, names[i]) >= sizeof(path)) {
+			rc = ir_diag_err(d, IR_ERR, "path too long in '%s'", dir);
+			break;
+		}
+		struct ir_tensor *t;
+		if ((rc = exec_npy_read(path, &t, d)))
+			break;
+		names[i][strlen(names[i]) - 4] = 0;
+		rc = exec_values_add_tensor(out, names[i], t);
+		ir_tensor_unref(t);
+		if (rc)
+			rc = ir_diag_err(d, IR_ENOMEM, "out of memory");
+	}
+	if (!rc && !n)
+		rc = ir_diag_err(d, IR_ERR, "'%s' has no .npy files", dir);
+	for (int i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return rc;
+}
+
+/* Output_N.pb files of a test-data folder, named after the model's outputs (or output_N). */
+static int read_pb_outputs(const struct ir_model *m, const char *dir, struct exec_values *out, struct ir_diag *d)
+{
+	for (int i = 0;; i++) {
+		char path[4096], name[64];
+		if ((size_t)snprintf(path, sizeof(path), "%s/output_%d.pb", dir, i) >= sizeof(path))
+			return ir_diag_err(d, IR_ERR, "path too long: '%s'", dir);
+		if (!exists(path)) {
+			if (i == 0)
+				return ir_diag_err(d, IR_ERR, "'%s' has no output_0.pb", dir);
+			return 0;
+		}
+		const struct ir_value *v = m && i < m->graph->n_outputs ? m->graph->outputs[i] : NULL;
+		struct kern_value kv;
+		int rc = exec_read_pb_value(path, v ? &v->type : NULL, &kv, d);
+		if (rc)
+			return rc;
+		snprintf(name, sizeof(name), "output_%d", i);
+		if (exec_values_add(out, v ? v->name : name, &kv)) {
+			kern_value_clear(&kv);
+			return ir_diag_err(d, IR_ENOMEM, "out of memory");
+		}
+	}
+}
+
+/*
+ * Reads a set of tensors: an .npz file, an .npy or .pb file (one tensor), a
+ * folder of NAME.npy files, an ONNX test-data folder (input_N.pb /
+ * output_N.pb) or a test folder holding test_data_set_0. `outputs` picks
+ * output_N.pb over input_N.pb in test-data folders. `m` (may be NULL) names
+ * positional tensors.
+ */
+static int read_set(const struct ir_model *m, const char *path, bool outputs, struct exec_values *out,
+		    struct ir_diag *d)
+{
+	char sub[4096];
+	int rc;
+	if (is_dir(path)) {
+		snprintf(sub, sizeof(sub), "%s/test_data_set_0", path);
+		if (is_dir(sub))
+			path = sub;
+		char probe[4200];
+		snprintf(probe, sizeof(probe), "%s/%s_0.pb", path, outputs ? "output" : "input");
+		if (exists(probe)) {
+			if (outputs)
+				return read_pb_outputs(m, path, out, d);
+			if (!m)
+				return ir_diag_err(d, IR_ERR, "reading input_N.pb needs a model");
+			return exec_read_test_dir(m, path, out, NULL, d);
+		}
+		return read_npy_dir(path, out, d);
+	}
+	if (!exists(path))
+		return ir_diag_err(d, IR_EIO, "cannot open '%s': %s", path, sh_strerror(errno));
+	if (ends_with(path, ".npz")) {
+		struct exec_named_tensor *a;
+		int n;
+		if ((rc = exec_npz_read(path, &a, &n, d)))
+			return rc;
+		for (int i = 0; !rc && i < n; i++)
+			if (exec_values_add_tensor(out, a[i].name, a[i].t))
+				rc = ir_diag_err(d, IR_ENOMEM, "out of memory");
+		exec_named_free(a, n);
+		return rc;
+	}
+	struct ir_tensor *t = NULL;
+	const char *name = NULL;
+	const struct ir_value *v = NULL;
+	if (m) {
+		const struct ir_graph *g = m->graph;
+		if (outputs && g->n_outputs)
+			v = g->outputs[0];
+		for (int i = 0; !outputs && !v && i < g->n_inputs; i++)
+			if (!g->inputs[i]->init)
+				v = g->inputs[i];
+	}
+	name = v ? v->name : outputs ? "output_0" : "input_0";
+	if (ends_with(path, ".npy")) {
+		if ((rc = exec_npy_read(path, &t, d)))
+			return rc;
+	} else if (ends_with(path, ".pb")) {
+		struct kern_value kv;
+		if ((rc = exec_read_pb_value(path, v ? &v->type : NULL, &kv, d)))
+			return rc;
+		if (exec_values_add(out, name, &kv)) {
+			kern_value_clear(&kv);
+			return ir_diag_err(d, IR_ENOMEM, "out of memory");
+		}
+		return 0;
+	} else {
+		return ir_diag_err(d, IR_ERR, "'%s': expected an .npz, .npy or .pb file, or a folder", path);
+	}
+	rc = exec_values_add_tensor(out, name, t);
+	ir_tensor_unref(t);
+	return rc ? ir_diag_err(d, IR_ENOMEM, "out of memory") : 0;
+}
+
+/* Renames positional entries (arr_N from np.savez, input_N/output_N) to the model's names. */
+static void name_positional(const struct ir_model *m, struct exec_values *vs, bool outputs)
+{
+	if (!m)
+		return;
+	const struct ir_graph *g = m->graph;
+	const struct ir_value *want[512];
+	int n = 0;
+	if (outputs)
+		for (int i = 0; i < g->n_outputs && n < 512; i++)
+			want[n++] = g->outputs[i];
+	else
+		for (int i = 0; i < g->n_inputs && n < 512; i++)
+			if (!g->inputs[i]->init)
+				want[n++] = g->inputs[i];
+	for (int i = 0; i < vs->n; i++) {
+		int k;
+		const char *nm = vs->a[i].name;
+		if (ir_value_find(g, nm))
+			continue;
+		if (sscanf(nm, "arr_%d", &k) == 1 || sscanf(nm, outputs ? "output_%d" : "input_%d", &k) == 1) {
+			if (k >= 0 && k < n) {
+				char *c = strdup(want[k]->name);
+				if (c) {
+					free(vs->a[i].name);
+					vs->a[i].name = c;
+				}
+			}
+			continue;
+		}
+		/* a file name made from a value name (odd characters became '_') */
+		for (int j = 0; j < n; j++) {
+			char fn[512];
+			file_name(want[j]->name, fn, sizeof(fn));
+			if (!strcmp(fn, nm)) {
+				char *c = strdup(want[j]->name);
+				if (c) {
+					free(vs->a[i].name);
+					vs->a[i].name = c;
+				}
+				break;
+			}
+		}
+	}
+}
+
+/* Writes a set: NAME.npy files in a folder, or one .npz. */
+static int write_set(const char *path, const struct exec_values *vs, struct ir_diag *d)
+{
+	int rc = 0;
+	if (ends_with(path, ".npz")) {
+		struct exec_named_tensor *a = calloc((size_t)(vs->n ? vs->n : 1), sizeof(*a));
+		int n = 0;
+		if (!a)
+			return ir_diag_err(d, IR_ENOMEM, "out of memory");
+		for (int i = 0; i < vs->n; i++)
+			if (vs->a[i].v.kind == KV_TENSOR) {
+				a[n].name = vs->a[i].name;
+				a[n++].t = vs->a[i].v.t;
+			}
+		rc = exec_npz_write(path, a, n, d);
+		free(a);
+		return rc;
+	}
+	if (!is_dir(path) && mkdir(path, 0777) && errno != EEXIST)
+		return ir_diag_err(d, IR_EIO, "cannot make folder '%s': %s", path, sh_strerror(errno));
+	for (int i = 0; !rc && i < vs->n; i++) {
+		if (vs->a[i].v.kind != KV_TENSOR)
+			continue;
+		char fn[512], p[4700];
+		file_name(vs->a[i].name, fn, sizeof(fn));
+		snprintf(p, sizeof(p), "%s/%s.npy", path, fn);
+		rc = exec_npy_write(p, vs->a[i].v.t, d);
+	}
+	return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Printing                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static const char *num(double v, char *buf, size_t size)
+{
+	if (isnan(v))
+		snprintf(buf, size, "nan");
+	else if (isinf(v))
+		snprintf(buf, size, v > 0 ? "inf" : "-inf");
+	else
+		snprintf(buf, size, "%.6g", v);
+	return buf;
+}
+
+static void print_value_row(struct sh_table *t, const char *name, const struct kern_value *v)
+{
+	char shape[256], b[5][32], extra[64];
+	if (v->kind == KV_NONE) {
+		sh_table_row(t, sh_esc(name), "-", "(empty optional)", "", "", "", "", "");
+		return;
+	}
+	if (v->kind == KV_SEQ) {
+		snprintf(shape, sizeof(shape), "sequence of %d", v->n_items);
+		sh_table_row(t, sh_esc(name), v->elem ? ir_dtype_name(v->elem) : "?", shape, "", "", "", "", "");
+		return;
+	}
+	const struct ir_tensor *x = v->t;
+	ir_dims_str(x->rank, x->dims, shape, sizeof(shape));
+	struct kern_stats st;
+	memset(&st, 0, sizeof(st));
+	if (x->dtype == IR_STRING || exec_tensor_stats(x, &st, NULL)) {
+		sh_table_row(t, sh_esc(name), ir_dtype_name(x->dtype), shape, "", "", "", "", "");
+		return;
+	}
+	extra[0] = 0;
+	if (st.nan || st.inf)
+		snprintf(extra, sizeof(extra), "%" PRIu64 " nan, %" PRIu64 " inf", st.nan, st.inf);
+	sh_table_row(t, sh_esc(name), ir_dtype_name(x->dtype), shape, num(st.min, b[0], 32), num(st.max, b[1], 32),
+		     num(st.mean, b[2], 32), num(st.std, b[3], 32), extra);
+}
+
+static void json_value(struct sh_json *j, const char *name, const struct kern_value *v)
+{
+	sh_json_obj(j);
+	sh_json_kstr(j, "name", name);
+	if (v->kind == KV_TENSOR) {
+		const struct ir_tensor *x = v->t;
+		sh_json_kstr(j, "dtype", ir_dtype_name(x->dtype));
+		sh_json_key(j, "shape");
+		sh_json_arr(j);
+		for (int i = 0; i < x->rank; i++)
+			sh_json_int(j, x->dims[i]);
+		sh_json_arr_end(j);
+		struct kern_stats st;
+		if (x->dtype != IR_STRING && !exec_tensor_stats(x, &st, NULL)) {
+			sh_json_knum(j, "min", st.min);
+			sh_json_knum(j, "max", st.max);
+			sh_json_knum(j, "mean", st.mean);
+			sh_json_knum(j, "std", st.std);
+			sh_json_kuint(j, "nan", st.nan);
+			sh_json_kuint(j, "inf", st.inf);
+		}
+	} else if (v->kind == KV_SEQ) {
+		sh_json_kstr(j, "kind", "sequence");
+		sh_json_kint(j, "items", v->n_items);
+	} else {
+		sh_json_kstr(j, "kind", "empty");
+	}
+	sh_json_obj_end(j);
+}
+
+/* Flat index -> "[0,3,1]" */
+static const char *index_str(const struct ir_tensor *t, uint64_t flat, char *buf, size_t size)
+{
+	int64_t idx[IR_MAX_RANK];
+	for (int i = t->rank - 1; i >= 0; i--) {
+		idx[i] = t->dims[i] ? (int64_t)(flat % (uint64_t)t->dims[i]) : 0;
+		flat = t->dims[i] ? flat / (uint64_t)t->dims[i] : 0;
+	}
+	return ir_dims_str(t->rank, idx, buf, size);
+}
+
+struct cmp_out {
+	struct sh_table t;
+	struct sh_json j;
+	bool json;
+	int compared, passed, missing;
+	struct sh_table why;   /* the worst element of each failing tensor */
+};
+
+/* Compares one actual value with an expected one and adds the row. */
+static int compare_one(struct session *s, struct cmp_out *c, const char *name, const struct kern_value *a,
+		       const struct kern_value *b, const struct exec_cmp_opts *user)
+{
+	if (a->kind != KV_TENSOR || b->kind != KV_TENSOR) {
+		if (c->json) {
+			sh_json_obj(&c->j);
+			sh_json_kstr(&c->j, "name", name);
+			sh_json_kstr(&c->j, "error", "only tensors are compared");
+			sh_json_obj_end(&c->j);
+		} else {
+			sh_table_row(&c->t, sh_esc(name), "-", "", "", "", "", "", "", "not a tensor");
+		}
+		c->compared++;
+		return 0;
+	}
+	struct exec_cmp_opts o;
+	exec_cmp_defaults(b->t->dtype, &o);
+	if (user->atol >= 0)
+		o.atol = user->atol;
+	if (user->rtol >= 0)
+		o.rtol = user->rtol;
+	o.topk = 5;
+	struct exec_cmp r;
+	struct ir_diag d;
+	ir_diag_init(&d);
+	int rc = exec_compare(a->t, b->t, &o, &r, &d);
+	if (rc)
+		return sh_diag(s, &d);
+	ir_diag_clear(&d);
+	c->compared++;
+	if (r.pass)
+		c->passed++;
+	char b1[32], b2[32], b3[32], b4[32], top[64], bad[64], ix[256], wa[32], wb[32];
+	if (c->json) {
+		sh_json_obj(&c->j);
+		sh_json_kstr(&c->j, "name", name);
+		sh_json_kbool(&c->j, "pass", r.pass);
+		if (!r.shape_ok || !r.dtype_ok)
+			sh_json_kstr(&c->j, "why", r.why);
+		sh_json_knum(&c->j, "atol", o.atol);
+		sh_json_knum(&c->j, "rtol", o.rtol);
+		sh_json_kuint(&c->j, "elements", r.n);
+		sh_json_kuint(&c->j, "bad", r.n_bad);
+		sh_json_knum(&c->j, "max_abs", r.max_abs);
+		sh_json_knum(&c->j, "max_rel", r.max_rel);
+		sh_json_knum(&c->j, "cosine", r.cosine);
+		sh_json_knum(&c->j, "snr_db", r.snr_db);
+		if (r.has_topk) {
+			sh_json_knum(&c->j, "top1", r.top1_agree);
+			sh_json_knum(&c->j, "top5", r.topk_agree);
+		}
+		sh_json_kuint(&c->j, "nan_actual", r.nan_a);
+		sh_json_kuint(&c->j, "nan_expected", r.nan_b);
+		sh_json_kuint(&c->j, "inf_actual", r.inf_a);
+		sh_json_kuint(&c->j, "inf_expected", r.inf_b);
+		if (r.n_bad && r.shape_ok) {
+			sh_json_kuint(&c->j, "worst_index", r.worst);
+			sh_json_knum(&c->j, "worst_actual", r.worst_a);
+			sh_json_knum(&c->j, "worst_expected", r.worst_b);
+		}
+		sh_json_obj_end(&c->j);
+		return 0;
+	}
+	if (!r.shape_ok || !r.dtype_ok) {
+		sh_table_row(&c->t, sh_esc(name), "FAIL", "", "", "", "", "", "", r.why);
+		return 0;
+	}
+	top[0] = 0;
+	if (r.has_topk)
+		snprintf(top, sizeof(top), "%.0f%%/%.0f%%", 100 * r.top1_agree, 100 * r.topk_agree);
+	snprintf(bad, sizeof(bad), "%" PRIu64 "/%" PRIu64, r.n_bad, r.n);
+	sh_table_row(&c->t, sh_esc(name), r.pass ? "ok" : "FAIL", num(r.max_abs, b1, 32), num(r.max_rel, b2, 32),
+		     num(r.cosine, b3, 32), num(r.snr_db, b4, 32), top, bad, "");
+	if (r.n_bad) {
+		char rule[96];
+		snprintf(rule, sizeof(rule), "|a-b| <= %g + %g*|b|", o.atol, o.rtol);
+		sh_table_row(&c->why, sh_esc(name), index_str(b->t, r.worst, ix, sizeof(ix)), num(r.worst_a, wa, 32),
+			     num(r.worst_b, wb, 32), rule);
+	}
+	if (r.nan_mismatch) {
+		char nb[64];
+		snprintf(nb, sizeof(nb), "%" PRIu64 " NaN only on one side", r.nan_mismatch);
+		sh_table_row(&c->why, sh_esc(name), "", "", "", nb);
+	}
+	return 0;
+}
+
+/*
+ * Compares every value of `actual` that `expected` names (by name; by
+ * position when no name matches and the counts agree). Prints the table.
+ * Returns 0 when everything compared passes, 1 when something fails, -1 on error.
+ */
+static int compare_sets(struct session *s, const struct exec_values *actual, const struct exec_values *expected,
+			const struct exec_cmp_opts *user, bool json)
+{
+	struct cmp_out c = { .json = json };
+	bool by_pos = true;
+	for (int i = 0; i < expected->n; i++)
+		if (exec_values_find(actual, expected->a[i].name))
+			by_pos = false;
+	by_pos = by_pos && actual->n == expected->n;
+	if (json) {
+		sh_json_begin(&c.j, s->out);
+		sh_json_obj(&c.j);
+		sh_json_key(&c.j, "compared");
+		sh_json_arr(&c.j);
+	} else {
+		sh_table_init(&c.t, 9, "tensor", "result", ">max abs", ">max rel", ">cosine", ">snr dB", "top1/top5",
+			      ">bad", "note");
+		sh_table_init(&c.why, 5, "tensor", "worst at", ">actual", ">expected", "rule");
+	}
+	int rc = 0;
+	for (int i = 0; i < expected->n && !rc; i++) {
+		const struct kern_value *a = by_pos ? &actual->a[i].v : exec_values_find(actual, expected->a[i].name);
+		if (!a) {
+			c.missing++;
+			if (!json)
+				sh_table_row(&c.t, sh_esc(expected->a[i].name), "-", "", "", "", "", "", "", "no such value here");
+			continue;
+		}
+		rc = compare_one(s, &c, expected->a[i].name, a, &expected->a[i].v, user);
+	}
+	if (json) {
+		sh_json_arr_end(&c.j);
+		sh_json_kint(&c.j, "passed", c.passed);
+		sh_json_kint(&c.j, "failed", c.compared - c.passed);
+		sh_json_kint(&c.j, "missing", c.missing);
+		sh_json_obj_end(&c.j);
+		sh_json_end(&c.j);
+	} else {
+		sh_table_print(s, &c.t, true);
+		if (c.why.rows) {
+			sh_printf(s, "\n");
+			sh_table_print(s, &c.why, true);
+		}
+		sh_table_free(&c.t);
+		sh_table_free(&c.why);
+		sh_printf(s, "%d compared: %d passed, %d failed%s\n", c.compared, c.passed, c.compared - c.passed,
+			  c.missing ? " (some expected values are missing)" : "");
+	}
+	if (rc)
+		return -1;
+	return c.passed == c.compared && !c.missing ? 0 : 1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* run                                                                       */
+/* ------------------------------------------------------------------------ */
+
+struct prog {
+	struct timespec t0;
+	bool shown;
+};
+
+static void run_progress(void *arg, int done, int total)
+{
+	struct prog *p = arg;
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	double el = (double)(t.tv_sec - p->t0.tv_sec) + (t.tv_nsec - p->t0.tv_nsec) / 1e9;
+	if (el < 1.0 || (done != total && done % 8))
+		return;
+	fflush(stdout);
+	fprintf(stderr, "\rrunning %d/%d nodes (%.0f s)\033[K", done, total, el);
+	p->shown = true;
+}
+
+static int parse_double_opt(struct session *s, const char *cmd, const char *name, const char *v, double *out)
+{
+	char *end;
+	errno = 0;
+	double x = strtod(v, &end);
+	if (!*v || *end || errno || !(x >= 0) || isinf(x))
+		return sh_error(s, "%s: --%s must be a number >= 0, not '%s'", cmd, name, sh_esc(v));
+	*out = x;
+	return 0;
+}
+
+void sh_run_forget(struct session *s)
+{
+	exec_values_clear(&s->last_run);
+	s->last_run_all = false;
+}
+
+int cmd_run(struct session *s, int argc, char **argv)
+{
+	struct sh_args a;
+	if (sh_parse_args(s, sh_find_command(argv[0]), argc, argv, &a))
+		return -1;
+	if (a.npos)
+		return sh_usage(s, argv[0]);
+	if (!sh_need_model(s))
+		return -1;
+	struct ir_model *m = s->model;
+	struct exec_cmp_opts user = { .atol = -1, .rtol = -1 };
+	uint64_t seed = 0;
+	const char *v;
+	if ((v = sh_opt(&a, "seed"))) {
+		char *end;
+		errno = 0;
+		unsigned long long x = strtoull(v, &end, 10);
+		if (!*v || *end || errno || *v == '-')
+			return sh_error(s, "run: --seed must be a whole number, not '%s'", sh_esc(v));
+		seed = x;
+	}
+	if ((v = sh_opt(&a, "atol")) && parse_double_opt(s, "run", "atol", v, &user.atol))
+		return -1;
+	if ((v = sh_opt(&a, "rtol")) && parse_double_opt(s, "run", "rtol", v, &user.rtol))
+		return -1;
+	const struct exec_backend *be = &exec_backend_cpu;
+	if ((v = sh_opt(&a, "backend")) && !(be = exec_backend_find(v)))
+		return sh_error(s, "run: no backend '%s' (there is: cpu)", sh_esc(v));
+	bool json = sh_flag(&a, "json"), all = sh_flag(&a, "all-tensors");
+	struct exec_shape shapes[32];
+	int n_shapes = 0, ret = -1;
+	struct ir_diag d;
+	ir_diag_init(&d);
+	struct exec_values in = { 0 }, out = { 0 }, keep = { 0 }, want = { 0 };
+	struct exec_report rep = { 0 };
+	for (int i = 0; i < a.nopt; i++) {
+		if (strcmp(a.opt_name[i], "shape"))
+			continue;
+		if (n_shapes == 32) {
+			sh_error(s, "run: at most 32 --shape options");
+			goto out;
+		}
+		if (exec_shape_parse(a.opt_val[i], &shapes[n_shapes], &d)) {
+			ir_diag_prefix(&d, "run: --shape");
+			sh_diag(s, &d);
+			goto out;
+		}
+		n_shapes++;
+	}
+	if ((v = sh_opt(&a, "inputs"))) {
+		if (read_set(m, v, false, &in, &d)) {
+			sh_diag(s, &d);
+			goto out;
+		}
+		name_positional(m, &in, false);
+	}
+	if ((v = sh_opt(&a, "expect"))) {
+		if (read_set(m, v, true, &want, &d)) {
+			sh_diag(s, &d);
+			goto out;
+		}
+		name_positional(m, &want, true);
+	}
+	if (exec_random_inputs(m, seed, shapes, n_shapes, &in, &in, &d)) {
+		ir_diag_prefix(&d, "run");
+		sh_diag(s, &d);
+		goto out;
+	}
+	for (size_t i = 0; i < d.n_warnings; i++)
+		sh_warn(s, "run: %s", sh_esc(d.warnings[i]));
+	ir_diag_clear(&d);
+	ir_diag_init(&d);
+	struct prog pg = { .shown = false };
+	clock_gettime(CLOCK_MONOTONIC, &pg.t0);
+	struct exec_opts o = { .backend = be, .keep_all = all, .progress = s->interactive ? run_progress : NULL,
+			       .progress_arg = &pg };
+	int rc = exec_run(m, &in, &o, &out, &keep, &rep, &d);
+	if (pg.shown)
+		fputs("\r\033[K", stderr);
+	if (rc) {
+		ir_diag_prefix(&d, "run");
+		sh_diag(s, &d);
+		goto out;
+	}
+	/* what the session keeps for later commands: outputs, or every value */
+	sh_run_forget(s);
+	for (int i = 0; i < in.n; i++) {
+		struct kern_value c;
+		if (!kern_value_copy(&c, &in.a[i].v) && exec_values_add(&s->last_run, in.a[i].name, &c))
+			kern_value_clear(&c);
+	}
+	const struct exec_values *mine = all ? &keep : &out;
+	for (int i = 0; i < mine->n; i++) {
+		struct kern_value c;
+		if (!kern_value_copy(&c, &mine->a[i].v) && exec_values_add(&s->last_run, mine->a[i].name, &c))
+			kern_value_clear(&c);
+	}
+	s->last_run_all = all;
+	if ((v = sh_opt(&a, "save-outputs"))) {
+		if (write_set(v, all ? &keep : &out, &d)) {
+			sh_diag(s, &d);
+			goto out;
+		}
+	}
+	char b1[32], b2[32];
+	if (json && !want.n) {
+		struct sh_json j;
+		sh_json_begin(&j, s->out);
+		sh_json_obj(&j);
+		sh_json_kstr(&j, "backend", be->name);
+		sh_json_knum(&j, "ms", rep.ms);
+		sh_json_kuint(&j, "peak_activation_bytes", rep.peak_bytes);
+		sh_json_kuint(&j, "buffers", rep.n_allocs);
+		sh_json_kuint(&j, "buffers_reused", rep.n_reused);
+		sh_json_key(&j, "inputs");
+		sh_json_arr(&j);
+		for (int i = 0; i < in.n; i++)
+			json_value(&j, in.a[i].name, &in.a[i].v);
+		sh_json_arr_end(&j);
+		sh_json_key(&j, "outputs");
+		sh_json_arr(&j);
+		for (int i = 0; i < out.n; i++)
+			json_value(&j, out.a[i].name, &out.a[i].v);
+		sh_json_arr_end(&j);
+		sh_json_obj_end(&j);
+		sh_json_end(&j);
+		ret = 0;
+		goto out;
+	}
+	if (!json) {
+		struct sh_table t;
+		sh_table_init(&t, 8, "output", "dtype", "shape", ">min", ">max", ">mean", ">std", "note");
+		for (int i = 0; i < out.n; i++)
+			print_value_row(&t, out.a[i].name, &out.a[i].v);
+		sh_table_print(s, &t, true);
+		sh_table_free(&t);
+		sh_printf(s, "ran %d nodes on %s in %.1f ms; activations: peak %s live, %s made in %" PRIu64
+			  " buffers (%" PRIu64 " reused)%s\n", rep.n_nodes, be->name, rep.ms,
+			  sh_bytes(rep.peak_bytes, b1, sizeof(b1)), sh_bytes(rep.total_bytes, b2, sizeof(b2)), rep.n_allocs,
+			  rep.n_reused, all ? "; every value kept for compare" : "");
+	}
+	if (want.n) {
+		if (!json)
+			sh_printf(s, "\n");
+		int c = compare_sets(s, &out, &want, &user, json);
+		if (c < 0)
+			goto out;
+		if (c > 0) {
+			ret = sh_error(s, "run: the outputs do not match '%s'", sh_esc(sh_opt(&a, "expect")));
+			goto out;
+		}
+	}
+	ret = 0;
+out:
+	for (int i = 0; i < n_shapes; i++)
+		exec_shape_clear(&shapes[i]);
+	exec_values_clear(&in);
+	exec_values_clear(&out);
+	exec_values_clear(&keep);
+	exec_values_clear(&want);
+	exec_report_clear(&rep);
+	ir_diag_clear(&d);
+	return ret;
+}
+
+/* ------------------------------------------------------------------------ */
+/* compare                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* "last" is the session's last run; anything else is read from disk. */
+static int get_set(struct session *s, const char *what, struct exec_values *out, struct ir_diag *d)
+{
+	if (!strcmp(what, "last")) {
+		if (!s->last_run.n)
+			return ir_diag_err(d, IR_ERR, "there is no last run: use run first");
+		for (int i = 0; i < s->last_run.n; i++) {
+			struct kern_value c;
+			if (kern_value_copy(&c, &s->last_run.a[i].v) || exec_values_add(out, s->last_run.a[i].name, &c))
+				return ir_diag_err(d, IR_ENOMEM, "out of memory");
+		}
+		return 0;
+	}
+	int rc = read_set(s->model, what, true, out, d);
+	if (!rc)
+		name_positional(s->model, out, true);
+	return rc;
+}
+
+int cmd_compare(struct session *s, int argc, char **argv)
+{
+	struct sh_args a;
+	if (sh_parse_args(s, sh_find_command(argv[0]), argc, argv, &a))
+		return -1;
+	if (a.npos != 2)
+		return sh_usage(s, argv[0]);
+	struct exec_cmp_opts user = { .atol = -1, .rtol = -1 };
+	const char *v;
+	if ((v = sh_opt(&a, "atol")) && parse_double_opt(s, "compare", "atol", v, &user.atol))
+		return -1;
+	if ((v = sh_opt(&a, "rtol")) && parse_double_opt(s, "compare", "rtol", v, &user.rtol))
+		return -1;
+	struct exec_values x = { 0 }, y = { 0 };
+	struct ir_diag d;
+	ir_diag_init(&d);
+	int ret = -1;
+	if (get_set(s, a.pos[0], &x, &d) || get_set(s, a.pos[1], &y, &d)) {
+		ir_diag_prefix(&d, "compare");
+		sh_diag(s, &d);
+		goto out;
+	}
+	int c = compare_sets(s, &x, &y, &user, sh_flag(&a, "json"));
+	if (c < 0)
+		goto out;
+	if (c > 0) {
+		ret = sh_error(s, "compare: '%s' and '%s' differ", sh_esc(a.pos[0]), sh_esc(a.pos[1]));
+		goto out;
+	}
+	ret = 0;
+out:
+	exec_values_clear(&x);
+	exec_values_clear(&y);
+	ir_diag_clear(&d);
+	return ret;
+}
