@@ -78,6 +78,7 @@ struct exec_opts {
 	void (*progress)(void *arg, int done, int total);
 	void *progress_arg;
 	uint64_t max_live;      /* activation memory limit in bytes; 0: half the machine's memory */
+	uint64_t max_steps;     /* limit on nodes run (subgraph iterations included); 0: none */
 };
 
 struct exec_report {
@@ -109,23 +110,6 @@ int exec_check_inputs(const struct ir_model *m, const struct exec_values *inputs
  */
 int exec_run(const struct ir_model *m, const struct exec_values *inputs, const struct exec_opts *opts,
 	     struct exec_values *outputs, struct exec_values *all, struct exec_report *rep, struct ir_diag *d);
-
-/*
- * A static memory plan of the main graph for the shapes ir_infer() found
- * (run it first): the activations live at once at each node in the current
- * order, with buffers freed after their last reader. `peak_bytes` is the
- * largest such set; `known` is false when some activation's size is not
- * known (its name in `why`).
- */
-struct exec_plan {
-	bool known;
-	char why[256];
-	uint64_t peak_bytes;
-	int peak_node;          /* id of the node where the peak is reached, -1 if none */
-	uint64_t total_bytes;   /* every activation, without reuse */
-	int n_values;
-};
-int exec_plan_memory(const struct ir_model *m, struct exec_plan *plan, struct ir_diag *d);
 
 /* ------------------------------------------------------------------------ */
 /* Inputs                                                                    */

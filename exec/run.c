@@ -90,7 +90,17 @@ struct run {
 	uint64_t live, peak, total, n_allocs, n_reused, max_live;
 	struct exec_values *all;
 	double *node_ms;             /* opts->time_nodes: per main-graph node */
+	uint64_t steps;              /* nodes and subgraph runs so far */
 };
+
+/* Counts one step (a node, or a subgraph run); an error past opts->max_steps. */
+static int step(struct run *R)
+{
+	if (R->o->max_steps && ++R->steps > R->o->max_steps)
+		return ir_diag_err(R->d, IR_ERR, "stopped after %llu steps (the limit for this run)",
+				   (unsigned long long)R->o->max_steps);
+	return 0;
+}
 
 static size_t ptr_hash(const void *p, size_t cap)
 {
@@ -367,7 +377,10 @@ static int hook_run_graph(struct cpu_kctx *k, const struct ir_graph *g, int n_in
 		return ir_diag_err(k->d, IR_ERR, "subgraph '%s' takes %d inputs, %d given", g->name ? g->name : "",
 				   g->n_inputs, n_in);
 	struct frame sub;
-	int rc = frame_init(&sub, R, g, h->f, false);
+	int rc = step(R);
+	if (rc)
+		return rc;
+	rc = frame_init(&sub, R, g, h->f, false);
 	if (rc)
 		return rc;
 	for (int i = 0; i < n_in; i++) {
@@ -425,6 +438,8 @@ static int run_node(struct frame *f, struct ir_node *n)
 	struct ir_diag *d = R->d;
 	char label[300];
 	char why[256];
+	if (step(R))
+		return IR_ERR;
 	if (!R->be->supports_node(n, why, sizeof(why))) {
 		node_label(n, label, sizeof(label));
 		return ir_diag_err(d, IR_ERR, "%s %s", label, why);
@@ -708,94 +723,6 @@ done:
 	}
 	free(R.node_ms);
 	return rc;
-}
-
-/* ------------------------------------------------------------------------ */
-/* The static memory plan                                                    */
-/* ------------------------------------------------------------------------ */
-
-static bool value_bytes(const struct ir_value *v, uint64_t *out)
-{
-	const struct ir_type *t = ir_value_type(v);
-	if (!t || t->kind != IR_TYPE_TENSOR || !t->elem || t->rank < 0)
-		return false;
-	uint64_t n = 1;
-	for (int i = 0; i < t->rank; i++) {
-		int64_t dv = t->dims[i].kind == IR_DIM_VALUE ? t->dims[i].value
-			   : t->dims[i].kind == IR_DIM_PARAM ? 1 : -1;
-		if (dv < 0)
-			return false;
-		if (dv && n > UINT64_MAX / (uint64_t)dv)
-			return false;
-		n *= (uint64_t)dv;
-	}
-	return ir_dtype_nbytes(t->elem, n, out) || t->elem == IR_STRING;
-}
-
-int exec_plan_memory(const struct ir_model *m, struct exec_plan *plan, struct ir_diag *d)
-{
-	const struct ir_graph *g = m->graph;
-	memset(plan, 0, sizeof(*plan));
-	plan->known = true;
-	plan->peak_node = -1;
-	int *last = malloc((g->n_values ? g->n_values : 1) * sizeof(int));
-	if (!last)
-		return ir_diag_err(d, IR_ENOMEM, "out of memory");
-	for (size_t i = 0; i < g->n_values; i++)
-		last[i] = -1;
-	int pos = 0;
-	for (struct ir_node *n = g->first; n; n = n->next, pos++) {
-		for (int i = 0; i < n->n_inputs + n->n_implicit; i++) {
-			struct ir_value *v = i < n->n_inputs ? n->inputs[i] : n->implicit[i - n->n_inputs];
-			if (v && v->graph == g)
-				last[v->idx] = pos;
-		}
-	}
-	for (int i = 0; i < g->n_outputs; i++)
-		last[g->outputs[i]->idx] = INT32_MAX;
-	uint64_t live = 0;
-	pos = 0;
-	for (struct ir_node *n = g->first; n; n = n->next, pos++) {
-		for (int i = 0; i < n->n_outputs; i++) {
-			struct ir_value *v = n->outputs[i];
-			uint64_t b = 0;
-			if (!v)
-				continue;
-			if (!value_bytes(v, &b)) {
-				if (plan->known)
-					snprintf(plan->why, sizeof(plan->why), "the size of '%s' is not known", v->name);
-				plan->known = false;
-				continue;
-			}
-			if (n->op == IR_OP_Constant)
-				continue;
-			plan->n_values++;
-			plan->total_bytes += b;
-			live += b;
-		}
-		if (live > plan->peak_bytes) {
-			plan->peak_bytes = live;
-			plan->peak_node = n->id;
-		}
-		for (int i = 0; i < n->n_inputs + n->n_implicit; i++) {
-			struct ir_value *v = i < n->n_inputs ? n->inputs[i] : n->implicit[i - n->n_inputs];
-			uint64_t b;
-			if (!v || v->graph != g || last[v->idx] != pos || !v->producer || v->producer->op == IR_OP_Constant)
-				continue;
-			/* a value read twice by this node is released once */
-			last[v->idx] = -2;
-			if (value_bytes(v, &b))
-				live -= b < live ? b : live;
-		}
-		for (int i = 0; i < n->n_outputs; i++) {
-			struct ir_value *v = n->outputs[i];
-			uint64_t b;
-			if (v && last[v->idx] == -1 && n->op != IR_OP_Constant && value_bytes(v, &b))
-				live -= b < live ? b : live;
-		}
-	}
-	free(last);
-	return 0;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -148,4 +148,33 @@ int kelem_bytes(int dtype);
 void kcopy_rows(void *dst, int64_t dst_len, int64_t dst_start, const void *src, int64_t src_len, int64_t start,
 		int64_t len, int64_t outer, size_t inner_bytes);
 
+/* --- memory --- */
+
+/* IR_ENOMEM with "out of memory" recorded. */
+int kenomem(struct cpu_kctx *k);
+/* a * b into *out; false on overflow. */
+bool kmul_ok(uint64_t a, uint64_t b, uint64_t *out);
+/* malloc of n elements of `size` bytes; NULL (with an error recorded) on
+ * overflow or no memory. At least one byte is allocated. */
+void *kalloc_arr(struct cpu_kctx *k, uint64_t n, size_t size);
+/* A tensor's elements as a new array of doubles (free it); NULL on no memory. */
+double *kload_f64(const struct ir_tensor *t);
+
+/* Rows [start, start+len) of t along `axis` as a new tensor (the axis kept
+ * with length len when `keep`, else dropped; then len must be 1). Byte-sized
+ * dtypes only: an error for strings and packed types. */
+struct ir_tensor *ktake_rows(struct cpu_kctx *k, const struct ir_tensor *t, int axis, int64_t start, int64_t len,
+			     bool keep);
+/* a * b into *r for sizes: false when negative or past 2^62. */
+bool kmul62(int64_t a, int64_t b, int64_t *r);
+/* An ints attribute of exactly n values each in [min, 2^40] into v (dflt
+ * for each when absent); an error naming the attribute otherwise. */
+int kattr_ints_n(struct cpu_kctx *k, const char *name, int n, int64_t *v, int64_t dflt, int64_t min);
+
+/* --- GEMM (k_gemm.c) --- */
+
+/* C = alpha * op(A) op(B) + beta * C, row-major float32; op transposes when
+ * ta/tb. Packed panels and an AVX2/FMA micro-kernel when the CPU has them. */
+void cpu_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+	       const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 #endif

@@ -20,24 +20,6 @@ static bool is_float_type(int dt)
 	return dt == IR_FLOAT || dt == IR_DOUBLE || dt == IR_FLOAT16 || dt == IR_BFLOAT16;
 }
 
-/* A tensor's elements as a new array of doubles; NULL on no memory. */
-static double *load_f64(const struct ir_tensor *t)
-{
-	double *v = malloc(sizeof(double) * (t->numel ? t->numel : 1));
-	if (!v)
-		return NULL;
-	const void *p = kdata(t);
-	if (t->dtype == IR_FLOAT) {
-		const float *f = p;
-		for (uint64_t i = 0; i < t->numel; i++)
-			v[i] = f[i];
-	} else {
-		for (uint64_t i = 0; i < t->numel; i++)
-			v[i] = kld(t->dtype, p, i);
-	}
-	return v;
-}
-
 /* v rounded to the precision of a float dtype (double: unchanged). */
 static double round_to(int dt, double v)
 {
@@ -760,7 +742,7 @@ static int k_flex_attention(struct cpu_kctx *k)
 		return IR_ERR;
 	double *sc = alloc_f64(k, n), *qs = NULL, *ks = NULL, *vs = NULL;
 	int rc = IR_ERR;
-	if (!sc || !(qs = load_f64(Q)) || !(ks = load_f64(K)) || !(vs = load_f64(V))) {
+	if (!sc || !(qs = kload_f64(Q)) || !(ks = kload_f64(K)) || !(vs = kload_f64(V))) {
 		rc = sc ? ir_diag_err(k->d, IR_ENOMEM, "out of memory") : IR_ENOMEM;
 		goto out;
 	}

@@ -116,27 +116,7 @@ static struct ir_tensor *stack(struct cpu_kctx *k, int slot, struct ir_tensor **
 /* Element `i` along `axis` of t, as a tensor of one rank less. */
 static struct ir_tensor *slice_at(struct cpu_kctx *k, const struct ir_tensor *t, int axis, int64_t i)
 {
-	int64_t dims[IR_MAX_RANK];
-	int r = 0;
-	for (int j = 0; j < t->rank; j++)
-		if (j != axis)
-			dims[r++] = t->dims[j];
-	int es = kelem_bytes(t->dtype);
-	if (!es) {
-		kerr(k, "scanning %s tensors is not supported", ir_dtype_name(t->dtype));
-		return NULL;
-	}
-	struct ir_tensor *o = ir_tensor_new(t->dtype, r, dims, k->d);
-	if (!o)
-		return NULL;
-	int64_t outer = 1, inner = 1;
-	for (int j = 0; j < axis; j++)
-		outer *= t->dims[j];
-	for (int j = axis + 1; j < t->rank; j++)
-		inner *= t->dims[j];
-	if (o->numel)
-		kcopy_rows(ir_tensor_mutable(o), 1, 0, kdata(t), t->dims[axis], i, 1, outer, (size_t)inner * (size_t)es);
-	return o;
+	return ktake_rows(k, t, axis, i, 1, false);
 }
 
 struct scan_acc {

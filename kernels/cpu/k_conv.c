@@ -15,10 +15,6 @@
 #include <math.h>
 #include <stdlib.h>
 
-/* from k_gemm.c */
-void cpu_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
-	       const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
-
 /* The geometry of one convolution. For ConvTranspose, `in` is the small
  * side (X) and `out` the large one (Y); the index relation is the same:
  * out position o and kernel tap q read input position o*s - pb + q*d. */
@@ -29,42 +25,6 @@ struct cgeom {
 	int64_t str[IR_MAX_RANK], dil[IR_MAX_RANK], pb[IR_MAX_RANK], pe[IR_MAX_RANK];
 	int64_t insz, kersz, outsz;  /* products of in, ker, out */
 };
-
-static int nomem(struct cpu_kctx *k)
-{
-	return ir_diag_err(k->d, IR_ENOMEM, "out of memory");
-}
-
-/* a * b into *r, false on overflow past 2^62 (sizes stay well inside) */
-static bool mul_ok(int64_t a, int64_t b, int64_t *r)
-{
-	if (a < 0 || b < 0)
-		return false;
-	if (a && b > ((int64_t)1 << 62) / a)
-		return false;
-	*r = a * b;
-	return true;
-}
-
-/* Reads an ints attribute of nd values (or dflt when absent). */
-static int ints_attr(struct cpu_kctx *k, const char *name, int nd, int64_t *v, int64_t dflt, int64_t min)
-{
-	int n;
-	const int64_t *a = kattr_ints(k, name, &n);
-	if (!a) {
-		for (int i = 0; i < nd; i++)
-			v[i] = dflt;
-		return 0;
-	}
-	if (n != nd)
-		return kerr(k, "%s has %d values, %d expected", name, n, nd);
-	for (int i = 0; i < nd; i++) {
-		if (a[i] < min || a[i] > ((int64_t)1 << 40))
-			return kerr(k, "%s value %lld is out of range", name, (long long)a[i]);
-		v[i] = a[i];
-	}
-	return 0;
-}
 
 /*
  * Fills g from X, W and the attributes. transpose: ConvTranspose (W is
@@ -90,7 +50,7 @@ static int conv_geom(struct cpu_kctx *k, const struct ir_tensor *x, const struct
 	if (transpose) {
 		if (w->dims[0] != g->C)
 			return kerr(k, "weight %s needs %lld input channels", kshape(w), (long long)g->C);
-		if (!mul_ok(w->dims[1], g->G, &g->M))
+		if (!kmul62(w->dims[1], g->G, &g->M))
 			return kerr(k, "weight %s is too large", kshape(w));
 	} else {
 		g->M = w->dims[0];
@@ -111,10 +71,10 @@ static int conv_geom(struct cpu_kctx *k, const struct ir_tensor *x, const struct
 	if (ks && n != nd)
 		return kerr(k, "kernel_shape has %d values, %d expected", n, nd);
 	int rc;
-	if ((rc = ints_attr(k, "strides", nd, g->str, 1, 1)) || (rc = ints_attr(k, "dilations", nd, g->dil, 1, 1)))
+	if ((rc = kattr_ints_n(k, "strides", nd, g->str, 1, 1)) || (rc = kattr_ints_n(k, "dilations", nd, g->dil, 1, 1)))
 		return rc;
 	int64_t pads[2 * IR_MAX_RANK];
-	if ((rc = ints_attr(k, "pads", 2 * nd, pads, 0, transpose ? -((int64_t)1 << 40) : 0)))
+	if ((rc = kattr_ints_n(k, "pads", 2 * nd, pads, 0, transpose ? -((int64_t)1 << 40) : 0)))
 		return rc;
 	const char *ap = kattr_s(k, "auto_pad", "NOTSET");
 	bool same = !strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER"), upper = !strcmp(ap, "SAME_UPPER");
@@ -124,7 +84,7 @@ static int conv_geom(struct cpu_kctx *k, const struct ir_tensor *x, const struct
 
 	if (transpose) {
 		int64_t opad[IR_MAX_RANK];
-		if ((rc = ints_attr(k, "output_padding", nd, opad, 0, 0)))
+		if ((rc = kattr_ints_n(k, "output_padding", nd, opad, 0, 0)))
 			return rc;
 		const int64_t *os = kattr_ints(k, "output_shape", &n);
 		if (os && n != nd && n != nd + 2)
@@ -133,8 +93,8 @@ static int conv_geom(struct cpu_kctx *k, const struct ir_tensor *x, const struct
 			os += n - nd;
 		for (int i = 0; i < nd; i++) {
 			int64_t eff, full;
-			if (!mul_ok(g->ker[i] ? g->ker[i] - 1 : 0, g->dil[i], &eff) ||
-			    !mul_ok(g->str[i], g->in[i] ? g->in[i] - 1 : 0, &full))
+			if (!kmul62(g->ker[i] ? g->ker[i] - 1 : 0, g->dil[i], &eff) ||
+			    !kmul62(g->str[i], g->in[i] ? g->in[i] - 1 : 0, &full))
 				return kerr(k, "convolution sizes overflow along axis %d", i + 2);
 			eff += 1;
 			full += opad[i] + eff;
@@ -165,7 +125,7 @@ static int conv_geom(struct cpu_kctx *k, const struct ir_tensor *x, const struct
 	} else {
 		for (int i = 0; i < nd; i++) {
 			int64_t eff;
-			if (!mul_ok(g->ker[i] ? g->ker[i] - 1 : 0, g->dil[i], &eff))
+			if (!kmul62(g->ker[i] ? g->ker[i] - 1 : 0, g->dil[i], &eff))
 				return kerr(k, "convolution sizes overflow along axis %d", i + 2);
 			eff += 1;
 			if (same) {
@@ -195,11 +155,11 @@ static int conv_geom(struct cpu_kctx *k, const struct ir_tensor *x, const struct
 	}
 	g->insz = g->kersz = g->outsz = 1;
 	for (int i = 0; i < nd; i++)
-		if (!mul_ok(g->insz, g->in[i], &g->insz) || !mul_ok(g->kersz, g->ker[i], &g->kersz) ||
-		    !mul_ok(g->outsz, g->out[i], &g->outsz))
+		if (!kmul62(g->insz, g->in[i], &g->insz) || !kmul62(g->kersz, g->ker[i], &g->kersz) ||
+		    !kmul62(g->outsz, g->out[i], &g->outsz))
 			return kerr(k, "convolution sizes overflow");
 	int64_t t;
-	if (!mul_ok(g->kersz, g->C / g->G, &t) || !mul_ok(t, g->outsz, &t) || !mul_ok(g->N * g->M, g->outsz, &t))
+	if (!kmul62(g->kersz, g->C / g->G, &t) || !kmul62(t, g->outsz, &t) || !kmul62(g->N * g->M, g->outsz, &t))
 		return kerr(k, "convolution sizes overflow");
 	return 0;
 }
@@ -317,7 +277,7 @@ static int conv_f32(struct cpu_kctx *k, const struct cgeom *g, const float *x, c
 	bool pw = pointwise(g);
 	float *col = NULL;
 	if (!pw && !(col = malloc((size_t)(kk * band * ol) * sizeof(float) + 1)))
-		return nomem(k);
+		return kenomem(k);
 	for (int64_t n = 0; n < g->N; n++) {
 		for (int64_t gi = 0; gi < g->G; gi++) {
 			const float *xg = x + (n * g->C + gi * cg) * g->insz;
@@ -356,7 +316,7 @@ static int conv_f64(struct cpu_kctx *k, const struct cgeom *g, const double *x, 
 	int64_t cg = g->C / g->G, mg = g->M / g->G, kk = cg * g->kersz;
 	double *col = malloc((size_t)(kk * g->outsz) * sizeof(double) + 1);
 	if (!col)
-		return nomem(k);
+		return kenomem(k);
 	for (int64_t n = 0; n < g->N; n++) {
 		for (int64_t gi = 0; gi < g->G; gi++) {
 			double *yg = y + (n * g->M + gi * mg) * g->outsz;
@@ -448,6 +408,13 @@ static int k_conv(struct cpu_kctx *k)
 		return IR_ERR;
 	if (!o->numel)
 		return 0;
+	if (!x->numel || !w->numel) {
+		/* no input channels (C = 0): every output is its bias */
+		uint64_t per = o->numel / (uint64_t)(g.N * g.M);
+		for (uint64_t i = 0; i < o->numel; i++)
+			kst(dt, kwdata(o), i, b ? kld(dt, kdata(b), (i / per) % (uint64_t)g.M) : 0.0);
+		return 0;
+	}
 	if (dt == IR_FLOAT)
 		return conv_f32(k, &g, KF32(x), KF32(w), b ? KF32(b) : NULL, kwdata(o));
 	if (dt == IR_FLOAT16 || dt == IR_BFLOAT16) {
@@ -455,7 +422,7 @@ static int k_conv(struct cpu_kctx *k)
 		float *fx = f32_copy(x), *fw = f32_copy(w), *fb = b ? f32_copy(b) : NULL;
 		float *fy = malloc(o->numel * sizeof(float));
 		if (!fx || !fw || (b && !fb) || !fy)
-			rc = nomem(k);
+			rc = kenomem(k);
 		else
 			rc = conv_f32(k, &g, fx, fw, fb, fy);
 		if (!rc)
@@ -470,7 +437,7 @@ static int k_conv(struct cpu_kctx *k)
 	double *dx = f64_of(x, NULL, 0), *dw = f64_of(w, NULL, 0), *db = b ? f64_of(b, NULL, 0) : NULL;
 	double *dy = malloc(o->numel * sizeof(double));
 	if (!dx || !dw || (b && !db) || !dy)
-		rc = nomem(k);
+		rc = kenomem(k);
 	else
 		rc = conv_f64(k, &g, dx, dw, db, dy);
 	if (!rc)
@@ -517,7 +484,7 @@ static int conv_int(struct cpu_kctx *k, const struct ir_tensor *x, const struct 
 	uint64_t n = (uint64_t)(g->N * g->M * g->outsz);
 	double *dx = f64_of(x, xzp, 1), *dw = f64_of(w, wzp, 0), *dy = malloc((n ? n : 1) * sizeof(double));
 	if (!dx || !dw || !dy)
-		rc = nomem(k);
+		rc = kenomem(k);
 	else
 		rc = conv_f64(k, g, dx, dw, NULL, dy);
 	free(dx);
@@ -658,7 +625,7 @@ static int k_convtranspose(struct cpu_kctx *k)
 	if (!o->numel)
 		return 0;
 	int64_t cg = g.C / g.G, mg = g.M / g.G, rows = mg * g.kersz, t;
-	if (!mul_ok(rows, g.insz, &t))
+	if (!kmul62(rows, g.insz, &t))
 		return kerr(k, "convolution sizes overflow");
 	bool f32 = dt == IR_FLOAT || dt == IR_FLOAT16 || dt == IR_BFLOAT16;
 	size_t es = f32 ? sizeof(float) : sizeof(double);
@@ -673,7 +640,7 @@ static int k_convtranspose(struct cpu_kctx *k)
 		wt = malloc((size_t)(rows * cg) * sizeof(double) + 1);
 	}
 	if (!vx || !vw || !vy || !col || (!f32 && !wt)) {
-		rc = nomem(k);
+		rc = kenomem(k);
 		goto out;
 	}
 	for (int64_t n = 0; n < g.N && !rc; n++) {
@@ -783,7 +750,7 @@ static int k_deformconv(struct cpu_kctx *k)
 	double *dx = f64_of(x, NULL, 0), *dw = f64_of(w, NULL, 0), *dy = malloc(o->numel * sizeof(double));
 	double *col = malloc((size_t)(kk * g.outsz) * sizeof(double) + 1);
 	if (!dx || !dw || !dy || !col) {
-		rc = nomem(k);
+		rc = kenomem(k);
 		goto out;
 	}
 	const void *po = kdata(off), *pm = mask ? kdata(mask) : NULL;

@@ -360,11 +360,6 @@ void cpu_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, c
 /* helpers                                                                   */
 /* ------------------------------------------------------------------------ */
 
-static int nomem(struct cpu_kctx *k)
-{
-	return ir_diag_err(k->d, IR_ENOMEM, "out of memory");
-}
-
 /* The elements of t as float32: t's own data for float32 (*owned NULL),
  * else a converted copy that the caller frees (*owned). NULL on no memory. */
 static const float *f32_of(const struct ir_tensor *t, float **owned)
@@ -458,7 +453,7 @@ static int k_gemm(struct cpu_kctx *k)
 		const float *pc = c ? f32_of(c, &fc) : NULL;
 		int rc = 0;
 		if (!fy || !pa || !pb || (c && !pc)) {
-			rc = nomem(k);
+			rc = kenomem(k);
 			goto f32_out;
 		}
 		for (int64_t i = 0; i < M; i++)
@@ -573,7 +568,7 @@ static int bmm_plan(struct cpu_kctx *k, const struct ir_tensor *a, const struct 
 	p->boff = malloc((nb ? nb : 1) * sizeof(int64_t));
 	if (!p->aoff || !p->boff) {
 		bmm_free(p);
-		return nomem(k);
+		return kenomem(k);
 	}
 	struct kiter it;
 	kiter_init(&it, br, bdims);
@@ -615,7 +610,7 @@ static int k_matmul(struct cpu_kctx *k)
 		float *fa, *fb, *fy = dt == IR_FLOAT ? y : malloc(o->numel * sizeof(float));
 		const float *pa = f32_of(a, &fa), *pb = f32_of(b, &fb);
 		if (!fy || !pa || !pb) {
-			rc = nomem(k);
+			rc = kenomem(k);
 		} else {
 			for (uint64_t i = 0; i < p.nb && !rc; i++) {
 				float *yc = fy + i * (uint64_t)(M * N);
@@ -705,7 +700,7 @@ static int qmm(struct cpu_kctx *k, const struct ir_tensor *a, const struct ir_te
 		free(y);
 		free(bcol);
 		bmm_free(p);
-		return nomem(k);
+		return kenomem(k);
 	}
 	const void *pa = kdata(a), *pb = kdata(b);
 	for (uint64_t i = 0; i < p->nb; i++) {
@@ -939,7 +934,7 @@ static int es_gemm(struct cpu_kctx *k, const struct ir_tensor *const *x, int (*l
 	float *gy = malloc((ny_el + 1) * sizeof(float));
 	int rc = 0;
 	if (!p0 || !p1 || !ga || !gb || !gy) {
-		rc = nomem(k);
+		rc = kenomem(k);
 		goto out;
 	}
 	es_gather(p0, st[0], oa, na, size, ga, na_el);
@@ -1107,7 +1102,7 @@ static int k_einsum(struct cpu_kctx *k)
 	/* strides of each label in each input (summed over repeated labels) */
 	int64_t (*st)[ES_MAXL] = calloc((size_t)nin, sizeof(*st));
 	if (!st)
-		return nomem(k);
+		return kenomem(k);
 	for (int i = 0; i < nin; i++) {
 		int64_t s = 1;
 		for (int d = x[i]->rank - 1; d >= 0; d--) {
@@ -1211,7 +1206,7 @@ static int k_det(struct cpu_kctx *k)
 	uint64_t nb = o->numel, nn = (uint64_t)(n * n);
 	double *m = malloc((nn ? nn : 1) * sizeof(double));
 	if (!m)
-		return nomem(k);
+		return kenomem(k);
 	for (uint64_t b = 0; b < nb; b++) {
 		for (uint64_t i = 0; i < nn; i++)
 			m[i] = kld(x->dtype, kdata(x), b * nn + i);

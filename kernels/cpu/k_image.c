@@ -17,20 +17,6 @@
 /* Shared helpers                                                            */
 /* ------------------------------------------------------------------------ */
 
-static int enomem(struct cpu_kctx *k)
-{
-	return ir_diag_err(k->d, IR_ENOMEM, "out of memory");
-}
-
-/* a * b into *out; false on overflow (both non-negative) */
-static bool mul_ok(uint64_t a, uint64_t b, uint64_t *out)
-{
-	if (a && b > UINT64_MAX / a)
-		return false;
-	*out = a * b;
-	return true;
-}
-
 /* The value range of an integer dtype (as doubles). */
 static void int_range(int dt, double *lo, double *hi)
 {
@@ -240,7 +226,7 @@ static int rsz_taps(struct cpu_kctx *k, const struct rsz_opts *o, int64_t in, in
 		n = 2 - 2 * (int64_t)st;
 	}
 	uint64_t cnt;
-	if (!mul_ok((uint64_t)out, (uint64_t)n, &cnt) || cnt > ((uint64_t)1 << 40))
+	if (!kmul_ok((uint64_t)out, (uint64_t)n, &cnt) || cnt > ((uint64_t)1 << 40))
 		return kerr(k, "the interpolation filter is too large");
 	t->n = (int)n;
 	t->idx = malloc(sizeof(*t->idx) * (cnt ? cnt : 1));
@@ -249,7 +235,7 @@ static int rsz_taps(struct cpu_kctx *k, const struct rsz_opts *o, int64_t in, in
 	double *c = malloc(sizeof(*c) * (size_t)n);
 	if (!t->idx || !t->w || !t->ext || !c) {
 		free(c);
-		return enomem(k);
+		return kenomem(k);
 	}
 	double ow = scale * (double)in;   /* the output length before truncation */
 	double win = (double)in;
@@ -332,8 +318,8 @@ static int resize_run(struct cpu_kctx *k, const struct ir_tensor *x, const struc
 			return kerr(k, "output dimension %d would be negative (%lld)", d, (long long)outd[d]);
 		if (x->dims[d] == 0 && outd[d] > 0)
 			return kerr(k, "cannot resize the empty axis %d to %lld elements", d, (long long)outd[d]);
-		if (!mul_ok(onum, (uint64_t)outd[d], &onum) ||
-		    !mul_ok(big, (uint64_t)(outd[d] > x->dims[d] ? outd[d] : x->dims[d]), &big) ||
+		if (!kmul_ok(onum, (uint64_t)outd[d], &onum) ||
+		    !kmul_ok(big, (uint64_t)(outd[d] > x->dims[d] ? outd[d] : x->dims[d]), &big) ||
 		    big > ((uint64_t)1 << 40))
 			return kerr(k, "the output of %s resized would be too large", kshape(x));
 	}
@@ -347,7 +333,7 @@ static int resize_run(struct cpu_kctx *k, const struct ir_tensor *x, const struc
 	if (!a || !b) {
 		free(a);
 		free(b);
-		return enomem(k);
+		return kenomem(k);
 	}
 	const void *xp = kdata(x);
 	for (uint64_t i = 0; i < x->numel; i++)
@@ -738,7 +724,7 @@ static int k_gridsample(struct cpu_kctx *k)
 	if (!tidx || !tw) {
 		free(tidx);
 		free(tw);
-		return enomem(k);
+		return kenomem(k);
 	}
 	const void *xp = kdata(x), *gp = kdata(g);
 	void *yp = kwdata(ot);
@@ -867,7 +853,7 @@ static int k_affinegrid(struct cpu_kctx *k)
 	uint64_t cnt = (uint64_t)s[0] * (uint64_t)r;
 	for (int d = 0; d < r; d++) {
 		od[1 + d] = s[2 + d];
-		if (!mul_ok(cnt, (uint64_t)s[2 + d], &cnt) || cnt > ((uint64_t)1 << 40))
+		if (!kmul_ok(cnt, (uint64_t)s[2 + d], &cnt) || cnt > ((uint64_t)1 << 40))
 			return kerr(k, "the grid for size %s would be too large", kshape(sz));
 	}
 	od[1 + r] = r;
@@ -946,7 +932,7 @@ static int k_roialign(struct cpu_kctx *k)
 	int64_t R = rois->dims[0], N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
 	int64_t od[4] = { R, C, ph, pw };
 	uint64_t tot;
-	if (!mul_ok((uint64_t)R * (uint64_t)C, (uint64_t)(ph * pw), &tot))
+	if (!kmul_ok((uint64_t)R * (uint64_t)C, (uint64_t)(ph * pw), &tot))
 		return kerr(k, "the output would be too large");
 	struct ir_tensor *ot = kout(k, 0, x->dtype, 4, od);
 	if (!ot)
@@ -1206,7 +1192,7 @@ static int k_nms(struct cpu_kctx *k)
 	int64_t B = boxes->dims[0], NB = boxes->dims[1], NC = scores->dims[1];
 	int64_t per = maxout < NB ? maxout : NB;
 	uint64_t cap;
-	if (!mul_ok((uint64_t)B * (uint64_t)NC, (uint64_t)per, &cap) || cap > ((uint64_t)1 << 32))
+	if (!kmul_ok((uint64_t)B * (uint64_t)NC, (uint64_t)per, &cap) || cap > ((uint64_t)1 << 32))
 		return kerr(k, "too many boxes");
 	float *corn = malloc(sizeof(float) * 4 * (size_t)(NB ? NB : 1));
 	struct nms_box *cand = malloc(sizeof(*cand) * (size_t)(NB ? NB : 1));
@@ -1215,7 +1201,7 @@ static int k_nms(struct cpu_kctx *k)
 	int rc = 0;
 	uint64_t nres = 0;
 	if (!corn || !cand || !sel || !res) {
-		rc = enomem(k);
+		rc = kenomem(k);
 		goto out;
 	}
 	const void *bp = kdata(boxes), *sp = kdata(scores);

@@ -11,131 +11,8 @@
 #include <math.h>
 #include <stdlib.h>
 
-/* ------------------------------------------------------------------------ */
-/* Moving elements of any type (a copy of k_tensor.c's mover)                */
-/* ------------------------------------------------------------------------ */
+#include "move.h"
 
-enum { MV_BYTES, MV_BITS, MV_STR };
-
-struct mover {
-	int kind;
-	size_t esz;                   /* MV_BYTES: bytes per element */
-	int bits;                     /* MV_BITS: 4 or 2 */
-	const unsigned char *src;
-	unsigned char *dst;
-	const struct ir_bytes *ss;
-	struct ir_bytes *ds;
-	bool nomem;
-};
-
-static void mv_init(struct mover *m, int dtype, struct ir_tensor *o, const struct ir_tensor *t)
-{
-	int bits = ir_dtype_bits(dtype);
-	memset(m, 0, sizeof(*m));
-	if (dtype == IR_STRING) {
-		m->kind = MV_STR;
-	} else if (bits % 8) {
-		m->kind = MV_BITS;
-		m->bits = bits;
-	} else {
-		m->kind = MV_BYTES;
-		m->esz = (size_t)bits / 8;
-	}
-	if (t) {
-		m->src = kdata(t);
-		m->ss = t->strings;
-	}
-	if (o) {
-		m->dst = kwdata(o);
-		m->ds = o->strings;
-	}
-}
-
-static bool str_set(struct ir_bytes *b, const struct ir_bytes *from)
-{
-	char *p = malloc(from->len + 1);
-	if (!p)
-		return false;
-	if (from->len)
-		memcpy(p, from->data, from->len);
-	p[from->len] = 0;
-	free(b->data);
-	b->data = p;
-	b->len = from->len;
-	return true;
-}
-
-static inline unsigned bits_get(const unsigned char *p, int bits, uint64_t i)
-{
-	if (bits == 4)
-		return (p[i / 2] >> (4 * (i % 2))) & 0xfu;
-	return (p[i / 4] >> (2 * (i % 4))) & 0x3u;
-}
-
-static inline void bits_put(unsigned char *p, int bits, uint64_t i, unsigned v)
-{
-	if (bits == 4) {
-		unsigned sh = 4 * (unsigned)(i % 2);
-		p[i / 2] = (unsigned char)((p[i / 2] & ~(0xfu << sh)) | ((v & 0xfu) << sh));
-	} else {
-		unsigned sh = 2 * (unsigned)(i % 4);
-		p[i / 4] = (unsigned char)((p[i / 4] & ~(0x3u << sh)) | ((v & 0x3u) << sh));
-	}
-}
-
-static inline void mv(struct mover *m, uint64_t di, uint64_t si)
-{
-	switch (m->kind) {
-	case MV_BYTES:
-		switch (m->esz) {
-		case 1: m->dst[di] = m->src[si]; return;
-		case 2: memcpy(m->dst + di * 2, m->src + si * 2, 2); return;
-		case 4: memcpy(m->dst + di * 4, m->src + si * 4, 4); return;
-		case 8: memcpy(m->dst + di * 8, m->src + si * 8, 8); return;
-		default: memcpy(m->dst + di * m->esz, m->src + si * m->esz, m->esz); return;
-		}
-	case MV_BITS:
-		bits_put(m->dst, m->bits, di, bits_get(m->src, m->bits, si));
-		return;
-	default:
-		if (!str_set(&m->ds[di], &m->ss[si]))
-			m->nomem = true;
-		return;
-	}
-}
-
-static void mv_block(struct mover *m, uint64_t di, uint64_t si, uint64_t n)
-{
-	if (!n)
-		return;
-	if (m->kind == MV_BYTES) {
-		memcpy(m->dst + di * m->esz, m->src + si * m->esz, n * m->esz);
-		return;
-	}
-	for (uint64_t j = 0; j < n; j++)
-		mv(m, di + j, si + j);
-}
-
-/*
- * Row-major strides in elements. Unlike kstrides it wraps instead of
- * overflowing: a tensor with a 0 dim may have other dims whose product
- * does not fit, and its strides are then never used.
- */
-static void ustrides(int rank, const int64_t *dims, int64_t *strides)
-{
-	uint64_t s = 1;
-	for (int i = rank - 1; i >= 0; i--) {
-		strides[i] = (int64_t)s;
-		s *= (uint64_t)dims[i];
-	}
-}
-
-static int mv_done(struct cpu_kctx *k, const struct mover *m)
-{
-	if (m->nomem)
-		return ir_diag_err(k->d, IR_ENOMEM, "out of memory");
-	return 0;
-}
 
 /* Output 0 as a fresh copy of x (to scatter into). NULL on error. */
 static struct ir_tensor *copy_out(struct cpu_kctx *k, const struct ir_tensor *x)
@@ -232,7 +109,7 @@ static int k_gather_elements(struct cpu_kctx *k)
 	if (!o)
 		return IR_ERR;
 	int64_t st[IR_MAX_RANK], idx[IR_MAX_RANK] = { 0 };
-	ustrides(r, x->dims, st);
+	kstrides(r, x->dims, st);
 	struct mover m;
 	mv_init(&m, x->dtype, o, x);
 	for (uint64_t i = 0; i < ix->numel; i++) {
@@ -282,7 +159,7 @@ static int k_gather_nd(struct cpu_kctx *k)
 	struct ir_tensor *o = kout(k, 0, x->dtype, orank, od);
 	if (!o)
 		return IR_ERR;
-	ustrides(r, x->dims, st);
+	kstrides(r, x->dims, st);
 	uint64_t nb = knumel((int)b, x->dims), per = knumel(q - 1 - (int)b, ix->dims + b);
 	uint64_t block = knumel(r - (int)b - m, x->dims + b + m);
 	uint64_t bstride = b ? (uint64_t)st[b - 1] : 0, di = 0;
@@ -375,7 +252,7 @@ static int k_scatter_elements(struct cpu_kctx *k)
 	if (!o)
 		return IR_ERR;
 	int64_t st[IR_MAX_RANK], idx[IR_MAX_RANK] = { 0 };
-	ustrides(r, x->dims, st);
+	kstrides(r, x->dims, st);
 	struct mover m;
 	mv_init(&m, x->dtype, o, up);
 	for (uint64_t i = 0; i < ix->numel; i++) {
@@ -427,7 +304,7 @@ static int k_scatter_nd(struct cpu_kctx *k)
 	if (!o)
 		return IR_ERR;
 	int64_t st[IR_MAX_RANK];
-	ustrides(r, x->dims, st);
+	kstrides(r, x->dims, st);
 	uint64_t n = knumel(q - 1, ix->dims), block = knumel(r - m, x->dims + m);
 	struct mover mvr;
 	mv_init(&mvr, x->dtype, o, up);

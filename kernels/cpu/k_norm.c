@@ -14,21 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* malloc of n elements of `size` bytes, NULL on overflow or no memory
- * (with an error recorded). At least one byte is allocated. (A copy of the
- * helper in k_reduce.c.) */
-static void *kalloc_arr(struct cpu_kctx *k, uint64_t n, size_t size)
-{
-	if (n && n > SIZE_MAX / size) {
-		kerr(k, "scratch buffer of %llu elements is too large", (unsigned long long)n);
-		return NULL;
-	}
-	void *p = malloc(n ? (size_t)n * size : 1);
-	if (!p)
-		ir_diag_err(k->d, IR_ENOMEM, "out of memory");
-	return p;
-}
-
 /* Input i as a floating-point tensor (required), NULL with an error otherwise. */
 static const struct ir_tensor *kin_float(struct cpu_kctx *k, int i, const char *what)
 {

@@ -23,36 +23,6 @@ struct pgeom {
 	int64_t insz, kersz, outsz;
 };
 
-static bool mul_ok(int64_t a, int64_t b, int64_t *r)
-{
-	if (a < 0 || b < 0)
-		return false;
-	if (a && b > ((int64_t)1 << 62) / a)
-		return false;
-	*r = a * b;
-	return true;
-}
-
-/* Reads an ints attribute of n values (dflt for each when absent). */
-static int ints_attr(struct cpu_kctx *k, const char *name, int n, int64_t *v, int64_t dflt, int64_t min)
-{
-	int cnt;
-	const int64_t *a = kattr_ints(k, name, &cnt);
-	if (!a) {
-		for (int i = 0; i < n; i++)
-			v[i] = dflt;
-		return 0;
-	}
-	if (cnt != n)
-		return kerr(k, "%s has %d values, %d expected", name, cnt, n);
-	for (int i = 0; i < n; i++) {
-		if (a[i] < min || a[i] > ((int64_t)1 << 40))
-			return kerr(k, "%s value %lld is out of range", name, (long long)a[i]);
-		v[i] = a[i];
-	}
-	return 0;
-}
-
 /* Fills g for a windowed pool of x from the node's attributes. */
 static int pool_geom(struct cpu_kctx *k, const struct ir_tensor *x, struct pgeom *g)
 {
@@ -70,8 +40,8 @@ static int pool_geom(struct cpu_kctx *k, const struct ir_tensor *x, struct pgeom
 		return kerr(k, "kernel_shape has %d values, input %s needs %d", n, kshape(x), nd);
 	int64_t pads[2 * IR_MAX_RANK];
 	int rc;
-	if ((rc = ints_attr(k, "kernel_shape", nd, g->ker, 1, 1)) || (rc = ints_attr(k, "strides", nd, g->str, 1, 1)) ||
-	    (rc = ints_attr(k, "dilations", nd, g->dil, 1, 1)) || (rc = ints_attr(k, "pads", 2 * nd, pads, 0, 0)))
+	if ((rc = kattr_ints_n(k, "kernel_shape", nd, g->ker, 1, 1)) || (rc = kattr_ints_n(k, "strides", nd, g->str, 1, 1)) ||
+	    (rc = kattr_ints_n(k, "dilations", nd, g->dil, 1, 1)) || (rc = kattr_ints_n(k, "pads", 2 * nd, pads, 0, 0)))
 		return rc;
 	bool ceil_mode = kattr_i(k, "ceil_mode", 0) != 0;
 	const char *ap = kattr_s(k, "auto_pad", "NOTSET");
@@ -81,7 +51,7 @@ static int pool_geom(struct cpu_kctx *k, const struct ir_tensor *x, struct pgeom
 	for (int i = 0; i < nd; i++) {
 		g->in[i] = x->dims[i + 2];
 		int64_t eff;
-		if (!mul_ok(g->ker[i] - 1, g->dil[i], &eff))
+		if (!kmul62(g->ker[i] - 1, g->dil[i], &eff))
 			return kerr(k, "pooling sizes overflow along axis %d", i + 2);
 		eff += 1;
 		if (same) {
@@ -117,11 +87,11 @@ static int pool_geom(struct cpu_kctx *k, const struct ir_tensor *x, struct pgeom
 	}
 	g->insz = g->kersz = g->outsz = 1;
 	for (int i = 0; i < nd; i++)
-		if (!mul_ok(g->insz, g->in[i], &g->insz) || !mul_ok(g->kersz, g->ker[i], &g->kersz) ||
-		    !mul_ok(g->outsz, g->out[i], &g->outsz))
+		if (!kmul62(g->insz, g->in[i], &g->insz) || !kmul62(g->kersz, g->ker[i], &g->kersz) ||
+		    !kmul62(g->outsz, g->out[i], &g->outsz))
 			return kerr(k, "pooling sizes overflow");
 	int64_t t;
-	if (!mul_ok(g->N, g->C, &t) || !mul_ok(t, g->outsz, &t))
+	if (!kmul62(g->N, g->C, &t) || !kmul62(t, g->outsz, &t))
 		return kerr(k, "pooling sizes overflow");
 	return 0;
 }
@@ -404,13 +374,13 @@ static int k_maxunpool(struct cpu_kctx *k)
 	if (!kattr_ints(k, "kernel_shape", &n))
 		return kerr(k, "kernel_shape is missing");
 	int rc;
-	if ((rc = ints_attr(k, "kernel_shape", nd, ker, 1, 1)) || (rc = ints_attr(k, "strides", nd, str, 1, 1)) ||
-	    (rc = ints_attr(k, "pads", 2 * nd, pads, 0, 0)))
+	if ((rc = kattr_ints_n(k, "kernel_shape", nd, ker, 1, 1)) || (rc = kattr_ints_n(k, "strides", nd, str, 1, 1)) ||
+	    (rc = kattr_ints_n(k, "pads", 2 * nd, pads, 0, 0)))
 		return rc;
 	inf[0] = x->dims[0];
 	inf[1] = x->dims[1];
 	for (int i = 0; i < nd; i++) {
-		if (!mul_ok(x->dims[i + 2] ? x->dims[i + 2] - 1 : 0, str[i], &inf[i + 2]))
+		if (!kmul62(x->dims[i + 2] ? x->dims[i + 2] - 1 : 0, str[i], &inf[i + 2]))
 			return kerr(k, "output sizes overflow along axis %d", i + 2);
 		inf[i + 2] += ker[i] - pads[i] - pads[nd + i];
 		if (inf[i + 2] < 0 || inf[i + 2] > ((int64_t)1 << 40))
@@ -434,7 +404,7 @@ static int k_maxunpool(struct cpu_kctx *k)
 	}
 	int64_t infn = 1;
 	for (int i = 0; i < x->rank; i++)
-		if (!mul_ok(infn, inf[i], &infn))
+		if (!kmul62(infn, inf[i], &infn))
 			return kerr(k, "output sizes overflow");
 	struct ir_tensor *y = kout(k, 0, x->dtype, x->rank, odims);
 	if (!y)

@@ -13,20 +13,6 @@
 #include <math.h>
 #include <stdlib.h>
 
-/* malloc of n elements of `size` bytes, NULL on overflow or no memory
- * (with an error recorded). At least one byte is allocated. */
-static void *kalloc_arr(struct cpu_kctx *k, uint64_t n, size_t size)
-{
-	if (n && n > SIZE_MAX / size) {
-		kerr(k, "scratch buffer of %llu elements is too large", (unsigned long long)n);
-		return NULL;
-	}
-	void *p = malloc(n ? (size_t)n * size : 1);
-	if (!p)
-		ir_diag_err(k->d, IR_ENOMEM, "out of memory");
-	return p;
-}
-
 /* Whether the kernels here can read elements of this dtype. */
 static bool numeric_dtype(int dtype)
 {

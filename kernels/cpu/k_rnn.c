@@ -147,24 +147,6 @@ static int rnn_activations(struct cpu_kctx *k, struct rnn *s)
 	return 0;
 }
 
-/* A tensor's elements as a new array of doubles; NULL on no memory. */
-static double *load_f64(const struct ir_tensor *t)
-{
-	double *v = malloc(sizeof(double) * (t->numel ? t->numel : 1));
-	if (!v)
-		return NULL;
-	const void *p = kdata(t);
-	if (t->dtype == IR_FLOAT) {
-		const float *f = p;
-		for (uint64_t i = 0; i < t->numel; i++)
-			v[i] = f[i];
-	} else {
-		for (uint64_t i = 0; i < t->numel; i++)
-			v[i] = kld(t->dtype, p, i);
-	}
-	return v;
-}
-
 /* Checks that t (an optional input when `opt`) has the given dims and dtype. */
 static int check_dims(struct cpu_kctx *k, const struct ir_tensor *t, const char *what, int dtype, int rank,
 		      const int64_t *dims)
@@ -393,9 +375,9 @@ static int rnn_run(struct cpu_kctx *k, enum rnn_kind kind)
 		return IR_ERR;
 
 	/* inputs as doubles, scratch space */
-	if (!(s.x = load_f64(X)) || !(s.w = load_f64(W)) || !(s.r = load_f64(R)) ||
-	    (B && !(s.b = load_f64(B))) || (P && !(s.p = load_f64(P))) ||
-	    (H0 && !(s.h0 = load_f64(H0))) || (C0 && !(s.c0 = load_f64(C0))) ||
+	if (!(s.x = kload_f64(X)) || !(s.w = kload_f64(W)) || !(s.r = kload_f64(R)) ||
+	    (B && !(s.b = kload_f64(B))) || (P && !(s.p = kload_f64(P))) ||
+	    (H0 && !(s.h0 = kload_f64(H0))) || (C0 && !(s.c0 = kload_f64(C0))) ||
 	    !(s.gx = malloc(sizeof(double) * (size_t)(G * H + 1))) ||
 	    !(s.gh = malloc(sizeof(double) * (size_t)(G * H + 1))) ||
 	    !(s.tmp = malloc(sizeof(double) * (size_t)(4 * H + 1))) ||

@@ -146,38 +146,6 @@ static int k_seq_length(struct cpu_kctx *k)
 	return 0;
 }
 
-/* Rows [start, start+len) of t along axis, as a new tensor (keepdims or not). */
-static struct ir_tensor *take_rows(struct cpu_kctx *k, const struct ir_tensor *t, int axis, int64_t start, int64_t len,
-				   bool keep)
-{
-	int64_t dims[IR_MAX_RANK];
-	int r = 0;
-	for (int j = 0; j < t->rank; j++) {
-		if (j == axis) {
-			if (keep)
-				dims[r++] = len;
-		} else {
-			dims[r++] = t->dims[j];
-		}
-	}
-	int es = kelem_bytes(t->dtype);
-	if (!es) {
-		kerr(k, "%s tensors are not supported here", ir_dtype_name(t->dtype));
-		return NULL;
-	}
-	struct ir_tensor *o = ir_tensor_new(t->dtype, r, dims, k->d);
-	if (!o)
-		return NULL;
-	int64_t outer = 1, inner = 1;
-	for (int j = 0; j < axis; j++)
-		outer *= t->dims[j];
-	for (int j = axis + 1; j < t->rank; j++)
-		inner *= t->dims[j];
-	if (o->numel)
-		kcopy_rows(ir_tensor_mutable(o), len, 0, kdata(t), t->dims[axis], start, len, outer, (size_t)inner * (size_t)es);
-	return o;
-}
-
 static int k_split_to_seq(struct cpu_kctx *k)
 {
 	const struct ir_tensor *x = kin_req(k, 0);
@@ -239,7 +207,7 @@ static int k_split_to_seq(struct cpu_kctx *k)
 	}
 	int64_t at = 0;
 	for (int64_t i = 0; i < n; i++) {
-		if (!(a[i] = take_rows(k, x, axis, at, sizes[i], keep))) {
+		if (!(a[i] = ktake_rows(k, x, axis, at, sizes[i], keep))) {
 			items_free(a, (int)i);
 			free(sizes);
 			return IR_ERR;

@@ -14,20 +14,6 @@
 
 #define PI 3.14159265358979323846
 
-static int enomem(struct cpu_kctx *k)
-{
-	return ir_diag_err(k->d, IR_ENOMEM, "out of memory");
-}
-
-/* a * b into *out; false on overflow */
-static bool mul_ok(uint64_t a, uint64_t b, uint64_t *out)
-{
-	if (a && b > UINT64_MAX / a)
-		return false;
-	*out = a * b;
-	return true;
-}
-
 /* The largest transform length accepted (the twiddle table and one line
  * must fit in memory comfortably). */
 #define MAX_DFT ((int64_t)1 << 28)
@@ -68,7 +54,7 @@ static int plan_init(struct cpu_kctx *k, struct dft_plan *p, int64_t n)
 	p->tim = malloc(sz);
 	if (!p->cs || !p->sn || !p->re || !p->im || !p->tre || !p->tim) {
 		plan_free(p);
-		return enomem(k);
+		return kenomem(k);
 	}
 	for (int64_t j = 0; j < n; j++) {
 		double a = 2 * PI * (double)j / (double)n;
@@ -192,7 +178,7 @@ static int k_dft(struct cpu_kctx *k)
 	od[r - 1] = irfft ? 1 : 2;
 	uint64_t tot = 1;
 	for (int d = 0; d < r; d++)
-		if (!mul_ok(tot, (uint64_t)od[d], &tot))
+		if (!kmul_ok(tot, (uint64_t)od[d], &tot))
 			return kerr(k, "the output would be too large");
 	struct ir_tensor *ot = kout(k, 0, x->dtype, r, od);
 	if (!ot)
@@ -296,7 +282,7 @@ static int k_stft(struct cpu_kctx *k)
 	int64_t bins = onesided ? flen / 2 + 1 : flen;
 	int64_t od[4] = { B, frames, bins, 2 };
 	uint64_t tot;
-	if (!mul_ok((uint64_t)B * (uint64_t)frames, (uint64_t)bins * 2, &tot))
+	if (!kmul_ok((uint64_t)B * (uint64_t)frames, (uint64_t)bins * 2, &tot))
 		return kerr(k, "the output would be too large");
 	struct ir_tensor *ot = kout(k, 0, x->dtype, 4, od);
 	if (!ot)
@@ -426,7 +412,7 @@ static int k_melweight(struct cpu_kctx *k)
 		return kerr(k, "output_datatype %lld is not a numeric type", (long long)dt);
 	int64_t nspec = dftlen / 2 + 1;
 	uint64_t tot;
-	if (!mul_ok((uint64_t)nspec, (uint64_t)nmel, &tot) || tot > ((uint64_t)1 << 34))
+	if (!kmul_ok((uint64_t)nspec, (uint64_t)nmel, &tot) || tot > ((uint64_t)1 << 34))
 		return kerr(k, "the matrix would be too large");
 	float lo = (float)kld(t[3]->dtype, kdata(t[3]), 0), hi = (float)kld(t[4]->dtype, kdata(t[4]), 0);
 	if (!isfinite(lo) || !isfinite(hi) || lo < 0 || hi < lo)
@@ -439,7 +425,7 @@ static int k_melweight(struct cpu_kctx *k)
 	if (!bins || !m) {
 		free(bins);
 		free(m);
-		return enomem(k);
+		return kenomem(k);
 	}
 	for (int64_t i = 0; i < nmel + 2; i++) {
 		double f = (double)i * (double)step + (double)lmel;

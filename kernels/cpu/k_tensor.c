@@ -13,135 +13,8 @@
 #include <math.h>
 #include <stdlib.h>
 
-/* ------------------------------------------------------------------------ */
-/* Moving elements of any type                                               */
-/* ------------------------------------------------------------------------ */
+#include "move.h"
 
-enum { MV_BYTES, MV_BITS, MV_STR };
-
-/* Copies elements of one dtype from a source to a destination tensor. */
-struct mover {
-	int kind;
-	size_t esz;                   /* MV_BYTES: bytes per element */
-	int bits;                     /* MV_BITS: 4 or 2 */
-	const unsigned char *src;
-	unsigned char *dst;
-	const struct ir_bytes *ss;    /* MV_STR */
-	struct ir_bytes *ds;
-	bool nomem;                   /* a string copy failed */
-};
-
-/* Source tensor t (or NULL: set src/ss by hand), destination o (may be NULL). */
-static void mv_init(struct mover *m, int dtype, struct ir_tensor *o, const struct ir_tensor *t)
-{
-	int bits = ir_dtype_bits(dtype);
-	memset(m, 0, sizeof(*m));
-	if (dtype == IR_STRING) {
-		m->kind = MV_STR;
-	} else if (bits % 8) {
-		m->kind = MV_BITS;
-		m->bits = bits;
-	} else {
-		m->kind = MV_BYTES;
-		m->esz = (size_t)bits / 8;
-	}
-	if (t) {
-		m->src = kdata(t);
-		m->ss = t->strings;
-	}
-	if (o) {
-		m->dst = kwdata(o);
-		m->ds = o->strings;
-	}
-}
-
-static bool str_set(struct ir_bytes *b, const struct ir_bytes *from)
-{
-	char *p = malloc(from->len + 1);
-	if (!p)
-		return false;
-	if (from->len)
-		memcpy(p, from->data, from->len);
-	p[from->len] = 0;
-	free(b->data);
-	b->data = p;
-	b->len = from->len;
-	return true;
-}
-
-static inline unsigned bits_get(const unsigned char *p, int bits, uint64_t i)
-{
-	if (bits == 4)
-		return (p[i / 2] >> (4 * (i % 2))) & 0xfu;
-	return (p[i / 4] >> (2 * (i % 4))) & 0x3u;
-}
-
-static inline void bits_put(unsigned char *p, int bits, uint64_t i, unsigned v)
-{
-	if (bits == 4) {
-		unsigned sh = 4 * (unsigned)(i % 2);
-		p[i / 2] = (unsigned char)((p[i / 2] & ~(0xfu << sh)) | ((v & 0xfu) << sh));
-	} else {
-		unsigned sh = 2 * (unsigned)(i % 4);
-		p[i / 4] = (unsigned char)((p[i / 4] & ~(0x3u << sh)) | ((v & 0x3u) << sh));
-	}
-}
-
-/* dst[di] = src[si] */
-static inline void mv(struct mover *m, uint64_t di, uint64_t si)
-{
-	switch (m->kind) {
-	case MV_BYTES:
-		switch (m->esz) {
-		case 1: m->dst[di] = m->src[si]; return;
-		case 2: memcpy(m->dst + di * 2, m->src + si * 2, 2); return;
-		case 4: memcpy(m->dst + di * 4, m->src + si * 4, 4); return;
-		case 8: memcpy(m->dst + di * 8, m->src + si * 8, 8); return;
-		default: memcpy(m->dst + di * m->esz, m->src + si * m->esz, m->esz); return;
-		}
-	case MV_BITS:
-		bits_put(m->dst, m->bits, di, bits_get(m->src, m->bits, si));
-		return;
-	default:
-		if (!str_set(&m->ds[di], &m->ss[si]))
-			m->nomem = true;
-		return;
-	}
-}
-
-/* dst[di .. di+n) = src[si .. si+n) */
-static void mv_block(struct mover *m, uint64_t di, uint64_t si, uint64_t n)
-{
-	if (!n)
-		return;
-	if (m->kind == MV_BYTES) {
-		memcpy(m->dst + di * m->esz, m->src + si * m->esz, n * m->esz);
-		return;
-	}
-	for (uint64_t j = 0; j < n; j++)
-		mv(m, di + j, si + j);
-}
-
-/*
- * Row-major strides in elements. Unlike kstrides it wraps instead of
- * overflowing: a tensor with a 0 dim may have other dims whose product
- * does not fit, and its strides are then never used.
- */
-static void ustrides(int rank, const int64_t *dims, int64_t *strides)
-{
-	uint64_t s = 1;
-	for (int i = rank - 1; i >= 0; i--) {
-		strides[i] = (int64_t)s;
-		s *= (uint64_t)dims[i];
-	}
-}
-
-static int mv_done(struct cpu_kctx *k, const struct mover *m)
-{
-	if (m->nomem)
-		return ir_diag_err(k->d, IR_ENOMEM, "out of memory");
-	return 0;
-}
 
 /* A one-element source holding zero (or ""), to fill with. */
 struct fill {
@@ -693,7 +566,7 @@ static int k_transpose(struct cpu_kctx *k)
 		for (int i = 0; i < r; i++)
 			perm[i] = r - 1 - i;
 	}
-	ustrides(r, x->dims, st);
+	kstrides(r, x->dims, st);
 	for (int i = 0; i < r; i++) {
 		od[i] = x->dims[perm[i]];
 		ss[i] = st[perm[i]];
@@ -779,7 +652,7 @@ static int k_slice(struct cpu_kctx *k)
 		for (int i = 0; i < n; i++)
 			steps[i] = 1;
 	int64_t st[IR_MAX_RANK], od[IR_MAX_RANK], ss[IR_MAX_RANK], base = 0;
-	ustrides(r, x->dims, st);
+	kstrides(r, x->dims, st);
 	for (int i = 0; i < r; i++) {
 		od[i] = x->dims[i];
 		ss[i] = st[i];
@@ -816,7 +689,7 @@ static int k_expand(struct cpu_kctx *k)
 	if (n < 0)
 		return IR_ERR;
 	int r = n > x->rank ? n : x->rank;
-	ustrides(x->rank, x->dims, st);
+	kstrides(x->rank, x->dims, st);
 	for (int i = 0; i < r; i++) {
 		int xi = i - (r - x->rank), si = i - (r - n);
 		int64_t a = xi >= 0 ? x->dims[xi] : 1, b = si >= 0 ? sh[si] : 1;
@@ -849,7 +722,7 @@ static int k_tile(struct cpu_kctx *k)
 		return IR_ERR;
 	if (n != r)
 		return kerr(k, "repeats has %d values, the input %s has rank %d", n, kshape(x), r);
-	ustrides(r, x->dims, st);
+	kstrides(r, x->dims, st);
 	/* the output seen as [rep0, d0, rep1, d1, ...] with stride 0 on the repeats */
 	for (int i = 0; i < r; i++) {
 		if (rep[i] < 0)
@@ -1073,7 +946,7 @@ static int copy_mapped(struct cpu_kctx *k, const struct ir_tensor *x, struct ir_
 {
 	int r = x->rank;
 	int64_t st[IR_MAX_RANK], idx[IR_MAX_RANK] = { 0 };
-	ustrides(r, x->dims, st);
+	kstrides(r, x->dims, st);
 	for (uint64_t i = 0; i < o->numel; i++) {
 		int64_t off = 0;
 		bool fill = false;

@@ -477,3 +477,106 @@ void kcopy_rows(void *dst, int64_t dst_len, int64_t dst_start, const void *src, 
 		memcpy((char *)dst + ((size_t)(o * dst_len + dst_start)) * inner_bytes,
 		       (const char *)src + ((size_t)(o * src_len + start)) * inner_bytes, (size_t)len * inner_bytes);
 }
+
+int kenomem(struct cpu_kctx *k)
+{
+	return ir_diag_err(k->d, IR_ENOMEM, "out of memory");
+}
+
+bool kmul_ok(uint64_t a, uint64_t b, uint64_t *out)
+{
+	if (a && b > UINT64_MAX / a)
+		return false;
+	*out = a * b;
+	return true;
+}
+
+void *kalloc_arr(struct cpu_kctx *k, uint64_t n, size_t size)
+{
+	if (n && n > SIZE_MAX / size) {
+		kerr(k, "scratch buffer of %llu elements is too large", (unsigned long long)n);
+		return NULL;
+	}
+	void *p = malloc(n ? (size_t)n * size : 1);
+	if (!p)
+		ir_diag_err(k->d, IR_ENOMEM, "out of memory");
+	return p;
+}
+
+double *kload_f64(const struct ir_tensor *t)
+{
+	double *v = malloc(sizeof(double) * (t->numel ? t->numel : 1));
+	if (!v)
+		return NULL;
+	const void *p = kdata(t);
+	if (t->dtype == IR_FLOAT) {
+		const float *f = p;
+		for (uint64_t i = 0; i < t->numel; i++)
+			v[i] = f[i];
+	} else {
+		for (uint64_t i = 0; i < t->numel; i++)
+			v[i] = kld(t->dtype, p, i);
+	}
+	return v;
+}
+
+/* Rows [start, start+len) of t along axis, as a new tensor (keepdims or not). */
+struct ir_tensor *ktake_rows(struct cpu_kctx *k, const struct ir_tensor *t, int axis, int64_t start, int64_t len,
+				   bool keep)
+{
+	int64_t dims[IR_MAX_RANK];
+	int r = 0;
+	for (int j = 0; j < t->rank; j++) {
+		if (j == axis) {
+			if (keep)
+				dims[r++] = len;
+		} else {
+			dims[r++] = t->dims[j];
+		}
+	}
+	int es = kelem_bytes(t->dtype);
+	if (!es) {
+		kerr(k, "%s tensors are not supported here", ir_dtype_name(t->dtype));
+		return NULL;
+	}
+	struct ir_tensor *o = ir_tensor_new(t->dtype, r, dims, k->d);
+	if (!o)
+		return NULL;
+	int64_t outer = 1, inner = 1;
+	for (int j = 0; j < axis; j++)
+		outer *= t->dims[j];
+	for (int j = axis + 1; j < t->rank; j++)
+		inner *= t->dims[j];
+	if (o->numel)
+		kcopy_rows(ir_tensor_mutable(o), len, 0, kdata(t), t->dims[axis], start, len, outer, (size_t)inner * (size_t)es);
+	return o;
+}
+
+bool kmul62(int64_t a, int64_t b, int64_t *r)
+{
+	if (a < 0 || b < 0)
+		return false;
+	if (a && b > ((int64_t)1 << 62) / a)
+		return false;
+	*r = a * b;
+	return true;
+}
+
+int kattr_ints_n(struct cpu_kctx *k, const char *name, int n, int64_t *v, int64_t dflt, int64_t min)
+{
+	int cnt;
+	const int64_t *a = kattr_ints(k, name, &cnt);
+	if (!a) {
+		for (int i = 0; i < n; i++)
+			v[i] = dflt;
+		return 0;
+	}
+	if (cnt != n)
+		return kerr(k, "%s has %d values, %d expected", name, cnt, n);
+	for (int i = 0; i < n; i++) {
+		if (a[i] < min || a[i] > ((int64_t)1 << 40))
+			return kerr(k, "%s value %lld is out of range", name, (long long)a[i]);
+		v[i] = a[i];
+	}
+	return 0;
+}

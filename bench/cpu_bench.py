@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""CPU backend speed: ogsh `run` against onnxruntime, both on one core.
+
+    cpu_bench.py [--ogsh build/shell/ogsh] [--runs 11] [--models resnet50,...] [--out DIR]
+
+Builds the models with tests/models/make_models.py (ResNet-50 and
+MobileNetV2 at 1x3x224x224, BERT-base and GPT-2 at batch 1 with 128 tokens),
+makes one set of inputs per model, and times, pinned to CPU 0 with taskset:
+  - ogsh: one process runs `run --inputs=...` 1 + RUNS times; the figure is
+    the in-process run time ogsh prints ("ran N nodes on cpu in X ms"), the
+    first run a warm-up; median and min of the rest;
+  - onnxruntime: one InferenceSession with intra_op_num_threads=1 and
+    inter_op_num_threads=1, the same inputs, 1 warm-up then RUNS timed runs
+    (perf_counter), median and min.
+The outputs of both are compared (max abs error) so the timing is of a
+correct run. Prints a Markdown table.
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def make_inputs(model_path, seq):
+    import onnxruntime as ort
+    s = ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(0)
+    feeds = {}
+    for i in s.get_inputs():
+        shp = [d if isinstance(d, int) else (1 if n == 0 else seq) for n, d in enumerate(i.shape)]
+        if "int" in i.type:
+            a = np.ones(shp) if "mask" in i.name else np.zeros(shp) if "type" in i.name else rng.integers(0, 1000, shp)
+            feeds[i.name] = a.astype(np.int64)
+        else:
+            feeds[i.name] = rng.standard_normal(shp).astype(np.float32)
+    return feeds
+
+
+def time_ogsh(ogsh, model, inputs, outputs, runs):
+    cmd = "; ".join([f"run --inputs={inputs}"] * runs + [f"run --inputs={inputs} --save-outputs={outputs}"])
+    p = subprocess.run(["taskset", "-c", "0", ogsh, model, "-c", cmd], capture_output=True, text=True, check=True)
+    ms = [float(x) for x in re.findall(r"ran \d+ nodes on cpu in ([0-9.]+) ms", p.stdout)]
+    return ms[1:]
+
+
+def time_ort(model, feeds, runs):
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.inter_op_num_threads = 1
+    s = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+    s.run(None, feeds)
+    ms = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        out = s.run(None, feeds)
+        ms.append((time.perf_counter() - t) * 1e3)
+    return ms, out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ogsh", default=os.path.join(ROOT, "build", "shell", "ogsh"))
+    ap.add_argument("--runs", type=int, default=11)
+    ap.add_argument("--models", default="resnet50,mobilenetv2,bert,gpt2")
+    ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args()
+    if a.runs < 1:
+        ap.error("--runs must be at least 1")
+    out = a.out or tempfile.mkdtemp(prefix="ogsh-cpu-bench-")
+    names = a.models.split(",")
+    subprocess.run([sys.executable, os.path.join(ROOT, "tests", "models", "make_models.py"), out, *names],
+                   check=True, stdout=subprocess.DEVNULL)
+    # ORT pinned too: re-exec the ORT part under taskset
+    rows = []
+    for n in names:
+        model = os.path.join(out, n + ".onnx")
+        feeds = make_inputs(model, a.seq)
+        inp = os.path.join(out, n + "_in.npz")
+        np.savez(inp, **feeds)
+        outs = os.path.join(out, n + "_ogsh.npz")
+        og = time_ogsh(a.ogsh, model, inp, outs, a.runs)
+        ort_py = (f"import sys; sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r}); "
+                  f"import cpu_bench as b, numpy as np, json; f=dict(np.load({inp!r})); "
+                  f"ms, out = b.time_ort({model!r}, f, {a.runs}); np.savez({os.path.join(out, n + '_ort.npz')!r}, *out); "
+                  f"print(json.dumps(ms))")
+        p = subprocess.run(["taskset", "-c", "0", sys.executable, "-c", ort_py], capture_output=True, text=True,
+                           check=True)
+        import json
+        om = json.loads(p.stdout.strip().splitlines()[-1])
+        mine = np.load(outs)
+        ref = np.load(os.path.join(out, n + "_ort.npz"))
+        err = max(float(np.max(np.abs(mine[k] - ref[f"arr_{i}"]))) for i, k in enumerate(mine.files))
+        rows.append((n, statistics.median(og), min(og), statistics.median(om), min(om), err))
+    print(f"| model | ogsh median ms | ogsh min ms | onnxruntime median ms | onnxruntime min ms | ogsh/ort | max abs diff |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for n, a1, a2, b1, b2, e in rows:
+        print(f"| {n} | {a1:.1f} | {a2:.1f} | {b1:.1f} | {b2:.1f} | {a1 / b1:.2f} | {e:.2e} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
