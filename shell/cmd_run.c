@@ -562,6 +562,69 @@ void sh_run_forget(struct session *s)
 	s->last_run_all = false;
 }
 
+struct prof_row {
+	const char *op;
+	int count;
+	double ms;
+};
+
+static int cmp_prof(const void *a, const void *b)
+{
+	const struct prof_row *x = a, *y = b;
+	return x->ms < y->ms ? 1 : x->ms > y->ms ? -1 : strcmp(x->op, y->op);
+}
+
+/* Time per op type over the main graph's nodes (rep->node_ms is in node order). */
+static void print_profile(struct session *s, const struct ir_model *m, const struct exec_report *rep,
+			  struct sh_json *j)
+{
+	struct prof_row *rows = calloc((size_t)(rep->n_node_ms ? rep->n_node_ms : 1), sizeof(*rows));
+	int n = 0, pos = 0;
+	double total = 0;
+	if (!rows)
+		return;
+	ir_for_each_node(m->graph, nd) {
+		if (pos >= rep->n_node_ms)
+			break;
+		int r;
+		for (r = 0; r < n; r++)
+			if (!strcmp(rows[r].op, nd->op_type))
+				break;
+		if (r == n)
+			rows[n++].op = nd->op_type;
+		rows[r].count++;
+		rows[r].ms += rep->node_ms[pos];
+		total += rep->node_ms[pos++];
+	}
+	qsort(rows, (size_t)n, sizeof(*rows), cmp_prof);
+	if (j) {
+		sh_json_key(j, "profile");
+		sh_json_arr(j);
+		for (int r = 0; r < n; r++) {
+			sh_json_obj(j);
+			sh_json_kstr(j, "op", rows[r].op);
+			sh_json_kint(j, "nodes", rows[r].count);
+			sh_json_knum(j, "ms", rows[r].ms);
+			sh_json_obj_end(j);
+		}
+		sh_json_arr_end(j);
+	} else {
+		struct sh_table t;
+		char c[32], ms[32], pc[32];
+		sh_table_init(&t, 4, "op", ">nodes", ">ms", ">time %");
+		for (int r = 0; r < n; r++) {
+			snprintf(c, sizeof(c), "%d", rows[r].count);
+			snprintf(ms, sizeof(ms), "%.2f", rows[r].ms);
+			snprintf(pc, sizeof(pc), "%.1f%%", total > 0 ? 100 * rows[r].ms / total : 0.0);
+			sh_table_row(&t, sh_esc(rows[r].op), c, ms, pc);
+		}
+		sh_printf(s, "\n");
+		sh_table_print(s, &t, true);
+		sh_table_free(&t);
+	}
+	free(rows);
+}
+
 int cmd_run(struct session *s, int argc, char **argv)
 {
 	struct sh_args a;
@@ -636,8 +699,9 @@ int cmd_run(struct session *s, int argc, char **argv)
 	ir_diag_init(&d);
 	struct prog pg = { .shown = false };
 	clock_gettime(CLOCK_MONOTONIC, &pg.t0);
+	bool profile = sh_flag(&a, "profile");
 	struct exec_opts o = { .backend = be, .keep_all = all, .progress = s->interactive ? run_progress : NULL,
-			       .progress_arg = &pg };
+			       .progress_arg = &pg, .time_nodes = profile };
 	int rc = exec_run(m, &in, &o, &out, &keep, &rep, &d);
 	if (pg.shown)
 		fputs("\r\033[K", stderr);
@@ -686,6 +750,8 @@ int cmd_run(struct session *s, int argc, char **argv)
 		for (int i = 0; i < out.n; i++)
 			json_value(&j, out.a[i].name, &out.a[i].v);
 		sh_json_arr_end(&j);
+		if (profile)
+			print_profile(s, m, &rep, &j);
 		sh_json_obj_end(&j);
 		sh_json_end(&j);
 		ret = 0;
@@ -702,6 +768,8 @@ int cmd_run(struct session *s, int argc, char **argv)
 			  " buffers (%" PRIu64 " reused)%s\n", rep.n_nodes, be->name, rep.ms,
 			  sh_bytes(rep.peak_bytes, b1, sizeof(b1)), sh_bytes(rep.total_bytes, b2, sizeof(b2)), rep.n_allocs,
 			  rep.n_reused, all ? "; every value kept for compare" : "");
+		if (profile)
+			print_profile(s, m, &rep, NULL);
 	}
 	if (want.n) {
 		if (!json)

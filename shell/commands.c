@@ -88,7 +88,7 @@ const struct sh_cmd sh_commands[] = {
 	  "work too), largest first for numbers; --top=N keeps the first N rows. docs/costs.md says "
 	  "how each op is counted.",
 	  "stats --by=node --sort=flops --top=10", "--by= --sort= --top= --json", SH_C_NONE, SH_F_JSON, "inspect" },
-	{ "run", cmd_run, "[--inputs=PATH] [--seed=N] [--shape=NAME=DIMS]... [--expect=PATH] [--atol=A] [--rtol=R] [--save-outputs=PATH] [--all-tensors] [--backend=NAME] [--json]",
+	{ "run", cmd_run, "[--inputs=PATH] [--seed=N] [--shape=NAME=DIMS]... [--expect=PATH] [--atol=A] [--rtol=R] [--save-outputs=PATH] [--all-tensors] [--profile] [--backend=NAME] [--json]",
 	  "run the model and summarise or check its outputs",
 	  "Runs the current model on the cpu backend (the reference) and prints each output's dtype, "
 	  "shape, min, max, mean and std, the run time and the activation memory (peak live bytes; "
@@ -103,10 +103,11 @@ const struct sh_cmd sh_commands[] = {
 	  "outside |a-b| <= atol + rtol*|b| (defaults per dtype: float32 rtol 1e-3, atol 1e-7) and the "
 	  "worst element; the command fails when an output does not match. --save-outputs writes the "
 	  "outputs as NAME.npy files in a folder, or one .npz. --all-tensors keeps every intermediate "
-	  "value (saved too with --save-outputs), so `compare last FILE` can check them. Ctrl-C stops "
-	  "the run between nodes; progress shows after a second.",
+	  "value (saved too with --save-outputs), so `compare last FILE` can check them. --profile times "
+	  "every node and lists the time per op type, most first. Ctrl-C stops the run between nodes; "
+	  "progress shows after a second.",
 	  "run --inputs=test_data_set_0 --expect=test_data_set_0",
-	  "--inputs= --seed= --shape= --expect= --atol= --rtol= --save-outputs= --all-tensors --backend= --json",
+	  "--inputs= --seed= --shape= --expect= --atol= --rtol= --save-outputs= --all-tensors --profile --backend= --json",
 	  SH_C_FILE, SH_F_JSON, "run" },
 	{ "compare", cmd_compare, "A B [--atol=A] [--rtol=R] [--json]",
 	  "compare two sets of tensors",

@@ -41,6 +41,8 @@ extern const struct cpu_kernel cpu_kernels_rnn[];
 extern const struct cpu_kernel cpu_kernels_attention[];
 extern const struct cpu_kernel cpu_kernels_sequence[];
 extern const struct cpu_kernel cpu_kernels_control[];
+extern const struct cpu_kernel cpu_kernels_string[];
+extern const struct cpu_kernel cpu_kernels_ml[];
 
 /* --- errors --- */
 
