@@ -115,27 +115,6 @@ static void free_list(char **a, int n)
 	free(a);
 }
 
-/* The first node (here or in a subgraph) the backend cannot run. */
-static bool first_unsupported(const struct exec_backend *be, const struct ir_graph *g, char *msg, size_t size)
-{
-	char why[256];
-	ir_for_each_node(g, n) {
-		if (!be->supports_node(n, why, sizeof(why))) {
-			snprintf(msg, size, "n%d '%s' %s", n->id, n->op_type, why);
-			return true;
-		}
-		for (int a = 0; a < n->n_attrs; a++) {
-			const struct ir_attr *at = &n->attrs[a];
-			if (at->type == IR_ATTR_GRAPH && at->g && first_unsupported(be, at->g, msg, size))
-				return true;
-			for (size_t k = 0; at->type == IR_ATTR_GRAPHS && k < at->n; k++)
-				if (first_unsupported(be, at->graphs[k], msg, size))
-					return true;
-		}
-	}
-	return false;
-}
-
 /* Compares one output; on a difference writes why into msg and returns false. */
 static bool compare_value(const char *name, int idx, const struct kern_value *a, const struct kern_value *b,
 			  double rtol, double *max_err, char *msg, size_t size)
@@ -282,7 +261,7 @@ static void run_test(const char *dir, const struct exec_backend *be, struct exec
 		if (!seen && len + strlen(tok) + 2 < sizeof(res->ops))
 			len += (size_t)snprintf(res->ops + len, sizeof(res->ops) - len, "%s%s", len ? " " : "", tok);
 	}
-	if (first_unsupported(be, m->graph, res->detail, sizeof(res->detail))) {
+	if (!exec_graph_runnable(m, be, res->detail, sizeof(res->detail))) {
 		res->status = EXEC_CONF_UNSUPPORTED;
 		ir_model_free(m);
 		ir_diag_clear(&d);

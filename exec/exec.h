@@ -92,6 +92,14 @@ struct exec_report {
 };
 void exec_report_clear(struct exec_report *r);
 
+/* Whether every node of the main graph (subgraphs and the bodies of the
+ * model functions it calls included) can run on the backend (NULL: cpu);
+ * when not, `why` names the first node that cannot: "n17 'NonMaxSuppression'
+ * has no cpu kernel". */
+bool exec_graph_runnable(const struct ir_model *m, const struct exec_backend *be, char *why, size_t size);
+bool exec_node_runnable_at(const struct ir_model *m, const struct exec_backend *be, const struct ir_node *n,
+			   int depth, char *why, size_t size);
+
 /*
  * Checks `inputs` against the graph's declared inputs: every input without
  * an initializer is given, dtypes match, ranks and fixed dims match, and a

@@ -91,6 +91,7 @@ struct run {
 	struct exec_values *all;
 	double *node_ms;             /* opts->time_nodes: per main-graph node */
 	uint64_t steps;              /* nodes and subgraph runs so far */
+	int fn_depth;                /* model functions being called, nested */
 };
 
 /* Counts one step (a node, or a subgraph run); an error past opts->max_steps. */
@@ -432,6 +433,107 @@ static void node_label(const struct ir_node *n, char *buf, size_t size)
 		snprintf(buf, size, "n%d '%s'", n->id, n->op_type);
 }
 
+#define MAX_FUNCTION_DEPTH 32
+
+/* Puts the caller's attribute values where a function body refers to them
+ * (ref_attr_name), or the function's defaults; drops references to
+ * attributes that neither gives. */
+static int bind_attrs(struct ir_graph *g, const struct ir_node *call, const struct ir_function *fn,
+		      struct ir_diag *d)
+{
+	ir_for_each_node(g, nd) {
+		for (int i = nd->n_attrs - 1; i >= 0; i--) {
+			struct ir_attr *a = &nd->attrs[i];
+			if (a->type == IR_ATTR_GRAPH && a->g && bind_attrs(a->g, call, fn, d))
+				return IR_ERR;
+			for (size_t k = 0; a->type == IR_ATTR_GRAPHS && k < a->n; k++)
+				if (bind_attrs(a->graphs[k], call, fn, d))
+					return IR_ERR;
+			if (!a->ref_attr_name)
+				continue;
+			const struct ir_attr *src = ir_node_attr(call, a->ref_attr_name);
+			for (size_t k = 0; !src && k < fn->n_attr_defaults; k++)
+				if (fn->attr_defaults[k].name && !strcmp(fn->attr_defaults[k].name, a->ref_attr_name))
+					src = &fn->attr_defaults[k];
+			if (!src) {
+				char *name = strdup(a->name);
+				if (!name)
+					return ir_diag_err(d, IR_ENOMEM, "out of memory");
+				ir_node_remove_attr(nd, name);
+				free(name);
+				continue;
+			}
+			struct ir_attr c;
+			if (ir_attr_copy(&c, src, g))
+				return ir_diag_err(d, IR_ENOMEM, "out of memory");
+			free(c.name);
+			free(c.ref_attr_name);
+			c.ref_attr_name = NULL;
+			if (!(c.name = strdup(a->name))) {
+				ir_attr_clear(&c);
+				return ir_diag_err(d, IR_ENOMEM, "out of memory");
+			}
+			if (ir_node_set_attr(nd, &c, d))
+				return IR_ERR;
+		}
+	}
+	return 0;
+}
+
+/* Runs a node that calls a model-local function: its body, with the
+ * caller's inputs and attributes bound, in a frame of its own. */
+static int call_function(struct frame *f, struct ir_node *n, const struct ir_function *fn)
+{
+	struct run *R = f->R;
+	struct ir_diag *d = R->d;
+	if (R->fn_depth >= MAX_FUNCTION_DEPTH)
+		return ir_diag_err(d, IR_ERR, "function '%s' calls itself (or nests) more than %d deep", fn->name,
+				   MAX_FUNCTION_DEPTH);
+	if (n->n_inputs > fn->body->n_inputs || n->n_outputs > fn->body->n_outputs)
+		return ir_diag_err(d, IR_ERR, "calls function '%s' with %d inputs and %d outputs, it has %d and %d",
+				   fn->name, n->n_inputs, n->n_outputs, fn->body->n_inputs, fn->body->n_outputs);
+	struct ir_graph *body = ir_graph_clone(fn->body, NULL);
+	if (!body)
+		return ir_diag_err(d, IR_ENOMEM, "out of memory");
+	struct frame sub = { 0 };
+	int rc = bind_attrs(body, n, fn, d);
+	if (!rc)
+		rc = frame_init(&sub, R, body, NULL, false);
+	for (int i = 0; !rc && i < body->n_inputs; i++) {
+		struct ir_value *v = body->inputs[i];
+		if (i >= n->n_inputs || !n->inputs[i]) {
+			sub.vals[v->idx].optional = true;
+			continue;
+		}
+		struct kern_value *s = lookup(f, n->inputs[i], d);
+		if (!s)
+			rc = IR_ERR;
+		else if (kern_value_copy(&sub.vals[v->idx], s))
+			rc = ir_diag_err(d, IR_ENOMEM, "out of memory");
+	}
+	if (!rc) {
+		R->fn_depth++;
+		rc = run_graph(&sub, -1);
+		R->fn_depth--;
+	}
+	for (int i = 0; !rc && i < n->n_outputs; i++) {
+		struct ir_value *v = n->outputs[i];
+		if (!v)
+			continue;
+		struct kern_value *s = lookup(&sub, body->outputs[i], d);
+		if (!s) {
+			rc = IR_ERR;
+			break;
+		}
+		run_drop(R, &f->vals[v->idx]);
+		if (kern_value_copy(&f->vals[v->idx], s))
+			rc = ir_diag_err(d, IR_ENOMEM, "out of memory");
+	}
+	frame_done(&sub);
+	ir_graph_free(body);
+	return rc;
+}
+
 static int run_node(struct frame *f, struct ir_node *n)
 {
 	struct run *R = f->R;
@@ -440,6 +542,15 @@ static int run_node(struct frame *f, struct ir_node *n)
 	char why[256];
 	if (step(R))
 		return IR_ERR;
+	const struct ir_function *fn = n->op == IR_OP_UNKNOWN ? ir_model_find_function(R->m, n) : NULL;
+	if (fn) {
+		int rc = call_function(f, n, fn);
+		if (rc) {
+			node_label(n, label, sizeof(label));
+			ir_diag_prefix(d, "%s", label);
+		}
+		return rc;
+	}
 	if (!R->be->supports_node(n, why, sizeof(why))) {
 		node_label(n, label, sizeof(label));
 		return ir_diag_err(d, IR_ERR, "%s %s", label, why);
@@ -723,6 +834,47 @@ done:
 	}
 	free(R.node_ms);
 	return rc;
+}
+
+static bool graph_runnable(const struct ir_model *m, const struct exec_backend *be, const struct ir_graph *g,
+			   int depth, char *why, size_t size)
+{
+	ir_for_each_node(g, n)
+		if (!exec_node_runnable_at(m, be, n, depth, why, size))
+			return false;
+	return true;
+}
+
+bool exec_node_runnable_at(const struct ir_model *m, const struct exec_backend *be, const struct ir_node *n,
+			   int depth, char *why, size_t size)
+{
+	char w[256];
+	const struct ir_function *fn = n->op == IR_OP_UNKNOWN ? ir_model_find_function(m, n) : NULL;
+	if (fn) {
+		if (depth >= MAX_FUNCTION_DEPTH || !fn->body) {
+			snprintf(why, size, "n%d '%s' calls function '%s' too deep", n->id, n->op_type, fn->name);
+			return false;
+		}
+		return graph_runnable(m, be, fn->body, depth + 1, why, size);
+	}
+	if (!be->supports_node(n, w, sizeof(w))) {
+		snprintf(why, size, "n%d '%s' %s", n->id, n->op_type, w);
+		return false;
+	}
+	for (int a = 0; a < n->n_attrs; a++) {
+		const struct ir_attr *at = &n->attrs[a];
+		if (at->type == IR_ATTR_GRAPH && at->g && !graph_runnable(m, be, at->g, depth, why, size))
+			return false;
+		for (size_t k = 0; at->type == IR_ATTR_GRAPHS && k < at->n; k++)
+			if (!graph_runnable(m, be, at->graphs[k], depth, why, size))
+				return false;
+	}
+	return true;
+}
+
+bool exec_graph_runnable(const struct ir_model *m, const struct exec_backend *be, char *why, size_t size)
+{
+	return graph_runnable(m, be ? be : &exec_backend_cpu, m->graph, 0, why, size);
 }
 
 /* ------------------------------------------------------------------------ */

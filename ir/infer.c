@@ -893,7 +893,7 @@ static void merge_declared(struct ir_infer *x, struct ir_value *v)
 	}
 }
 
-static const struct ir_function *find_function(const struct ir_model *m, const struct ir_node *n)
+const struct ir_function *ir_model_find_function(const struct ir_model *m, const struct ir_node *n)
 {
 	for (size_t i = 0; m && i < m->n_functions; i++) {
 		const struct ir_function *f = &m->functions[i];
@@ -953,7 +953,7 @@ static void infer_node(struct ir_infer *x, struct ir_node *n)
 	if (n->op != IR_OP_UNKNOWN && x->table[n->op]) {
 		x->table[n->op](x, n);
 	} else {
-		const struct ir_function *f = n->op == IR_OP_UNKNOWN ? find_function(x->m, n) : NULL;
+		const struct ir_function *f = n->op == IR_OP_UNKNOWN ? ir_model_find_function(x->m, n) : NULL;
 		if (f)
 			infer_call(x, n, f);
 		for (int k = 0; !f && k < n->n_outputs; k++)

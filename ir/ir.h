@@ -644,6 +644,8 @@ void ir_graph_totals(const struct ir_graph *g, struct ir_graph_totals *t);
  * Returns 0, IR_EINTR, or IR_ENOMEM.
  */
 int ir_infer(struct ir_model *m, struct ir_diag *d);
+/* The model-local function a node calls (same name, domain and overload), or NULL. */
+const struct ir_function *ir_model_find_function(const struct ir_model *m, const struct ir_node *n);
 /* Whether ogsh has a shape function for the op. */
 bool ir_infer_has_shape_fn(int op);
 /* Forgets inferred results (after an edit makes them stale). */

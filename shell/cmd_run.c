@@ -574,6 +574,11 @@ static int cmp_prof(const void *a, const void *b)
 	return x->ms < y->ms ? 1 : x->ms > y->ms ? -1 : strcmp(x->op, y->op);
 }
 
+static int cmp_prof_name(const void *a, const void *b)
+{
+	return strcmp(((const struct prof_row *)a)->op, ((const struct prof_row *)b)->op);
+}
+
 /* Time per op type over the main graph's nodes (rep->node_ms is in node order). */
 static void print_profile(struct session *s, const struct ir_model *m, const struct exec_report *rep,
 			  struct sh_json *j)
@@ -596,7 +601,8 @@ static void print_profile(struct session *s, const struct ir_model *m, const str
 		rows[r].ms += rep->node_ms[pos];
 		total += rep->node_ms[pos++];
 	}
-	qsort(rows, (size_t)n, sizeof(*rows), cmp_prof);
+	/* the table: most time first; JSON: by op name (stable for scripts) */
+	qsort(rows, (size_t)n, sizeof(*rows), j ? cmp_prof_name : cmp_prof);
 	if (j) {
 		sh_json_key(j, "profile");
 		sh_json_arr(j);
@@ -676,6 +682,7 @@ int cmd_run(struct session *s, int argc, char **argv)
 	}
 	if ((v = sh_opt(&a, "inputs"))) {
 		if (read_set(m, v, false, &in, &d)) {
+			ir_diag_prefix(&d, "run: --inputs");
 			sh_diag(s, &d);
 			goto out;
 		}
@@ -683,6 +690,7 @@ int cmd_run(struct session *s, int argc, char **argv)
 	}
 	if ((v = sh_opt(&a, "expect"))) {
 		if (read_set(m, v, true, &want, &d)) {
+			ir_diag_prefix(&d, "run: --expect");
 			sh_diag(s, &d);
 			goto out;
 		}
@@ -726,6 +734,7 @@ int cmd_run(struct session *s, int argc, char **argv)
 	s->last_run_all = all;
 	if ((v = sh_opt(&a, "save-outputs"))) {
 		if (write_set(v, all ? &keep : &out, &d)) {
+			ir_diag_prefix(&d, "run: --save-outputs");
 			sh_diag(s, &d);
 			goto out;
 		}

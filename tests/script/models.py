@@ -190,6 +190,28 @@ def names_model():
     return mp
 
 
+def function_model():
+    """Model-local functions: ScaledRelu(x) = Relu(x) * alpha, alpha from the
+    caller or the function's default (3.0); Twice calls ScaledRelu (nesting)."""
+    alpha_const = helper.make_node("Constant", [], ["a"], value_float=0.0)
+    alpha_const.attribute[0].ref_attr_name = "alpha"
+    body = [helper.make_node("Relu", ["x"], ["r"]), alpha_const, helper.make_node("Mul", ["r", "a"], ["y"])]
+    scaled = helper.make_function("custom", "ScaledRelu", ["x"], ["y"], body,
+                                  [helper.make_opsetid("", 17)], attributes=[],
+                                  attribute_protos=[helper.make_attribute("alpha", 3.0)])
+    twice = helper.make_function("custom", "Twice", ["x"], ["y"],
+                                 [helper.make_node("ScaledRelu", ["x"], ["t"], domain="custom", alpha=2.0),
+                                  helper.make_node("ScaledRelu", ["t"], ["y"], domain="custom", alpha=2.0)],
+                                 [helper.make_opsetid("", 17), helper.make_opsetid("custom", 1)])
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 3]) for n in ("y1", "y2", "y3")]
+    nodes = [helper.make_node("ScaledRelu", ["x"], ["y1"], domain="custom", name="given", alpha=0.5),
+             helper.make_node("ScaledRelu", ["x"], ["y2"], domain="custom", name="default"),
+             helper.make_node("Twice", ["x"], ["y3"], domain="custom", name="nested")]
+    g = helper.make_graph(nodes, "functions", [x], outs)
+    return model(g, opsets=OPSET + [helper.make_opsetid("custom", 1)], functions=[scaled, twice])
+
+
 def run_data(out):
     """Inputs and expected outputs for the run and compare tests (numpy
     computes the If model exactly: relu, add, neg and mul are exact in float32),
@@ -209,6 +231,8 @@ def run_data(out):
     off[1, 2] += 0.5
     np.savez(os.path.join(out, "if_off.npz"), y=off)
     np.savez(os.path.join(out, "if_all.npz"), x_relu=relu, y=then_y)
+    np.save(os.path.join(out, "fn_in.npy"), x)
+    np.savez(os.path.join(out, "fn_out.npz"), y1=relu * 0.5, y2=relu * 3.0, y3=relu * 4.0)
     np.savez(os.path.join(out, "bad_shape.npz"), x=np.zeros((3, 2), np.float32), cond=np.array(True))
     np.savez(os.path.join(out, "bad_dtype.npz"), x=np.zeros((2, 3), np.float64), cond=np.array(True))
     np.savez(os.path.join(out, "bad_name.npz"), z=np.zeros((2, 3), np.float32))
@@ -244,7 +268,8 @@ def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     for name, fn in [("if", if_model), ("chain", chain_model), ("symbolic", symbolic_model),
-                     ("tensors", tensors_model), ("names", names_model), ("dynamic", dynamic_model)]:
+                     ("tensors", tensors_model), ("names", names_model), ("dynamic", dynamic_model),
+                     ("functions", function_model)]:
         onnx.save_model(fn(), os.path.join(out, name + ".onnx"))
     external_model(out)
     # the same model without its data file
