@@ -387,7 +387,16 @@ static int k_scan(struct cpu_kctx *k)
 		acc_free(acc, n_scan_out);
 		return rc;
 	}
-	/* opset 8: run each batch row, then stack rows along axis 0 */
+	/* opset 8: run each batch row, then stack rows along axis 0; every
+	 * state and scan input has the batch as its first dim */
+	for (int i = 0; i < n_state + n_scan_in; i++) {
+		const struct ir_tensor *t = kin_req(k, first + i);
+		if (!t)
+			return IR_ERR;
+		if (t->rank < 1 || t->dims[0] != batch)
+			return kerr(k, "input %d has shape %s: its first dim must be the batch, %lld", first + i,
+				    kshape(t), (long long)batch);
+	}
 	struct scan_acc *rows = calloc((size_t)(n_state + n_scan_out), sizeof(*rows));
 	if (!rows)
 		return ir_diag_err(k->d, IR_ENOMEM, "out of memory");
