@@ -152,6 +152,9 @@ void kcopy_rows(void *dst, int64_t dst_len, int64_t dst_start, const void *src, 
 
 /* --- memory --- */
 
+/* Sets a string element to a copy of len bytes (NUL added); false on no memory. */
+bool kstr_set(struct ir_bytes *b, const char *data, size_t len);
+
 /* IR_ENOMEM with "out of memory" recorded. */
 int kenomem(struct cpu_kctx *k);
 /* a * b into *out; false on overflow. */

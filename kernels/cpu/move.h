@@ -54,16 +54,7 @@ static inline void mv_init(struct mover *m, int dtype, struct ir_tensor *o, cons
 
 static inline bool str_set(struct ir_bytes *b, const struct ir_bytes *from)
 {
-	char *p = malloc(from->len + 1);
-	if (!p)
-		return false;
-	if (from->len)
-		memcpy(p, from->data, from->len);
-	p[from->len] = 0;
-	free(b->data);
-	b->data = p;
-	b->len = from->len;
-	return true;
+	return kstr_set(b, from->data, from->len);
 }
 
 static inline unsigned bits_get(const unsigned char *p, int bits, uint64_t i)

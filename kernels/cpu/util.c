@@ -85,15 +85,10 @@ int kout_share(struct cpu_kctx *k, int i, const struct ir_tensor *t, int rank, c
 		if (!o)
 			return IR_ENOMEM;
 		for (uint64_t j = 0; j < t->numel; j++) {
-			free(o->strings[j].data);
-			o->strings[j].len = t->strings[j].len;
-			if (!(o->strings[j].data = malloc(t->strings[j].len + 1))) {
-				o->strings[j].len = 0;
+			if (!kstr_set(&o->strings[j], t->strings[j].data, t->strings[j].len)) {
 				ir_tensor_unref(o);
 				return ir_diag_err(k->d, IR_ENOMEM, "out of memory");
 			}
-			memcpy(o->strings[j].data, t->strings[j].data, t->strings[j].len);
-			o->strings[j].data[t->strings[j].len] = 0;
 		}
 	} else {
 		o = ir_tensor_wrap(t->dtype, rank, dims, t->buf, k->d);
@@ -579,4 +574,18 @@ int kattr_ints_n(struct cpu_kctx *k, const char *name, int n, int64_t *v, int64_
 		v[i] = a[i];
 	}
 	return 0;
+}
+
+bool kstr_set(struct ir_bytes *b, const char *data, size_t len)
+{
+	char *p = malloc(len + 1);
+	if (!p)
+		return false;
+	if (len)
+		memcpy(p, data, len);
+	p[len] = 0;
+	free(b->data);
+	b->data = p;
+	b->len = len;
+	return true;
 }
