@@ -1,13 +1,200 @@
 /*
- * pass.h - graph rewrites. The only public header of passes/.
+ * pass.h - graph rewrites: the pass registry, the pass manager, the stage
+ * history, and the hand edits. The only public header of passes/.
  *
- * Hand edits live here because they are rewrites a person asks for; the
- * pass registry and the stage history build on the same mutators.
+ * A pass is data plus a function (`struct pass`), one file each in passes/,
+ * listed in registry.c. It rewrites a model in place and says what it did in
+ * a report: what it matched, what it rewrote, what it rejected and why. The
+ * manager runs it on a clone of the current stage, checks the result with
+ * ir_model_verify() and keeps it as a new stage, or throws it away (a pass
+ * that breaks an invariant is rolled back with an error).
  */
 #ifndef OGSH_PASS_H
 #define OGSH_PASS_H
 
 #include "ir/ir.h"
+
+/* ------------------------------------------------------------------------ */
+/* Reports                                                                   */
+/* ------------------------------------------------------------------------ */
+
+enum pass_msg_kind { PASS_REWROTE = 0, PASS_REJECTED, PASS_NOTE };
+
+struct pass_msg {
+	enum pass_msg_kind kind;
+	char *node;          /* the node it is about ("bn3", or "n12" when unnamed), or NULL */
+	char *text;          /* "folded into 'conv3'", "scale is not a constant" */
+};
+
+/* A value of the new stage that stands for a value of the old one (the names). */
+struct pass_map {
+	char *new_name, *old_name;
+};
+
+struct pass_report {
+	char *pass;                  /* the pass's name */
+	int matched;                 /* places where the pattern was found */
+	int rewritten;               /* of which rewritten */
+	int rejected;                /* of which left alone (each with a PASS_REJECTED message) */
+	struct pass_msg *msgs;
+	int n_msgs, cap_msgs;
+	struct pass_map *map;        /* see pass_maps() */
+	int n_map, cap_map;
+	bool changed;                /* the model changed */
+};
+void pass_report_init(struct pass_report *r, const char *pass);
+void pass_report_clear(struct pass_report *r);
+/* Appends the messages, counts and maps of `from` (optimize's combined report). */
+int pass_report_merge(struct pass_report *into, const struct pass_report *from);
+
+/* ------------------------------------------------------------------------ */
+/* Passes                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* An option a pass takes ("max-bytes=1048576"). */
+struct pass_option {
+	const char *name;
+	const char *type;      /* "int", "float", "bool", "string" */
+	const char *dflt;      /* the default, as text */
+	const char *help;      /* one line */
+};
+
+/* An option as given. */
+struct pass_arg {
+	const char *name, *value;
+};
+
+/* What a pass's run function gets. */
+struct pass_ctx {
+	struct ir_model *m;          /* the model to rewrite in place (a clone: the stage it came from is untouched) */
+	const struct pass *pass;
+	struct pass_report *rep;
+	const struct pass_arg *args; /* checked against pass->options before run is called */
+	int n_args;
+	struct ir_diag *d;           /* errors (the pass failed: nothing is kept) */
+};
+
+/* Levels, as in optimize --level (a pass runs at its level and above). */
+enum { PASS_LEVEL_BASIC = 1, PASS_LEVEL_EXTENDED = 2, PASS_LEVEL_ALL = 3 };
+
+struct pass {
+	const char *name;            /* "fuse-conv-bn" */
+	const char *summary;         /* one line for `passes` */
+	const char *explain;         /* the teacher's text for `explain` (paragraphs separated by "\n\n") */
+	const struct pass_option *options;   /* ended by { NULL }; NULL: none */
+	int level;                   /* PASS_LEVEL_*: the optimize level that includes it; 0: never */
+	/*
+	 * Rewrites c->m. Records every match in c->rep (pass_rewrote,
+	 * pass_rejected) and pass_maps() for values that stand for old ones
+	 * under another name. Returns 0, or an error code with a message in
+	 * c->d (the model is then thrown away).
+	 */
+	int (*run)(struct pass_ctx *c);
+};
+
+/* The registry (passes/registry.c), in the order optimize runs them; NULL-ended. */
+extern const struct pass *const pass_registry[];
+const struct pass *pass_find(const char *name);
+
+/* Report helpers for passes. `n` may be NULL. Messages: lowercase, no final period. */
+void pass_rewrote(struct pass_ctx *c, const struct ir_node *n, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void pass_rejected(struct pass_ctx *c, const struct ir_node *n, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void pass_note(struct pass_ctx *c, const struct ir_node *n, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Records that value `new_name` of the new stage stands for `old_name` of the
+ * old one (values that keep their name need nothing). */
+void pass_maps(struct pass_ctx *c, const char *new_name, const char *old_name);
+
+/* Options (defaults from the pass's option table when not given). */
+int64_t pass_opt_int(const struct pass_ctx *c, const char *name);
+double pass_opt_float(const struct pass_ctx *c, const char *name);
+bool pass_opt_bool(const struct pass_ctx *c, const char *name);
+const char *pass_opt_str(const struct pass_ctx *c, const char *name);
+
+/* ------------------------------------------------------------------------ */
+/* Helpers for writing passes (passes/util.c)                                */
+/* ------------------------------------------------------------------------ */
+
+/* Readers of a value: node inputs (each slot), captures, and being a graph output. */
+int pass_n_readers(const struct ir_value *v);
+/* The only node reading v (through exactly one input slot), or NULL. */
+struct ir_node *pass_only_reader(const struct ir_value *v);
+/* The constant tensor of input `i` of n, or NULL (omitted or not constant). */
+const struct ir_tensor *pass_const_input(const struct ir_node *n, int i);
+/* A new initializer holding `t` (a reference is taken), named after `base`
+ * made unique; NULL on error. */
+struct ir_value *pass_new_init(struct ir_graph *g, const char *base, struct ir_tensor *t, struct ir_diag *d);
+/* A value name made unique in g from `base` ("w" -> "w", "w_1"...); owned by the caller. */
+char *pass_unique_name(const struct ir_graph *g, const char *base);
+/* A node's name for messages: its name, or "n<id>". */
+const char *pass_node_name(const struct ir_node *n, char *buf, size_t size);
+/* Removes nodes whose outputs nothing reads (and then their unused inputs'
+ * producers, transitively); returns how many went. */
+int pass_remove_dead(struct ir_graph *g);
+/* A float tensor's elements as doubles (caller frees); NULL if not a
+ * float/int tensor or no memory. */
+double *pass_tensor_f64(const struct ir_tensor *t);
+/* A new tensor of dtype `dtype` and dims from doubles (rounded to the dtype). */
+struct ir_tensor *pass_tensor_from_f64(int dtype, int rank, const int64_t *dims, const double *v, struct ir_diag *d);
+
+/* ------------------------------------------------------------------------ */
+/* The manager                                                               */
+/* ------------------------------------------------------------------------ */
+
+/* Checks options against the pass's table (known names, values of the right type). */
+int pass_check_args(const struct pass *p, const struct pass_arg *args, int n, struct ir_diag *d);
+
+/*
+ * Runs pass p with options args on a clone of m. Checks the options, runs
+ * the pass, verifies the result. On success *out is the new model (the
+ * caller owns it; NULL with dry_run) and rep holds the report; on failure
+ * nothing is kept and d says why (a broken invariant: "pass 'x' broke the
+ * graph, rolled back: ..."). Returns 0 or an error code.
+ */
+int pass_apply(const struct ir_model *m, const struct pass *p, const struct pass_arg *args, int n_args,
+	       bool dry_run, struct ir_model **out, struct pass_report *rep, struct ir_diag *d);
+
+/* ------------------------------------------------------------------------ */
+/* Stages (passes/stages.c)                                                  */
+/* ------------------------------------------------------------------------ */
+
+struct pass_stage {
+	struct ir_model *m;          /* owned */
+	char *label;                 /* what made it: "loaded", "fuse-conv-bn", "rm relu2" */
+	struct pass_report rep;      /* the pass's report (empty for hand edits) */
+	int parent;                  /* the stage it was made from (-1 for stage 0) */
+};
+
+/* The stages of a session: stage 0 is the model as loaded; every pass or
+ * edit appends one. Stages share tensor data (clones). */
+struct pass_history {
+	struct pass_stage *st;
+	int n, cap;
+	int cur;                     /* the stage being looked at and edited */
+};
+
+/* Starts a history with `m` (taken) as stage 0. */
+int pass_history_init(struct pass_history *h, struct ir_model *m, const char *label);
+void pass_history_free(struct pass_history *h);
+/* Appends a stage made from the current one (takes `m` and the report's
+ * contents, which is left empty); it becomes current. Stages after the
+ * current one (undone) are dropped first, as an editor's redo list is. */
+int pass_history_push(struct pass_history *h, struct ir_model *m, const char *label, struct pass_report *rep);
+/* The model of the current stage. */
+struct ir_model *pass_history_model(const struct pass_history *h);
+/*
+ * The name in stage `from` that value `name` of stage `to` stands for,
+ * following the pass maps between them (either direction along the
+ * history's parent chain); `name` itself when no map mentions it. Returns
+ * NULL when the two stages are not on one line of descent.
+ */
+const char *pass_history_map(const struct pass_history *h, int to, int from, const char *name);
+
+/* ------------------------------------------------------------------------ */
+/* Hand edits (passes/edit.c)                                                */
+/* ------------------------------------------------------------------------ */
 
 /*
  * Removes node `n` from `g`. A node whose outputs are unused just goes.

@@ -834,6 +834,11 @@ int cmd_compare(struct session *s, int argc, char **argv)
 		return -1;
 	if (a.npos != 2)
 		return sh_usage(s, argv[0]);
+	if (sh_flag(&a, "stages")) {
+		if (!sh_need_model(s))
+			return -1;
+		return sh_compare_stages(s, a.pos[0], a.pos[1], argc, argv);
+	}
 	struct exec_cmp_opts user = { .atol = -1, .rtol = -1 };
 	const char *v;
 	if ((v = sh_opt(&a, "atol")) && parse_double_opt(s, "compare", "atol", v, &user.atol))

@@ -151,6 +151,7 @@ int cmd_save(struct session *s, int argc, char **argv)
 		return sh_diag(s, &d);
 	sh_diag(s, &d);
 	s->dirty = false;
+	s->saved_stage = s->stage;
 	if (s->interactive) {
 		struct stat st;
 		char b[32];

@@ -419,6 +419,13 @@ int cmd_stats(struct session *s, int argc, char **argv)
 	struct sh_args a;
 	if (sh_parse_args(s, sh_find_command(argv[0]), argc, argv, &a))
 		return -1;
+	if (a.npos == 2) {
+		if (!sh_need_model(s))
+			return -1;
+		if (sh_opt(&a, "by") || sh_opt(&a, "sort") || sh_opt(&a, "top"))
+			return sh_error(s, "stats: --by, --sort and --top are for one stage; stats A B compares totals");
+		return sh_stats_stages(s, a.pos[0], a.pos[1], sh_flag(&a, "json"));
+	}
 	if (a.npos)
 		return sh_usage(s, argv[0]);
 	const char *by = sh_opt(&a, "by"), *sort = sh_opt(&a, "sort"), *top = sh_opt(&a, "top");

@@ -73,7 +73,7 @@ const struct sh_cmd sh_commands[] = {
 	  "Loop and Scan bodies (named nID.ATTR/VALUE). PATTERN filters names as in nodes. "
 	  "set-input-shape and every edit make the next shapes infer again.",
 	  "shapes --unknown", "--unknown --subgraphs --json", SH_C_VALUE, SH_F_JSON, "inspect" },
-	{ "stats", cmd_stats, "[--by=op|node] [--sort=COLUMN] [--top=N] [--json]",
+	{ "stats", cmd_stats, "[A B] [--by=op|node] [--sort=COLUMN] [--top=N] [--json]",
 	  "parameters, MACs, FLOPs, bytes and activation memory",
 	  "Counts what every node of the main graph costs from the inferred shapes, and sums it: "
 	  "parameters (weights; BatchNormalization statistics and the constants read as shapes, axes, "
@@ -86,8 +86,50 @@ const struct sh_cmd sh_commands[] = {
 	  "flops, read, written, bytes, intensity, share; nodes: node, name, op, output (its "
 	  "elements), params, macs, flops, read, written, bytes, intensity, share; FLOPs/B and FLOPs% "
 	  "work too), largest first for numbers; --top=N keeps the first N rows. docs/costs.md says "
-	  "how each op is counted.",
+	  "how each op is counted. With two stages A B (numbers from `stages`), puts their totals and op "
+	  "counts side by side with the change.",
 	  "stats --by=node --sort=flops --top=10", "--by= --sort= --top= --json", SH_C_NONE, SH_F_JSON, "inspect" },
+	{ "passes", cmd_passes, "[--json]", "list the passes",
+	  "Lists every pass with its optimize level and what it does, in the order optimize runs them. "
+	  "explain PASS tells how one works; apply PASS runs one.",
+	  "passes", "--json", SH_C_NONE, SH_F_JSON, "passes" },
+	{ "explain", cmd_explain, "PASS", "how a pass works, for teachers",
+	  "What the pass rewrites, the algebra behind it, when it does not apply and why, and its options.",
+	  "explain fuse-conv-bn", "", SH_C_NONE, 0, "passes" },
+	{ "apply", cmd_apply, "PASS [OPTION=VALUE...] [--dry-run] [--all] [--json]",
+	  "apply a pass, making a new stage",
+	  "Runs the pass on a copy of the current stage and prints its report: what it matched, what it "
+	  "rewrote, and what it left alone and why. The result is checked (ir_verify); a pass that breaks "
+	  "the graph is rolled back with an error. When something changed, the result becomes a new stage "
+	  "(undo goes back) and the node, parameter, FLOP and activation changes are shown. --dry-run "
+	  "reports without keeping anything; --all shows every message of a long report. OPTION=VALUE "
+	  "sets the pass's options (explain PASS lists them).",
+	  "apply fold-constants max-bytes=65536", "--dry-run --all --json", SH_C_NONE, SH_F_JSON, "passes" },
+	{ "optimize", cmd_optimize, "[--level=basic|extended|all] [--quiet]",
+	  "run the passes of a level until nothing changes",
+	  "Runs every pass of the level and below in the order `passes` lists them, again and again until a "
+	  "round changes nothing (at most 10 rounds), like ONNX Runtime's optimization levels: basic cleans "
+	  "up (fold constants and shapes, remove no-ops, dead code and duplicates), extended adds fusions "
+	  "(default), all adds the fusions that make larger ops. Each pass that changes the model makes a "
+	  "stage and prints its report (--quiet prints the total only).",
+	  "optimize --level=all", "--level= --quiet", SH_C_NONE, 0, "passes" },
+	{ "stages", cmd_stages, "[--json]", "list the stages, with node, parameter and FLOP changes",
+	  "Stage 0 is the model as loaded; every pass or hand edit made one more. The current stage is "
+	  "marked *. Stages share tensor data, so many of them cost little memory.",
+	  "stages", "--json", SH_C_NONE, SH_F_JSON, "passes" },
+	{ "undo", cmd_undo, "", "go back to the stage the current one was made from",
+	  "The stages after it stay until a new pass or edit replaces them (redo goes forward again).",
+	  "undo", "", SH_C_NONE, 0, "passes" },
+	{ "redo", cmd_redo, "", "go forward to the stage undo left", "Goes to the stage made from the current one.",
+	  "redo", "", SH_C_NONE, 0, "passes" },
+	{ "checkout", cmd_checkout, "STAGE", "make a stage the current one",
+	  "STAGE is a number from `stages`, or -N for N stages back. Passes and edits from there make new "
+	  "stages after it.", "checkout 0", "", SH_C_NONE, 0, "passes" },
+	{ "diff", cmd_diff, "[A B] [--json]", "what changed between two stages",
+	  "Lists the nodes removed, added and rewired, nodes whose attributes changed, weights removed, "
+	  "added or changed, then the op-count, node, parameter, FLOP and peak-activation changes. With no "
+	  "stages: the current stage against the one it was made from.",
+	  "diff 0 3", "--json", SH_C_NONE, SH_F_JSON, "passes" },
 	{ "run", cmd_run, "[--inputs=PATH] [--seed=N] [--shape=NAME=DIMS]... [--expect=PATH] [--atol=A] [--rtol=R] [--save-outputs=PATH] [--all-tensors] [--profile] [--backend=NAME] [--json]",
 	  "run the model and summarise or check its outputs",
 	  "Runs the current model on the cpu backend (the reference) and prints each output's dtype, "
@@ -109,15 +151,19 @@ const struct sh_cmd sh_commands[] = {
 	  "run --inputs=test_data_set_0 --expect=test_data_set_0",
 	  "--inputs= --seed= --shape= --expect= --atol= --rtol= --save-outputs= --all-tensors --profile --backend= --json",
 	  SH_C_FILE, SH_F_JSON, "run" },
-	{ "compare", cmd_compare, "A B [--atol=A] [--rtol=R] [--json]",
+	{ "compare", cmd_compare, "A B [--atol=A] [--rtol=R] [--stages] [--json]",
 	  "compare two sets of tensors",
 	  "Compares the tensors of A (actual) with those of B (expected), matched by name (or by "
 	  "position when no name matches), with the same function as run --expect: max abs and rel "
 	  "error, cosine similarity, SNR, top-1/top-5 agreement, NaN/Inf counts, the count of elements "
 	  "outside |a-b| <= atol + rtol*|b| and the worst one. A and B are .npz, .npy or .pb files, "
 	  "folders of NAME.npy files, ONNX test-data folders (output_N.pb), or `last`: the values of the "
-	  "last run (every intermediate after run --all-tensors). Fails when a tensor does not match.",
-	  "compare last expected.npz --rtol=1e-2", "--atol= --rtol= --json", SH_C_FILE, SH_F_JSON, "run" },
+	  "last run (every intermediate after run --all-tensors). Fails when a tensor does not match. "
+	  "With --stages, A and B are stage numbers: both stages run on the same random inputs (seed 0) "
+	  "and every tensor of B that stands for one of A (the same name, or the one a pass says it "
+	  "replaces, e.g. a fused Conv's output for the old Relu's) is compared at rtol 1e-4, atol 1e-5, "
+	  "in B's node order, naming the first that differs.",
+	  "compare last expected.npz --rtol=1e-2", "--atol= --rtol= --stages --json", SH_C_FILE, SH_F_JSON, "run" },
 	{ "conformance", cmd_conformance, "DIR... [--filter=REGEX] [--report=FILE] [--verbose] [--timeout=S] [--floor=N] [--backend=NAME] [--in-process] [--json]",
 	  "run ONNX backend test folders and compare their outputs",
 	  "Runs every test under each DIR (folders holding model.onnx and test_data_set_N/ with "

@@ -189,7 +189,7 @@ int main(int argc, char **argv)
 		rc = sh_run_stream(&s, stdin, "<stdin>");
 	}
 	fflush(stdout);
-	ir_model_free(s.model);
+	pass_history_free(&s.hist);
 	ir_diag_clear(&s.infer_diag);
 	sh_run_forget(&s);
 	free(s.name);

@@ -136,13 +136,29 @@ void sh_model_changed(struct session *s)
 {
 	s->dirty = true;
 	s->inferred = false;
+	s->edit_made = true;
+	sh_run_forget(s);
+}
+
+void sh_stage_changed(struct session *s)
+{
+	s->model = pass_history_model(&s->hist);
+	s->stage = s->hist.cur;
+	s->dirty = s->stage != s->saved_stage;
+	s->inferred = false;
 	sh_run_forget(s);
 }
 
 void sh_set_model(struct session *s, struct ir_model *m, const char *name)
 {
-	ir_model_free(s->model);
+	pass_history_free(&s->hist);
+	s->model = NULL;
+	if (pass_history_init(&s->hist, m, "loaded")) {
+		/* no memory for the history: keep the model alone as stage 0 */
+		fprintf(stderr, "ogsh: warning: out of memory for the stage history\n");
+	}
 	s->model = m;
+	s->saved_stage = 0;
 	free(s->name);
 	const char *base = strrchr(name, '/');
 	s->name = strdup(base && base[1] ? base + 1 : name);

@@ -229,7 +229,36 @@ static int dispatch(struct session *s, int argc, char **argv)
 	/* timed when the timer is on before and after (not `set timer on` itself) */
 	bool timed = s->timer;
 	double t0 = timed ? now() : 0;
-	int rc = c->fn(s, argc, argv);
+	int rc;
+	if ((c->flags & SH_F_MODIFIES) && s->model) {
+		/* a hand edit makes a stage: the current stage keeps a copy of the
+		 * model as it was, the edited model becomes the next stage */
+		struct ir_model *before = ir_model_clone(s->model);
+		if (!before)
+			return sh_error(s, "%s: out of memory for the stage history", c->name);
+		s->edit_made = false;
+		rc = c->fn(s, argc, argv);
+		if (s->edit_made && s->hist.n) {
+			char label[256];
+			size_t k = 0;
+			for (int i = 0; i < argc && k + 2 < sizeof(label); i++)
+				k += (size_t)snprintf(label + k, sizeof(label) - k, "%s%s", i ? " " : "", argv[i]);
+			struct ir_model *edited = s->model;
+			s->hist.st[s->hist.cur].m = before;
+			if (pass_history_push(&s->hist, edited, label, NULL)) {
+				/* keep going without the stage: the edit stays in the current stage */
+				s->hist.st[s->hist.cur].m = edited;
+				ir_model_free(before);
+				sh_warn(s, "out of memory: the edit did not make a new stage");
+			}
+			s->stage = s->hist.cur;
+			s->dirty = s->stage != s->saved_stage;
+		} else {
+			ir_model_free(before);
+		}
+	} else {
+		rc = c->fn(s, argc, argv);
+	}
 	fflush(s->out);
 	if (timed && s->timer)
 		fprintf(stderr, "time: %.3f s\n", now() - t0);

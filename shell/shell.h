@@ -6,6 +6,7 @@
 
 #include "ir/ir.h"
 #include "exec/exec.h"
+#include "passes/pass.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -31,6 +32,9 @@ struct session {
 	struct ir_diag infer_diag; /* its warnings (contradictions with the model's declarations) */
 	bool infer_warned;     /* those warnings were shown */
 	struct exec_values last_run;  /* inputs and outputs (or every value) of the last run */
+	struct pass_history hist;     /* the stages; model == the current stage's model */
+	int saved_stage;       /* the stage last saved or loaded (-1: none) */
+	bool edit_made;        /* set by sh_model_changed during a command */
 	bool last_run_all;     /* run --all-tensors: every value is kept */
 
 	bool on_error_continue;
@@ -243,6 +247,23 @@ int cmd_quit(struct session *s, int argc, char **argv);
 int cmd_conformance(struct session *s, int argc, char **argv);
 int cmd_run(struct session *s, int argc, char **argv);
 int cmd_compare(struct session *s, int argc, char **argv);
+int cmd_passes(struct session *s, int argc, char **argv);
+int cmd_explain(struct session *s, int argc, char **argv);
+int cmd_apply(struct session *s, int argc, char **argv);
+int cmd_optimize(struct session *s, int argc, char **argv);
+int cmd_stages(struct session *s, int argc, char **argv);
+int cmd_undo(struct session *s, int argc, char **argv);
+int cmd_redo(struct session *s, int argc, char **argv);
+int cmd_checkout(struct session *s, int argc, char **argv);
+int cmd_diff(struct session *s, int argc, char **argv);
+/* stats A B: two stages side by side (cmd_stages.c) */
+int sh_stats_stages(struct session *s, const char *a, const char *b, bool json);
+/* compare --stages A B (cmd_stages.c) */
+int sh_compare_stages(struct session *s, const char *a, const char *b, int argc, char **argv);
+/* The current stage changed (undo, redo, checkout, a pass): the session follows it. */
+void sh_stage_changed(struct session *s);
+/* A stage number from "3", "@3" or "-1" (relative to the current one); -1 with an error printed. */
+int sh_stage_arg(struct session *s, const char *arg);
 /* Forgets the last run's values (the model changed). */
 void sh_run_forget(struct session *s);
 

@@ -1,0 +1,55 @@
+/*
+ * manager.c - running passes: on a clone, checked by ir_model_verify(),
+ * kept or rolled back.
+ */
+#include "passes/pass.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const struct pass *pass_find(const char *name)
+{
+	for (int i = 0; pass_registry[i]; i++)
+		if (!strcmp(pass_registry[i]->name, name))
+			return pass_registry[i];
+	return NULL;
+}
+
+int pass_apply(const struct ir_model *m, const struct pass *p, const struct pass_arg *args, int n_args,
+	       bool dry_run, struct ir_model **out, struct pass_report *rep, struct ir_diag *d)
+{
+	*out = NULL;
+	pass_report_init(rep, p->name);
+	int rc = pass_check_args(p, args, n_args, d);
+	if (rc)
+		return rc;
+	struct ir_model *c = ir_model_clone(m);
+	if (!c)
+		return ir_diag_err(d, IR_ENOMEM, "out of memory");
+	struct pass_ctx ctx = { .m = c, .pass = p, .rep = rep, .args = args, .n_args = n_args, .d = d };
+	rc = p->run(&ctx);
+	if (rc) {
+		ir_diag_prefix(d, "%s", p->name);
+		goto fail;
+	}
+	struct ir_diag vd;
+	ir_diag_init(&vd);
+	if (ir_model_verify(c, &vd)) {
+		rc = ir_diag_err(d, IR_ERR, "pass '%s' broke the graph, rolled back: %s", p->name,
+				 vd.error ? vd.error : "?");
+		ir_diag_clear(&vd);
+		goto fail;
+	}
+	ir_diag_clear(&vd);
+	ir_infer_clear(c->graph);
+	if (dry_run || !rep->changed) {
+		ir_model_free(c);
+		return 0;
+	}
+	*out = c;
+	return 0;
+fail:
+	ir_model_free(c);
+	return rc;
+}

@@ -1,0 +1,43 @@
+/*
+ * registry.c - every pass, in the order optimize runs them.
+ *
+ * To add a pass: write passes/NAME.c defining `const struct pass
+ * pass_NAME = { .name, .summary, .explain, .options, .level, .run }`,
+ * declare it below, list it in pass_registry[] (where in the pipeline it
+ * belongs), add the file to passes/meson.build, and add a golden script
+ * test (tests/script/) and a unit test (tests/passes/).
+ */
+#include "passes/pass.h"
+
+#include <stddef.h>
+
+extern const struct pass pass_eliminate_nops;
+extern const struct pass pass_fold_shapes;
+extern const struct pass pass_fold_constants;
+extern const struct pass pass_cse;
+extern const struct pass pass_dce;
+extern const struct pass pass_prune_initializers;
+extern const struct pass pass_fuse_pad;
+extern const struct pass pass_fuse_conv_bn;
+extern const struct pass pass_fuse_conv_add;
+extern const struct pass pass_fuse_matmul_add;
+extern const struct pass pass_fuse_gelu;
+extern const struct pass pass_fuse_layernorm;
+extern const struct pass pass_fuse_attention;
+
+const struct pass *const pass_registry[] = {
+	&pass_eliminate_nops,
+	&pass_fold_shapes,
+	&pass_fold_constants,
+	&pass_cse,
+	&pass_dce,
+	&pass_prune_initializers,
+	&pass_fuse_pad,
+	&pass_fuse_conv_bn,
+	&pass_fuse_conv_add,
+	&pass_fuse_matmul_add,
+	&pass_fuse_gelu,
+	&pass_fuse_layernorm,
+	&pass_fuse_attention,
+	NULL,
+};

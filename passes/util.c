@@ -1,0 +1,135 @@
+/*
+ * util.c - helpers for writing passes (declared in pass.h).
+ */
+#include "passes/pass.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int pass_n_readers(const struct ir_value *v)
+{
+	int n = (int)v->n_uses;
+	if (v->is_output)
+		n++;
+	return n;
+}
+
+struct ir_node *pass_only_reader(const struct ir_value *v)
+{
+	if (v->is_output || v->n_uses != 1 || v->uses[0].slot < 0)
+		return NULL;
+	return v->uses[0].node;
+}
+
+const struct ir_tensor *pass_const_input(const struct ir_node *n, int i)
+{
+	if (i < 0 || i >= n->n_inputs || !n->inputs[i])
+		return NULL;
+	const struct ir_value *v = n->inputs[i];
+	if (v->is_input)   /* an initializer that is also a graph input can be overridden */
+		return NULL;
+	return ir_value_const(v);
+}
+
+char *pass_unique_name(const struct ir_graph *g, const char *base)
+{
+	size_t n = strlen(base) + 24;
+	char *s = malloc(n);
+	if (!s)
+		return NULL;
+	snprintf(s, n, "%s", base);
+	for (unsigned k = 1; ir_value_find_scoped(g, s); k++)
+		snprintf(s, n, "%s_%u", base, k);
+	return s;
+}
+
+struct ir_value *pass_new_init(struct ir_graph *g, const char *base, struct ir_tensor *t, struct ir_diag *d)
+{
+	char *name = pass_unique_name(g, base);
+	if (!name) {
+		ir_diag_err(d, IR_ENOMEM, "out of memory");
+		return NULL;
+	}
+	struct ir_value *v = ir_value_new(g, name, d);
+	free(name);
+	if (!v)
+		return NULL;
+	if (ir_value_set_init(v, t, d)) {
+		ir_value_remove(v);
+		return NULL;
+	}
+	return v;
+}
+
+const char *pass_node_name(const struct ir_node *n, char *buf, size_t size)
+{
+	if (n->name && *n->name)
+		snprintf(buf, size, "%s", n->name);
+	else
+		snprintf(buf, size, "n%d", n->id);
+	return buf;
+}
+
+static bool dead(const struct ir_node *n)
+{
+	for (int i = 0; i < n->n_outputs; i++)
+		if (n->outputs[i] && pass_n_readers(n->outputs[i]))
+			return false;
+	return true;
+}
+
+int pass_remove_dead(struct ir_graph *g)
+{
+	int removed = 0;
+	bool again = true;
+	while (again) {
+		again = false;
+		/* last to first: a dead consumer goes before its producer is looked at */
+		for (struct ir_node *n = g->last, *prev; n; n = prev) {
+			prev = n->prev;
+			if (!dead(n))
+				continue;
+			if (!ir_node_remove(n, NULL)) {
+				removed++;
+				again = true;
+			}
+		}
+	}
+	return removed;
+}
+
+double *pass_tensor_f64(const struct ir_tensor *t)
+{
+	if (t->dtype == IR_STRING || !ir_dtype_valid(t->dtype))
+		return NULL;
+	double *v = malloc(sizeof(double) * (t->numel ? t->numel : 1));
+	if (!v)
+		return NULL;
+	const void *p = ir_tensor_data(t);
+	for (uint64_t i = 0; i < t->numel; i++)
+		v[i] = ir_elem_to_f64(t->dtype, p, i);
+	return v;
+}
+
+struct ir_tensor *pass_tensor_from_f64(int dtype, int rank, const int64_t *dims, const double *v, struct ir_diag *d)
+{
+	struct ir_tensor *t = ir_tensor_new(dtype, rank, dims, d);
+	if (!t)
+		return NULL;
+	void *p = ir_tensor_mutable(t);
+	for (uint64_t i = 0; i < t->numel; i++) {
+		switch (dtype) {
+		case IR_FLOAT: ((float *)p)[i] = (float)v[i]; break;
+		case IR_DOUBLE: ((double *)p)[i] = v[i]; break;
+		case IR_FLOAT16: ((uint16_t *)p)[i] = ir_f32_to_f16((float)v[i]); break;
+		case IR_BFLOAT16: ((uint16_t *)p)[i] = ir_f32_to_bf16((float)v[i]); break;
+		default:
+			ir_tensor_unref(t);
+			ir_diag_err(d, IR_ERR, "cannot make a %s tensor from numbers here", ir_dtype_name(dtype));
+			return NULL;
+		}
+	}
+	return t;
+}
