@@ -6,7 +6,8 @@
  * activation memory and on the nodes run, so a hostile model can make the
  * run fail but must not crash it, leak, or read out of bounds. Inputs whose
  * declared shapes are large, or whose cost model counts more than 2^22
- * FLOPs, are skipped (memory and the nodes run are bounded anyway): the kernels are not on trial
+ * FLOPs or has a node outside control flow whose cost it cannot count, are
+ * skipped (memory and the nodes run are bounded anyway): the kernels are not on trial
  * for being slow on big tensors, and an instrumented build is slow.
  */
 #include "exec/exec.h"
@@ -48,7 +49,14 @@ static double model_flops(struct ir_model *m)
 	if (!ir_infer(m, &d)) {
 		struct ir_stats *st = ir_stats_new(m, &d);
 		if (st)
-			f = st->flops;   /* a lower bound when some costs are not known */
+			f = st->flops;   /* a lower bound when control flow's costs are not known */
+		/* other nodes whose cost is not known could be heavy: skip */
+		for (int i = 0; st && i < st->n_nodes; i++) {
+			int op = st->nodes[i].op;
+			if (!st->nodes[i].known &&
+			    (op < 0 || !(ir_ops[op].flags & (IR_OPF_CONTROL | IR_OPF_SEQUENCE))))
+				f = -1;
+		}
 		ir_stats_free(st);
 	}
 	ir_diag_clear(&d);
