@@ -16,19 +16,19 @@
 /* Helpers                                                                   */
 /* ------------------------------------------------------------------------ */
 
-int sh_stage_arg(struct session *s, const char *arg)
+int sh_stage_arg(struct session *s, const char *cmd, const char *arg)
 {
 	const char *p = arg[0] == '@' ? arg + 1 : arg;
 	char *end;
 	long v = strtol(p, &end, 10);
 	if (!*p || *end) {
-		sh_error(s, "'%s' is not a stage number (stages lists them)", sh_esc(arg));
+		sh_error(s, "%s: '%s' is not a stage number (stages lists them)", cmd, sh_esc(arg));
 		return -1;
 	}
 	if (p[0] == '-')
 		v += s->hist.cur;
 	if (v < 0 || v >= s->hist.n) {
-		sh_error(s, "there is no stage %s (stages 0 to %d)", sh_esc(arg), s->hist.n - 1);
+		sh_error(s, "%s: there is no stage %s (stages 0 to %d)", cmd, sh_esc(arg), s->hist.n - 1);
 		return -1;
 	}
 	return (int)v;
@@ -526,7 +526,7 @@ int cmd_checkout(struct session *s, int argc, char **argv)
 		return sh_usage(s, argv[0]);
 	if (!sh_need_model(s))
 		return -1;
-	int n = sh_stage_arg(s, a.pos[0]);
+	int n = sh_stage_arg(s, argv[0], a.pos[0]);
 	if (n < 0)
 		return -1;
 	return goto_stage(s, n);
@@ -603,7 +603,7 @@ int cmd_diff(struct session *s, int argc, char **argv)
 		return -1;
 	int sa, sb;
 	if (a.npos == 2) {
-		if ((sa = sh_stage_arg(s, a.pos[0])) < 0 || (sb = sh_stage_arg(s, a.pos[1])) < 0)
+		if ((sa = sh_stage_arg(s, argv[0], a.pos[0])) < 0 || (sb = sh_stage_arg(s, argv[0], a.pos[1])) < 0)
 			return -1;
 	} else {
 		sb = s->hist.cur;
@@ -773,8 +773,8 @@ int cmd_diff(struct session *s, int argc, char **argv)
 
 int sh_stats_stages(struct session *s, const char *a, const char *b, bool json)
 {
-	int sa = sh_stage_arg(s, a), sb;
-	if (sa < 0 || (sb = sh_stage_arg(s, b)) < 0)
+	int sa = sh_stage_arg(s, "stats", a), sb;
+	if (sa < 0 || (sb = sh_stage_arg(s, "stats", b)) < 0)
 		return -1;
 	struct ir_model *m[2] = { s->hist.st[sa].m, s->hist.st[sb].m };
 	struct ir_stats *st[2] = { NULL, NULL };
@@ -882,8 +882,8 @@ int sh_compare_stages(struct session *s, const char *a, const char *b, int argc,
 {
 	(void)argc;
 	(void)argv;
-	int sa = sh_stage_arg(s, a), sb;
-	if (sa < 0 || (sb = sh_stage_arg(s, b)) < 0)
+	int sa = sh_stage_arg(s, "compare", a), sb;
+	if (sa < 0 || (sb = sh_stage_arg(s, "compare", b)) < 0)
 		return -1;
 	const char *pa = pass_history_map(&s->hist, sb, sa, "");
 	if (!pa)

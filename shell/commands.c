@@ -123,8 +123,8 @@ const struct sh_cmd sh_commands[] = {
 	{ "redo", cmd_redo, "", "go forward to the stage undo left", "Goes to the stage made from the current one.",
 	  "redo", "", SH_C_NONE, 0, "passes" },
 	{ "checkout", cmd_checkout, "STAGE", "make a stage the current one",
-	  "STAGE is a number from `stages`, or -N for N stages back. Passes and edits from there make new "
-	  "stages after it.", "checkout 0", "", SH_C_NONE, 0, "passes" },
+	  "STAGE is a number from `stages`, or -N for N stages back. A pass or edit from there makes the "
+	  "next stage and drops the stages that came after it, as an editor's redo list goes.", "checkout 0", "", SH_C_NONE, 0, "passes" },
 	{ "diff", cmd_diff, "[A B] [--json]", "what changed between two stages",
 	  "Lists the nodes removed, added and rewired, nodes whose attributes changed, weights removed, "
 	  "added or changed, then the op-count, node, parameter, FLOP and peak-activation changes. With no "

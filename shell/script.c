@@ -236,13 +236,14 @@ static int dispatch(struct session *s, int argc, char **argv)
 		struct ir_model *before = ir_model_clone(s->model);
 		if (!before)
 			return sh_error(s, "%s: out of memory for the stage history", c->name);
+		/* the label is the command as typed (commands may cut their arguments up) */
+		char label[256];
+		size_t k = 0;
+		for (int i = 0; i < argc && k + 2 < sizeof(label); i++)
+			k += (size_t)snprintf(label + k, sizeof(label) - k, "%s%s", i ? " " : "", argv[i]);
 		s->edit_made = false;
 		rc = c->fn(s, argc, argv);
 		if (s->edit_made && s->hist.n) {
-			char label[256];
-			size_t k = 0;
-			for (int i = 0; i < argc && k + 2 < sizeof(label); i++)
-				k += (size_t)snprintf(label + k, sizeof(label) - k, "%s%s", i ? " " : "", argv[i]);
 			struct ir_model *edited = s->model;
 			s->hist.st[s->hist.cur].m = before;
 			if (pass_history_push(&s->hist, edited, label, NULL)) {

@@ -263,7 +263,7 @@ int sh_compare_stages(struct session *s, const char *a, const char *b, int argc,
 /* The current stage changed (undo, redo, checkout, a pass): the session follows it. */
 void sh_stage_changed(struct session *s);
 /* A stage number from "3", "@3" or "-1" (relative to the current one); -1 with an error printed. */
-int sh_stage_arg(struct session *s, const char *arg);
+int sh_stage_arg(struct session *s, const char *cmd, const char *arg);
 /* Forgets the last run's values (the model changed). */
 void sh_run_forget(struct session *s);
 
