@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ------------------------------------------------------------------------ */
 /* Helpers                                                                   */
@@ -243,16 +244,23 @@ int cmd_explain(struct session *s, int argc, char **argv)
 /* apply, optimize                                                           */
 /* ------------------------------------------------------------------------ */
 
-/* Keeps a new model as the next stage and says what changed. */
-static int push_stage(struct session *s, struct ir_model *m, const char *label, struct pass_report *rep)
+/* Keeps a new model as the next stage and says what changed (`full`: with
+ * parameter, FLOP and activation changes, which cost a shape inference). */
+static int push_stage(struct session *s, struct ir_model *m, const char *label, struct pass_report *rep, bool full)
 {
 	struct totals a, b;
-	model_totals(s->model, &a);
+	int before = s->model->graph->n_nodes;
+	if (full)
+		model_totals(s->model, &a);
 	if (pass_history_push(&s->hist, m, label, rep)) {
 		ir_model_free(m);
 		return sh_error(s, "out of memory for the stage history");
 	}
 	sh_stage_changed(s);
+	if (!full) {
+		sh_printf(s, "stage %d: %d -> %d nodes\n", s->stage, before, s->model->graph->n_nodes);
+		return 0;
+	}
 	model_totals(s->model, &b);
 	char d1[32], d2[32], d3[32];
 	sh_printf(s, "stage %d: %d -> %d nodes, params %s, FLOPs %s, peak activations %s\n", s->stage, a.nodes, b.nodes,
@@ -326,7 +334,7 @@ int cmd_apply(struct session *s, int argc, char **argv)
 	FILE *keep = s->out;
 	if (json)
 		s->out = fopen("/dev/null", "w");
-	rc = push_stage(s, out, lab, &rep);
+	rc = push_stage(s, out, lab, &rep, true);
 	if (json && s->out) {
 		fclose(s->out);
 	}
@@ -360,6 +368,7 @@ int cmd_optimize(struct session *s, int argc, char **argv)
 	struct totals before;
 	model_totals(s->model, &before);
 	int first = s->hist.cur, passes = 0, rc = 0, rounds = 0;
+	double pass_ms = 0;
 	bool quiet = sh_flag(&a, "quiet");
 	for (int round = 0; round < max_rounds && !rc; round++) {
 		bool changed = false;
@@ -376,7 +385,12 @@ int cmd_optimize(struct session *s, int argc, char **argv)
 			struct ir_model *out = NULL;
 			struct ir_diag d;
 			ir_diag_init(&d);
-			if (pass_apply(s->model, p, NULL, 0, false, &out, &rep, &d)) {
+			struct timespec t0, t1;
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			int prc = pass_apply(s->model, p, NULL, 0, false, &out, &rep, &d);
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			pass_ms += (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+			if (prc) {
 				pass_report_clear(&rep);
 				ir_diag_prefix(&d, "optimize");
 				rc = sh_diag(s, &d);
@@ -391,7 +405,7 @@ int cmd_optimize(struct session *s, int argc, char **argv)
 				FILE *keep = s->out;
 				if (quiet)
 					s->out = fopen("/dev/null", "w");
-				rc = push_stage(s, out, p->name, &rep);
+				rc = push_stage(s, out, p->name, &rep, false);
 				if (quiet && s->out)
 					fclose(s->out);
 				s->out = keep;
@@ -405,12 +419,14 @@ int cmd_optimize(struct session *s, int argc, char **argv)
 	model_totals(s->model, &after);
 	char d1[32], d2[32];
 	if (passes)
-		sh_printf(s, "optimize --level=%s: %d passes changed the model in %d rounds (stages %d to %d): %d -> %d nodes, "
-			  "params %s, FLOPs %s\n", level_name(level), passes, rounds, first + 1, s->hist.cur, before.nodes,
+		sh_printf(s, "optimize --level=%s: %d pass%s changed the model in %d round%s (stages %d to %d): %d -> %d nodes, "
+			  "params %s, FLOPs %s\n", level_name(level), passes, passes == 1 ? "" : "es", rounds, rounds == 1 ? "" : "s", first + 1, s->hist.cur, before.nodes,
 			  after.nodes, delta(after.params - before.params, d1, sizeof(d1)),
 			  delta(after.flops - before.flops, d2, sizeof(d2)));
 	else
 		sh_printf(s, "optimize --level=%s: nothing to change\n", level_name(level));
+	if (s->timer)
+		fprintf(stderr, "passes: %.1f ms (each pass on a copy of the stage, checked)\n", pass_ms);
 	return rc;
 }
 
