@@ -92,6 +92,11 @@ struct exec_report {
 };
 void exec_report_clear(struct exec_report *r);
 
+/* Drops the aligned copies of mapped initializers that runs keep (the
+ * executor copies a mapped tensor at an odd offset once and reuses the copy
+ * while its model lives). Call it before exiting, or to give memory back. */
+void exec_cache_clear(void);
+
 /* Whether every node of the main graph (subgraphs and the bodies of the
  * model functions it calls included) can run on the backend (NULL: cpu);
  * when not, `why` names the first node that cannot: "n17 'NonMaxSuppression'

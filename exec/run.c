@@ -298,7 +298,45 @@ static void frame_done(struct frame *f)
 	f->vals = NULL;
 }
 
-/* An aligned tensor for initializer data that may sit at any offset of a mapped file. */
+/*
+ * Aligned copies of initializers whose bytes sit at an odd offset of a
+ * mapped file (kernels read typed, aligned data). They are kept across runs,
+ * keyed by the original tensor (one reference held, so the key stays
+ * valid); an entry whose original nothing else holds any more (its model
+ * was freed) is dropped at the start of the next run.
+ */
+struct acache_entry {
+	struct ir_tensor *key, *copy;
+};
+static struct acache_entry *acache;
+static size_t acache_n, acache_cap;
+
+static void acache_sweep(void)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < acache_n; i++) {
+		if (acache[i].key->refcount == 1) {
+			ir_tensor_unref(acache[i].key);
+			ir_tensor_unref(acache[i].copy);
+		} else {
+			acache[k++] = acache[i];
+		}
+	}
+	acache_n = k;
+}
+
+void exec_cache_clear(void)
+{
+	for (size_t i = 0; i < acache_n; i++) {
+		ir_tensor_unref(acache[i].key);
+		ir_tensor_unref(acache[i].copy);
+	}
+	free(acache);
+	acache = NULL;
+	acache_n = acache_cap = 0;
+}
+
+/* An aligned tensor for initializer data (a new reference). */
 static struct ir_tensor *aligned_init(struct run *R, struct ir_tensor *t)
 {
 	const void *p = ir_tensor_data(t);
@@ -306,12 +344,28 @@ static struct ir_tensor *aligned_init(struct run *R, struct ir_tensor *t)
 		ir_tensor_ref(t);
 		return t;
 	}
+	for (size_t i = 0; i < acache_n; i++)
+		if (acache[i].key == t) {
+			ir_tensor_ref(acache[i].copy);
+			return acache[i].copy;
+		}
 	if (ir_tensor_check(t, R->d))
 		return NULL;
 	struct ir_tensor *c = ir_tensor_new(t->dtype, t->rank, t->dims, R->d);
 	if (!c)
 		return NULL;
 	memcpy(ir_tensor_mutable(c), p, t->nbytes);
+	if (acache_n == acache_cap) {
+		size_t cap = acache_cap ? 2 * acache_cap : 64;
+		struct acache_entry *a = realloc(acache, sizeof(*a) * cap);
+		if (!a)
+			return c;   /* not kept: still correct */
+		acache = a;
+		acache_cap = cap;
+	}
+	ir_tensor_ref(t);
+	ir_tensor_ref(c);
+	acache[acache_n++] = (struct acache_entry){ t, c };
 	return c;
 }
 
@@ -766,6 +820,7 @@ int exec_run(const struct ir_model *m, const struct exec_values *inputs, const s
 	int rc = exec_check_inputs(m, inputs, d);
 	if (rc)
 		return rc;
+	acache_sweep();
 	struct run R = {
 		.m = m, .o = opts, .be = opts->backend ? opts->backend : &exec_backend_cpu, .d = d,
 		.max_live = opts->max_live ? opts->max_live : machine_memory() / 2,

@@ -176,6 +176,18 @@ bool kmul62(int64_t a, int64_t b, int64_t *r);
  * for each when absent); an error naming the attribute otherwise. */
 int kattr_ints_n(struct cpu_kctx *k, const char *name, int n, int64_t *v, int64_t dflt, int64_t min);
 
+/* --- instruction sets (k_gemm.c) --- */
+
+/*
+ * The best instruction set the CPU kernels may use: CPU_ISA_GENERIC (0,
+ * portable C), CPU_ISA_AVX2 (1, AVX2 + FMA) or CPU_ISA_AVX512 (2, AVX-512F).
+ * It is what the CPU supports, capped by the environment variable
+ * OGSH_CPU_ISA=generic|avx2|avx512 (read once; an unknown value is ignored),
+ * so that every dispatch path can be tested on one machine.
+ */
+enum { CPU_ISA_GENERIC, CPU_ISA_AVX2, CPU_ISA_AVX512 };
+int cpu_isa(void);
+
 /* --- GEMM (k_gemm.c) --- */
 
 /* C = alpha * op(A) op(B) + beta * C, row-major float32; op transposes when

@@ -261,6 +261,63 @@ static void dmm_acc(const double *w, const double *col, double *y, int64_t M, in
 		}
 }
 
+/*
+ * Depthwise 2-D convolution (one input channel per group, as in MobileNet):
+ * direct, tap by tap. For each kernel tap and output row the valid output
+ * columns are found once, then a row of y gets w * (a row of x), which
+ * vectorizes for stride 1. im2col + GEMM would multiply by a single row.
+ */
+static int conv_dw_f32(struct cpu_kctx *k, const struct cgeom *g, const float *x, const float *w, const float *bias,
+		       float *y)
+{
+	int64_t mg = g->M / g->G;
+	int64_t ih = g->in[0], iw = g->in[1], oh = g->out[0], ow = g->out[1];
+	int64_t kh = g->ker[0], kw = g->ker[1], sh = g->str[0], sw = g->str[1];
+	int64_t dh = g->dil[0], dw = g->dil[1], ph = g->pb[0], pw = g->pb[1];
+	for (int64_t n = 0; n < g->N; n++) {
+		for (int64_t oc = 0; oc < g->M; oc++) {
+			const float *xc = x + (n * g->C + oc / mg) * g->insz;
+			const float *wc = w + oc * g->kersz;
+			float *yc = y + (n * g->M + oc) * g->outsz;
+			float b = bias ? bias[oc] : 0;
+			for (int64_t o = 0; o < g->outsz; o++)
+				yc[o] = b;
+			for (int64_t a = 0; a < kh; a++) {
+				for (int64_t c = 0; c < kw; c++) {
+					float wv = wc[a * kw + c];
+					/* columns: 0 <= o * sw - pw + c * dw < iw */
+					int64_t off = c * dw - pw, lo = 0, hi = ow;
+					if (off < 0)
+						lo = (-off + sw - 1) / sw;
+					if (iw - off <= 0)
+						hi = 0;
+					else if ((iw - off + sw - 1) / sw < hi)
+						hi = (iw - off + sw - 1) / sw;
+					if (lo >= hi)
+						continue;
+					for (int64_t r = 0; r < oh; r++) {
+						int64_t ir = r * sh - ph + a * dh;
+						if (ir < 0 || ir >= ih)
+							continue;
+						const float *xr = xc + ir * iw + off;
+						float *yr = yc + r * ow;
+						if (sw == 1)
+							for (int64_t o = lo; o < hi; o++)
+								yr[o] += wv * xr[o];
+						else
+							for (int64_t o = lo; o < hi; o++)
+								yr[o] += wv * xr[o * sw];
+					}
+				}
+			}
+		}
+		int rc = kstop(k);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 /* Float32 convolution: x [N, C, in], w [M, C/G, ker], bias [M] or NULL,
  * y [N, M, out]. The im2col matrix is built a band of output rows at a
  * time (about 2 MiB), so it stays in cache while the GEMM packs it. */
@@ -268,6 +325,8 @@ static int conv_f32(struct cpu_kctx *k, const struct cgeom *g, const float *x, c
 		    float *y)
 {
 	int64_t cg = g->C / g->G, mg = g->M / g->G, kk = cg * g->kersz;
+	if (g->nd == 2 && cg == 1 && g->G > 1)
+		return conv_dw_f32(k, g, x, w, bias, y);
 	int64_t ol = g->out[g->nd - 1], rows = ol ? g->outsz / ol : 0;
 	int64_t band = kk && ol ? ((int64_t)1 << 19) / (kk * ol) : rows;
 	if (band < 1)

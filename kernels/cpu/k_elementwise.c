@@ -490,6 +490,45 @@ static int bad_type(struct cpu_kctx *k, int dt)
 	return kerr(k, "%s inputs are not supported by %s", ir_dtype_name(dt), ir_ops[k->node->op].name);
 }
 
+/*
+ * Pow of float32 x by one exponent e (a scalar: x^2 in a variance, x^3 in
+ * GELU's tanh form): the small integer and half powers as products and a
+ * square root, which vectorize; any other exponent through powf. Each
+ * result is within an ulp or two of the double-rounded-once value.
+ */
+static int pow_f32_scalar(struct cpu_kctx *k, const float *x, double e, float *y, uint64_t n)
+{
+	for (uint64_t lo = 0; lo < n; lo += 1u << 18) {
+		uint64_t hi = n - lo > (1u << 18) ? lo + (1u << 18) : n;
+		if (lo && kstop(k))
+			return IR_EINTR;
+		if (e == 2) {
+			for (uint64_t i = lo; i < hi; i++)
+				y[i] = x[i] * x[i];
+		} else if (e == 3) {
+			for (uint64_t i = lo; i < hi; i++)
+				y[i] = (float)((double)x[i] * x[i] * x[i]);
+		} else if (e == 1) {
+			for (uint64_t i = lo; i < hi; i++)
+				y[i] = x[i];
+		} else if (e == 0.5) {
+			/* pow(-0, 0.5) is +0 and pow(-inf, 0.5) +inf, unlike sqrt */
+			for (uint64_t i = lo; i < hi; i++)
+				y[i] = x[i] == -INFINITY ? INFINITY : sqrtf(x[i]) + 0.0f;
+		} else {
+			float ef = (float)e;
+			if ((double)ef != e) {
+				for (uint64_t i = lo; i < hi; i++)
+					y[i] = (float)pow(x[i], e);
+			} else {
+				for (uint64_t i = lo; i < hi; i++)
+					y[i] = powf(x[i], ef);
+			}
+		}
+	}
+	return 0;
+}
+
 /* A binary op: inputs 0 and 1 of the same dtype (mixed for Pow). */
 static int binary(struct cpu_kctx *k, int op, unsigned allowed)
 {
@@ -514,6 +553,8 @@ static int binary(struct cpu_kctx *k, int op, unsigned allowed)
 	struct ir_tensor *o = kout(k, 0, ydt, rank, dims);
 	if (!o)
 		return IR_ERR;
+	if (op == B_POW && a->dtype == IR_FLOAT && b->numel == 1 && o->numel == a->numel && is_numeric(b->dtype))
+		return pow_f32_scalar(k, KF32(a), kld(b->dtype, kdata(b), 0), kwdata(o), o->numel);
 	return bin_run(k, op, &v[0], &v[1], ydt, kwdata(o), rank, dims);
 }
 
@@ -896,6 +937,242 @@ static inline int64_t uop_i(int op, int64_t x, bool uns)
 	}
 }
 
+/* ------------------------------------------------------------------------ */
+/* float32 fast paths: Exp, Tanh, Sigmoid, Erf, Gelu                         */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * These compute in double with polynomials and no library calls, so the
+ * loops vectorize; the result is rounded once to float32, like the
+ * generic path (which calls libm's double functions). Each kernel body is
+ * compiled three times (portable, AVX2, AVX-512) and picked by cpu_isa()
+ * (cpu.h: the CPU's best, capped by OGSH_CPU_ISA).
+ */
+
+/* No trapping math in this section: selects between computed values may
+ * then be vectorized (an ordered compare of a NaN raises "invalid", which
+ * these kernels never test). The results are the same. */
+#pragma GCC push_options
+#pragma GCC optimize("no-trapping-math")
+
+/* e^x in double for |x| <= 745 (the caller clamps): x = n ln2 + r with
+ * |r| <= ln2/2, e^r by its Taylor series to r^11 (error < 1e-13), 2^n
+ * put into the exponent bits. */
+static inline __attribute__((always_inline)) double exp_d(double x)
+{
+	const double shift = 6755399441055744.0;   /* 1.5 * 2^52: rounds to an integer in the low bits */
+	double t = x * 1.4426950408889634 + shift;
+	double n = t - shift;
+	double r = x - n * 0.69314718036912382 - n * 1.9082149292705877e-10;
+	double p = 1.0 / 39916800;
+	p = p * r + 1.0 / 3628800;
+	p = p * r + 1.0 / 362880;
+	p = p * r + 1.0 / 40320;
+	p = p * r + 1.0 / 5040;
+	p = p * r + 1.0 / 720;
+	p = p * r + 1.0 / 120;
+	p = p * r + 1.0 / 24;
+	p = p * r + 1.0 / 6;
+	p = p * r + 0.5;
+	p = p * r + 1;
+	p = p * r + 1;
+	/* 2^n, n in [-1075, 1075]: as two factors so neither over- nor underflows */
+	int64_t bits;
+	memcpy(&bits, &t, sizeof bits);
+	int64_t ni = (int64_t)((uint64_t)bits << 32) >> 32;   /* n, sign-extended from the low 32 bits */
+	int64_t n1 = ni >> 1, n2 = ni - n1;
+	uint64_t b1 = (uint64_t)(n1 + 1023) << 52, b2 = (uint64_t)(n2 + 1023) << 52;
+	double s1, s2;
+	memcpy(&s1, &b1, sizeof s1);
+	memcpy(&s2, &b2, sizeof s2);
+	return p * s1 * s2;
+}
+
+static inline __attribute__((always_inline)) float exp_f(float xf)
+{
+	double x = xf;
+	double c = x < -746 ? -746 : x > 710 ? 710 : x;
+	float v = (float)exp_d(c);
+	return x != x ? xf : v;
+}
+
+static inline __attribute__((always_inline)) float tanh_f(float xf)
+{
+	/* both forms are computed and one is selected: no branches, so the
+	 * loop vectorizes (with trapping math, a branch is not speculated) */
+	double x = xf, a = x < 0 ? -x : x;
+	double ac = a > 20 ? 20 : a != a ? 0 : a;
+	/* small |x|: the odd Taylor series to x^13 (next term < 1e-10 relative) */
+	double xs = a < 0.3 ? x : 0.3, z = xs * xs;
+	double p = 21844.0 / 6081075;
+	p = p * z - 1382.0 / 155925;
+	p = p * z + 62.0 / 2835;
+	p = p * z - 17.0 / 315;
+	p = p * z + 2.0 / 15;
+	p = p * z - 1.0 / 3;
+	double vs = xs + xs * z * p;
+	/* else 1 - 2 / (e^2|x| + 1), with x's sign */
+	double t = 1 - 2 / (exp_d(2 * ac) + 1);
+	double v = a < 0.3 ? vs : x < 0 ? -t : t;
+	float f = (float)v;
+	return x != x ? xf : f;
+}
+
+static inline __attribute__((always_inline)) float sigmoid_f(float xf)
+{
+	double x = xf;
+	double c = x < -746 ? 746 : x > 746 ? -746 : x != x ? 0 : -x;
+	float v = (float)(1 / (1 + exp_d(c)));
+	return x != x ? xf : v;
+}
+
+/* erf in double: the Taylor series below 0.75 (error < 1e-13), a fitted
+ * polynomial (Chebyshev fit of degree 18, |error| < 2e-10) on [0.75, 4],
+ * and 1 beyond (erf(4) rounds to 1 in float32). */
+static const double erf_hi[19] = {
+	0.99921706174444891,
+	0.0065105240284266119,
+	-0.025126555682384234,
+	0.058918083644719371,
+	-0.091576845462320158,
+	0.094694673559863676,
+	-0.057335629707447648,
+	0.0037094004226592208,
+	0.028864307301426934,
+	-0.02675903952647813,
+	0.0071091870552812669,
+	0.0068251189596663393,
+	-0.0072548422694946055,
+	0.0013819629504068104,
+	0.0018047904467095688,
+	-0.0010312751163715993,
+	-0.0001017689360906794,
+	0.00017272667132273617,
+	-2.1895405424039761e-05
+};
+
+static inline __attribute__((always_inline)) double erf_d(double x)
+{
+	/* both forms, then a select (see tanh_f) */
+	double a = x < 0 ? -x : x, v;
+	{
+		double xs = a < 0.75 ? x : 0.75, z = xs * xs;
+		/* 2/sqrt(pi) * sum (-1)^n x^(2n+1) / (n! (2n+1)), n <= 11 */
+		double p = -1.0 / (39916800.0 * 23);
+		p = p * z + 1.0 / (3628800.0 * 21);
+		p = p * z - 1.0 / (362880.0 * 19);
+		p = p * z + 1.0 / (40320.0 * 17);
+		p = p * z - 1.0 / (5040.0 * 15);
+		p = p * z + 1.0 / (720.0 * 13);
+		p = p * z - 1.0 / (120.0 * 11);
+		p = p * z + 1.0 / (24.0 * 9);
+		p = p * z - 1.0 / (6.0 * 7);
+		p = p * z + 1.0 / (2.0 * 5);
+		p = p * z - 1.0 / 3;
+		p = p * z + 1;
+		v = 1.1283791670955126 * xs * p;
+	}
+	double ac = a > 4 ? 4 : a < 0.75 ? 0.75 : a;
+	double t = ac * (2.0 / 3.25) - (4.75 / 3.25);
+	double p = erf_hi[18];
+#pragma GCC unroll 18
+	for (int i = 17; i >= 0; i--)
+		p = p * t + erf_hi[i];
+	p = a >= 4 ? 1 : p;
+	return a < 0.75 ? v : x < 0 ? -p : p;
+}
+
+static inline __attribute__((always_inline)) float erf_f(float xf)
+{
+	float v = (float)erf_d(xf);
+	return xf != xf ? xf : v;
+}
+
+static inline __attribute__((always_inline)) float gelu_f(float xf)
+{
+	double x = xf, z = x * 0.70710678118654752440;
+	double v = 0.5 * x * (1 + erf_d(z));
+	/* below z = -4, 1 + erf(z) = erfc(-z) cancels: its asymptotic series
+	 * instead, e^-z^2 / (-z sqrt(pi)) (1 - 1/2z^2 + 3/4z^4 - 15/8z^6 +
+	 * 105/16z^8), relative error < 3e-5 (the values are below 1e-8) */
+	double zc = z < -27 ? 27 : z > -4 ? 4 : -z, w = 1 / (zc * zc);
+	double sr = 1 + w * (-0.5 + w * (0.75 + w * (-1.875 + w * 6.5625)));
+	double vt = 0.5 * (z < -27 ? 0 : x) * exp_d(-zc * zc) / (zc * 1.7724538509055160) * sr;
+	/* past -27, -0 in float32 (and NaN for -inf, as -inf * 0) */
+	vt = z < -27 ? x * 0.0 : vt;
+	float f = (float)(z < -4 ? vt : v);
+	return xf != xf ? xf : f;
+}
+
+/* The float32 fast ops, and the loop over n elements for each ISA. */
+enum { F_EXP, F_TANH, F_SIGMOID, F_ERF, F_GELU };
+
+static inline __attribute__((always_inline)) void fast_body(int op, const float *x, float *y, int64_t n)
+{
+	switch (op) {
+	case F_EXP: for (int64_t i = 0; i < n; i++) y[i] = exp_f(x[i]); break;
+	case F_TANH: for (int64_t i = 0; i < n; i++) y[i] = tanh_f(x[i]); break;
+	case F_SIGMOID: for (int64_t i = 0; i < n; i++) y[i] = sigmoid_f(x[i]); break;
+	case F_ERF: for (int64_t i = 0; i < n; i++) y[i] = erf_f(x[i]); break;
+	case F_GELU: for (int64_t i = 0; i < n; i++) y[i] = gelu_f(x[i]); break;
+	default: break;
+	}
+}
+
+static void fast_generic(int op, const float *x, float *y, int64_t n)
+{
+	fast_body(op, x, y, n);
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx2,fma")))
+static void fast_avx2(int op, const float *x, float *y, int64_t n)
+{
+	fast_body(op, x, y, n);
+}
+
+__attribute__((target("avx512f,avx512dq")))
+static void fast_avx512(int op, const float *x, float *y, int64_t n)
+{
+	fast_body(op, x, y, n);
+}
+#endif
+
+#pragma GCC pop_options
+
+/* The fast op for a unary op, or -1. */
+static int fast_op(int op)
+{
+	switch (op) {
+	case U_EXP: return F_EXP;
+	case U_TANH: return F_TANH;
+	case U_SIGMOID: return F_SIGMOID;
+	case U_ERF: return F_ERF;
+	case U_GELU: return F_GELU;
+	default: return -1;
+	}
+}
+
+/* y = op(x) for n float32 values, in chunks (Ctrl-C between them). */
+static int fast_run(struct cpu_kctx *k, int fop, const float *x, float *y, uint64_t n)
+{
+	void (*fn)(int, const float *, float *, int64_t) = fast_generic;
+#if defined(__x86_64__)
+	int isa = cpu_isa();
+	if (isa >= 2)
+		fn = fast_avx512;
+	else if (isa >= 1)
+		fn = fast_avx2;
+#endif
+	for (uint64_t lo = 0; lo < n; lo += 1u << 16) {
+		uint64_t len = n - lo > (1u << 16) ? 1u << 16 : n - lo;
+		if (lo && kstop(k))
+			return IR_EINTR;
+		fn(fop, x + lo, y + lo, (int64_t)len);
+	}
+	return 0;
+}
+
 static int unary_run(struct cpu_kctx *k, int op, const struct uparm *p)
 {
 	const struct ir_tensor *x = kin_req(k, 0);
@@ -914,6 +1191,8 @@ static int unary_run(struct cpu_kctx *k, int op, const struct uparm *p)
 	const void *xs = kdata(x);
 	void *ys = kwdata(o);
 	bool uns = is_unsigned(dt);
+	if (dt == IR_FLOAT && fast_op(op) >= 0)
+		return fast_run(k, fast_op(op), xs, ys, n);
 	for (uint64_t lo = 0; lo < n; lo += 1u << 16) {
 		uint64_t hi = n - lo > (1u << 16) ? lo + (1u << 16) : n;
 		if (lo && kstop(k))

@@ -30,81 +30,144 @@ void cpu_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, c
 	       const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 
 /* ------------------------------------------------------------------------ */
-/* sgemm: Goto-style blocking. B is packed in KC x NC blocks (panels of NR   */
-/* columns), A in MC x KC blocks (panels of MR rows); a register-blocked     */
-/* MR x NR micro-kernel multiplies one A panel by one B panel.               */
+/* Instruction-set cap                                                       */
 /* ------------------------------------------------------------------------ */
 
-#define MR 6
-#define NR 16
-#define KC 256
-#define MC 120   /* multiple of MR; an A block (120 KiB) stays in L2 */
-#define NC 2048  /* multiple of NR; a B block (2 MiB) stays in L3 */
+/* cpu_isa(): see cpu.h */
 
-/* Packs op(A)[i0:i0+mc, p0:p0+kc] as panels of MR rows, k-major inside a
+int cpu_isa(void)
+{
+	static int isa = -1;
+	if (isa >= 0)
+		return isa;
+	int have = CPU_ISA_GENERIC;
+#ifdef SGEMM_X86
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+		have = CPU_ISA_AVX2;
+		if (__builtin_cpu_supports("avx512f"))
+			have = CPU_ISA_AVX512;
+	}
+#endif
+	const char *e = getenv("OGSH_CPU_ISA");
+	int cap = CPU_ISA_AVX512;
+	if (e && !strcmp(e, "generic"))
+		cap = CPU_ISA_GENERIC;
+	else if (e && !strcmp(e, "avx2"))
+		cap = CPU_ISA_AVX2;
+	isa = have < cap ? have : cap;
+	return isa;
+}
+
+/* ------------------------------------------------------------------------ */
+/* sgemm: Goto-style blocking. B is packed in KC x NC blocks (panels of nr   */
+/* columns), A in MC x KC blocks (panels of mr rows); a register-blocked     */
+/* mr x nr micro-kernel multiplies one A panel by one B panel. The           */
+/* micro-kernel (and so mr, nr) is picked per call by cpu_isa().             */
+/* ------------------------------------------------------------------------ */
+
+#define MR_MAX 14
+#define NR_MAX 32
+#define KC 256
+#define MC 144   /* rounded down to a multiple of mr; an A block stays in L2 */
+#define NC 2048  /* multiple of every nr; a B block (2 MiB) stays in L3 */
+
+/* Packs op(A)[i0:i0+mc, p0:p0+kc] as panels of mr rows, k-major inside a
  * panel, zero-padding the last panel. */
-static void pack_a(bool ta, const float *A, int64_t lda, int64_t i0, int64_t p0, int64_t mc, int64_t kc, float *ap)
+static void pack_a(bool ta, const float *A, int64_t lda, int64_t i0, int64_t p0, int64_t mc, int64_t kc, float *ap,
+		   int MR)
 {
 	for (int64_t i = 0; i < mc; i += MR) {
 		int64_t mr = mc - i < MR ? mc - i : MR;
-		for (int64_t p = 0; p < kc; p++) {
-			for (int64_t r = 0; r < mr; r++)
-				ap[r] = ta ? A[(p0 + p) * lda + i0 + i + r] : A[(i0 + i + r) * lda + p0 + p];
-			for (int64_t r = mr; r < MR; r++)
-				ap[r] = 0;
-			ap += MR;
-		}
-	}
-}
-
-/* Packs op(B)[p0:p0+kc, j0:j0+nc] as panels of NR columns, k-major. */
-static void pack_b(bool tb, const float *B, int64_t ldb, int64_t p0, int64_t j0, int64_t kc, int64_t nc, float *bp)
-{
-	for (int64_t j = 0; j < nc; j += NR) {
-		int64_t nr = nc - j < NR ? nc - j : NR;
-		if (!tb && nr == NR) {
+		if (ta) {
+			/* rows of op(A) are columns of A: copy runs of mr */
 			for (int64_t p = 0; p < kc; p++) {
-				memcpy(bp, B + (p0 + p) * ldb + j0 + j, NR * sizeof(float));
-				bp += NR;
+				const float *s = A + (p0 + p) * lda + i0 + i;
+				for (int64_t r = 0; r < mr; r++)
+					ap[p * MR + r] = s[r];
+				for (int64_t r = mr; r < MR; r++)
+					ap[p * MR + r] = 0;
 			}
-			continue;
+		} else {
+			/* each row is read once, in order */
+			for (int64_t r = 0; r < mr; r++) {
+				const float *s = A + (i0 + i + r) * lda + p0;
+				for (int64_t p = 0; p < kc; p++)
+					ap[p * MR + r] = s[p];
+			}
+			for (int64_t r = mr; r < MR; r++)
+				for (int64_t p = 0; p < kc; p++)
+					ap[p * MR + r] = 0;
 		}
-		for (int64_t p = 0; p < kc; p++) {
-			for (int64_t c = 0; c < nr; c++)
-				bp[c] = tb ? B[(j0 + j + c) * ldb + p0 + p] : B[(p0 + p) * ldb + j0 + j + c];
-			for (int64_t c = nr; c < NR; c++)
-				bp[c] = 0;
-			bp += NR;
-		}
+		ap += kc * MR;
 	}
 }
 
-/* C[0:mr, 0:nr] += alpha * acc (acc is MR x NR, row-major). */
-static void add_tile(const float *acc, float alpha, float *c, int64_t ldc, int mr, int nr)
+/* Packs op(B)[p0:p0+kc, j0:j0+nc] as panels of nr columns, k-major. */
+static void pack_b(bool tb, const float *B, int64_t ldb, int64_t p0, int64_t j0, int64_t kc, int64_t nc, float *bp,
+		   int NR)
+{
+	int64_t full = nc / NR * NR;
+	if (!tb) {
+		/* row by row: each row of B is read once, in order (a column
+		 * strip would read NR floats per row at a large stride, which
+		 * the prefetchers do not follow) */
+		for (int64_t p = 0; p < kc; p++) {
+			const float *s = B + (p0 + p) * ldb + j0;
+			float *d = bp + p * NR;
+			for (int64_t j = 0; j < full; j += NR)
+				memcpy(d + j * kc, s + j, (size_t)NR * sizeof(float));
+		}
+	} else {
+		/* columns of op(B) are rows of B: read each once, in order */
+		for (int64_t j = 0; j < full; j += NR)
+			for (int64_t c = 0; c < NR; c++) {
+				const float *s = B + (j0 + j + c) * ldb + p0;
+				float *d = bp + j * kc + c;
+				for (int64_t p = 0; p < kc; p++)
+					d[p * NR] = s[p];
+			}
+	}
+	if (full == nc)
+		return;
+	/* the last, partial panel: zero-padded to NR columns */
+	int64_t nr = nc - full;
+	float *d = bp + full * kc;
+	for (int64_t p = 0; p < kc; p++)
+		for (int64_t c = 0; c < NR; c++)
+			d[p * NR + c] = c >= nr ? 0 : tb ? B[(j0 + full + c) * ldb + p0 + p] : B[(p0 + p) * ldb + j0 + full + c];
+}
+
+/* C[0:mr, 0:nr] += alpha * acc (acc has rows of ld floats). */
+static void add_tile(const float *acc, int ld, float alpha, float *c, int64_t ldc, int mr, int nr)
 {
 	for (int i = 0; i < mr; i++)
 		for (int j = 0; j < nr; j++)
-			c[i * ldc + j] += alpha * acc[i * NR + j];
+			c[i * ldc + j] += alpha * acc[i * ld + j];
 }
 
-/* Portable micro-kernel: acc = A panel * B panel over kc, then added to C. */
+/* Portable micro-kernel (6 x 16): acc = A panel * B panel over kc, then added to C. */
+#define C_MR 6
+#define C_NR 16
 static void ukr_c(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int mr, int nr)
 {
-	float acc[MR * NR] = { 0 };
+	float acc[C_MR * C_NR] = { 0 };
 	for (int64_t p = 0; p < kc; p++) {
-		for (int i = 0; i < MR; i++) {
+		for (int i = 0; i < C_MR; i++) {
 			float av = a[i];
-			for (int j = 0; j < NR; j++)
-				acc[i * NR + j] += av * b[j];
+			for (int j = 0; j < C_NR; j++)
+				acc[i * C_NR + j] += av * b[j];
 		}
-		a += MR;
-		b += NR;
+		a += C_MR;
+		b += C_NR;
 	}
-	add_tile(acc, alpha, c, ldc, mr, nr);
+	add_tile(acc, C_NR, alpha, c, ldc, mr, nr);
 }
 
 #ifdef SGEMM_X86
 /* AVX2/FMA micro-kernel: 6 x 16 accumulators in 12 ymm registers. */
+#define A2_MR 6
+#define A2_NR 16
 __attribute__((target("avx2,fma")))
 static void ukr_avx2(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int mr, int nr)
 {
@@ -123,10 +186,10 @@ static void ukr_avx2(int64_t kc, const float *a, const float *b, float *c, int64
 		av = _mm256_broadcast_ss(a + 3); c30 = _mm256_fmadd_ps(av, b0, c30); c31 = _mm256_fmadd_ps(av, b1, c31);
 		av = _mm256_broadcast_ss(a + 4); c40 = _mm256_fmadd_ps(av, b0, c40); c41 = _mm256_fmadd_ps(av, b1, c41);
 		av = _mm256_broadcast_ss(a + 5); c50 = _mm256_fmadd_ps(av, b0, c50); c51 = _mm256_fmadd_ps(av, b1, c51);
-		a += MR;
-		b += NR;
+		a += A2_MR;
+		b += A2_NR;
 	}
-	if (mr == MR && nr == NR) {
+	if (mr == A2_MR && nr == A2_NR) {
 		__m256 va = _mm256_set1_ps(alpha);
 #define ROW(i, x0, x1) \
 		_mm256_storeu_ps(c + (i) * ldc, _mm256_fmadd_ps(va, x0, _mm256_loadu_ps(c + (i) * ldc))); \
@@ -136,14 +199,60 @@ static void ukr_avx2(int64_t kc, const float *a, const float *b, float *c, int64
 #undef ROW
 		return;
 	}
-	float acc[MR * NR] __attribute__((aligned(32)));
-	_mm256_store_ps(acc + 0 * NR, c00); _mm256_store_ps(acc + 0 * NR + 8, c01);
-	_mm256_store_ps(acc + 1 * NR, c10); _mm256_store_ps(acc + 1 * NR + 8, c11);
-	_mm256_store_ps(acc + 2 * NR, c20); _mm256_store_ps(acc + 2 * NR + 8, c21);
-	_mm256_store_ps(acc + 3 * NR, c30); _mm256_store_ps(acc + 3 * NR + 8, c31);
-	_mm256_store_ps(acc + 4 * NR, c40); _mm256_store_ps(acc + 4 * NR + 8, c41);
-	_mm256_store_ps(acc + 5 * NR, c50); _mm256_store_ps(acc + 5 * NR + 8, c51);
-	add_tile(acc, alpha, c, ldc, mr, nr);
+	float acc[A2_MR * A2_NR] __attribute__((aligned(32)));
+	_mm256_store_ps(acc + 0 * A2_NR, c00); _mm256_store_ps(acc + 0 * A2_NR + 8, c01);
+	_mm256_store_ps(acc + 1 * A2_NR, c10); _mm256_store_ps(acc + 1 * A2_NR + 8, c11);
+	_mm256_store_ps(acc + 2 * A2_NR, c20); _mm256_store_ps(acc + 2 * A2_NR + 8, c21);
+	_mm256_store_ps(acc + 3 * A2_NR, c30); _mm256_store_ps(acc + 3 * A2_NR + 8, c31);
+	_mm256_store_ps(acc + 4 * A2_NR, c40); _mm256_store_ps(acc + 4 * A2_NR + 8, c41);
+	_mm256_store_ps(acc + 5 * A2_NR, c50); _mm256_store_ps(acc + 5 * A2_NR + 8, c51);
+	add_tile(acc, A2_NR, alpha, c, ldc, mr, nr);
+}
+
+/*
+ * AVX-512 micro-kernel: A5_MR x 32 accumulators in 2 * A5_MR zmm registers
+ * (plus two for the B row and one broadcast of A). The loops over rows have
+ * constant bounds and are unrolled, so the accumulators stay in registers.
+ * Partial tiles (mr < A5_MR or nr < 32) store through masks.
+ */
+#define A5_MR 12
+#define A5_NR 32
+__attribute__((target("avx512f")))
+static void ukr_avx512(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int mr, int nr)
+{
+	__m512 acc[A5_MR][2];
+#pragma GCC unroll 16
+	for (int i = 0; i < A5_MR; i++)
+		acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+	for (int64_t p = 0; p < kc; p++) {
+		__m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
+#pragma GCC unroll 16
+		for (int i = 0; i < A5_MR; i++) {
+			__m512 av = _mm512_set1_ps(a[i]);
+			acc[i][0] = _mm512_fmadd_ps(av, b0, acc[i][0]);
+			acc[i][1] = _mm512_fmadd_ps(av, b1, acc[i][1]);
+		}
+		a += A5_MR;
+		b += A5_NR;
+	}
+	__m512 va = _mm512_set1_ps(alpha);
+	/* lanes of the two halves that are inside C */
+	__mmask16 m0 = nr >= 16 ? 0xffff : (__mmask16)((1u << nr) - 1);
+	__mmask16 m1 = nr >= 32 ? 0xffff : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1);
+#pragma GCC unroll 16
+	for (int i = 0; i < A5_MR; i++) {
+		if (i >= mr)
+			break;
+		float *ci = c + i * ldc;
+		if (nr == A5_NR) {
+			_mm512_storeu_ps(ci, _mm512_fmadd_ps(va, acc[i][0], _mm512_loadu_ps(ci)));
+			_mm512_storeu_ps(ci + 16, _mm512_fmadd_ps(va, acc[i][1], _mm512_loadu_ps(ci + 16)));
+		} else {
+			_mm512_mask_storeu_ps(ci, m0, _mm512_fmadd_ps(va, acc[i][0], _mm512_maskz_loadu_ps(m0, ci)));
+			_mm512_mask_storeu_ps(ci + 16, m1,
+					      _mm512_fmadd_ps(va, acc[i][1], _mm512_maskz_loadu_ps(m1, ci + 16)));
+		}
+	}
 }
 #endif
 
@@ -201,16 +310,7 @@ static void axpy_avx2(float a, const float *x, float *y, int64_t n)
 
 static bool have_avx2(void)
 {
-#ifdef SGEMM_X86
-	static int have = -1;
-	if (have < 0) {
-		__builtin_cpu_init();
-		have = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-	}
-	return have;
-#else
-	return false;
-#endif
+	return cpu_isa() >= CPU_ISA_AVX2;
 }
 
 /* The dot product of n floats (vectorized where the CPU allows). */
@@ -259,13 +359,28 @@ static void sgemm_rows(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float 
 
 typedef void (*ukr_fn)(int64_t, const float *, const float *, float *, int64_t, float, int, int);
 
-static ukr_fn pick_ukr(void)
+/* A micro-kernel and its tile. */
+struct ukr {
+	ukr_fn fn;
+	int mr, nr;
+};
+
+static struct ukr pick_ukr(void)
 {
+	struct ukr u = { ukr_c, C_MR, C_NR };
 #ifdef SGEMM_X86
-	if (have_avx2())
-		return ukr_avx2;
+	int isa = cpu_isa();
+	if (isa >= CPU_ISA_AVX512) {
+		u.fn = ukr_avx512;
+		u.mr = A5_MR;
+		u.nr = A5_NR;
+	} else if (isa >= CPU_ISA_AVX2) {
+		u.fn = ukr_avx2;
+		u.mr = A2_MR;
+		u.nr = A2_NR;
+	}
 #endif
-	return ukr_c;
+	return u;
 }
 
 /* Unblocked product, used when the packing buffers cannot be allocated. */
@@ -324,9 +439,11 @@ void cpu_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, c
 		return;
 	}
 
+	struct ukr u = pick_ukr();
+	int64_t MR = u.mr, NR = u.nr, mcb = MC / MR * MR;
 	int64_t ncap = N < NC ? (N + NR - 1) / NR * NR : NC;
 	int64_t kcap = K < KC ? K : KC;
-	int64_t mcap = M < MC ? (M + MR - 1) / MR * MR : MC;
+	int64_t mcap = M < mcb ? (M + MR - 1) / MR * MR : mcb;
 	/* B's block first: both stay 64-byte aligned (NR * 4 bytes divides 64) */
 	float *bp = pack_space((size_t)((mcap + ncap) * kcap));
 	if (!bp) {
@@ -334,21 +451,20 @@ void cpu_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, c
 		return;
 	}
 	float *ap = bp + ncap * kcap;
-	ukr_fn ukr = pick_ukr();
 	for (int64_t jc = 0; jc < N; jc += NC) {
 		int64_t nc = N - jc < NC ? N - jc : NC;
 		for (int64_t pc = 0; pc < K; pc += KC) {
 			int64_t kc = K - pc < KC ? K - pc : KC;
-			pack_b(tb, B, ldb, pc, jc, kc, nc, bp);
-			for (int64_t ic = 0; ic < M; ic += MC) {
-				int64_t mc = M - ic < MC ? M - ic : MC;
-				pack_a(ta, A, lda, ic, pc, mc, kc, ap);
+			pack_b(tb, B, ldb, pc, jc, kc, nc, bp, u.nr);
+			for (int64_t ic = 0; ic < M; ic += mcb) {
+				int64_t mc = M - ic < mcb ? M - ic : mcb;
+				pack_a(ta, A, lda, ic, pc, mc, kc, ap, u.mr);
 				for (int64_t jr = 0; jr < nc; jr += NR) {
 					int nr = (int)(nc - jr < NR ? nc - jr : NR);
 					for (int64_t ir = 0; ir < mc; ir += MR) {
 						int mr = (int)(mc - ir < MR ? mc - ir : MR);
-						ukr(kc, ap + ir * kc, bp + jr * kc, C + (ic + ir) * ldc + jc + jr, ldc,
-						    alpha, mr, nr);
+						u.fn(kc, ap + ir * kc, bp + jr * kc, C + (ic + ir) * ldc + jc + jr, ldc,
+						     alpha, mr, nr);
 					}
 				}
 			}
@@ -612,7 +728,17 @@ static int k_matmul(struct cpu_kctx *k)
 		if (!fy || !pa || !pb) {
 			rc = kenomem(k);
 		} else {
-			for (uint64_t i = 0; i < p.nb && !rc; i++) {
+			/* b shared by every batch and a contiguous: one product
+			 * with nb * M rows (e.g. [batch, seq, k] x [k, n] weights) */
+			bool shared = p.nb > 1 && N > 1;
+			for (uint64_t i = 0; i < p.nb && shared; i++)
+				shared = p.boff[i] == p.boff[0] && p.aoff[i] == (int64_t)i * M * K;
+			if (shared) {
+				cpu_sgemm(false, false, (int64_t)p.nb * M, N, K, 1.0f, pa + p.aoff[0], K, pb + p.boff[0], N,
+					  0.0f, fy, N);
+				rc = kstop(k);
+			}
+			for (uint64_t i = 0; i < p.nb && !rc && !shared; i++) {
 				float *yc = fy + i * (uint64_t)(M * N);
 				if (N == 1 && K > 0) {
 					/* matrix-vector: a dot product per row */

@@ -345,6 +345,14 @@ static int k_batchnorm(struct cpu_kctx *k)
 			double a = ld(sc, (uint64_t)c) / sqrt(var[c] + eps);
 			double b = ld(bi, (uint64_t)c) - mean[c] * a;
 			uint64_t base = (uint64_t)((n * C + c) * S);
+			if (x->dtype == IR_FLOAT) {
+				/* float32: one scale and shift per channel, vectorized */
+				const float *xs = KF32(x) + base;
+				float *ys = (float *)yd + base, fa = (float)a, fb = (float)b;
+				for (int64_t j = 0; j < S; j++)
+					ys[j] = xs[j] * fa + fb;
+				continue;
+			}
 			for (int64_t j = 0; j < S; j++)
 				st(x->dtype, yd, base + (uint64_t)j, ld(x, base + (uint64_t)j) * a + b);
 		}

@@ -202,6 +202,79 @@ static int pool_run(struct cpu_kctx *k, const struct pgeom *g, enum pool_kind ki
 	return 0;
 }
 
+/*
+ * Float32 2-D max pool without indices, tap by tap: for each kernel tap
+ * and output row, the row of y takes the max with the valid columns of a
+ * row of x (vectorizes for stride 1). NaN rule as in pool_run: the max of
+ * the non-NaN taps, NaN when every tap is NaN, -inf when none is inside.
+ */
+static int maxpool2d_f32(struct cpu_kctx *k, const struct pgeom *g, const float *x, float *y)
+{
+	int64_t ih = g->in[0], iw = g->in[1], oh = g->out[0], ow = g->out[1];
+	int64_t kh = g->ker[0], kw = g->ker[1], sh = g->str[0], sw = g->str[1];
+	int64_t dh = g->dil[0], dw = g->dil[1], ph = g->pb[0], pw = g->pb[1];
+	for (int64_t pl = 0; pl < g->N * g->C; pl++) {
+		const float *xp = x + pl * g->insz;
+		float *yp = y + pl * g->outsz;
+		for (int64_t o = 0; o < g->outsz; o++)
+			yp[o] = NAN;   /* "no tap yet": any tap replaces it */
+		for (int64_t c = 0; c < kw; c++) {
+			int64_t off = c * dw - pw, lo = 0, hi = ow;
+			if (off < 0)
+				lo = (-off + sw - 1) / sw;
+			if (iw - off <= 0)
+				hi = 0;
+			else if ((iw - off + sw - 1) / sw < hi)
+				hi = (iw - off + sw - 1) / sw;
+			if (lo >= hi)
+				continue;
+			for (int64_t a = 0; a < kh; a++) {
+				for (int64_t r = 0; r < oh; r++) {
+					int64_t ir = r * sh - ph + a * dh;
+					if (ir < 0 || ir >= ih)
+						continue;
+					const float *xr = xp + ir * iw + off;
+					float *yr = yp + r * ow;
+					if (sw == 1) {
+						for (int64_t o = lo; o < hi; o++) {
+							float v = xr[o], u = yr[o];
+							yr[o] = (v > u || u != u) ? v : u;
+						}
+					} else {
+						for (int64_t o = lo; o < hi; o++) {
+							float v = xr[o * sw], u = yr[o];
+							yr[o] = (v > u || u != u) ? v : u;
+						}
+					}
+				}
+			}
+		}
+		/* outputs whose window has no tap inside the input: -inf */
+		for (int64_t r = 0; r < oh; r++) {
+			bool rin = false;
+			for (int64_t a = 0; a < kh && !rin; a++) {
+				int64_t ir = r * sh - ph + a * dh;
+				rin = ir >= 0 && ir < ih;
+			}
+			for (int64_t o = 0; o < ow; o++) {
+				bool cin = false;
+				for (int64_t c = 0; c < kw && !cin && rin; c++) {
+					int64_t ic = o * sw - pw + c * dw;
+					cin = ic >= 0 && ic < iw;
+				}
+				if (!rin || !cin)
+					yp[r * ow + o] = -INFINITY;
+			}
+		}
+		if ((pl & 63) == 63) {
+			int rc = kstop(k);
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}
+
 static bool poolable(int dt, bool ints)
 {
 	return ir_dtype_is_float(dt) || (ints && (dt == IR_INT8 || dt == IR_UINT8));
@@ -240,6 +313,8 @@ static int k_maxpool(struct cpu_kctx *k)
 		return IR_ERR;
 	if (!y->numel)
 		return 0;
+	if (!iy && x->dtype == IR_FLOAT && g.nd == 2)
+		return maxpool2d_f32(k, &g, KF32(x), kwdata(y));
 	return pool_run(k, &g, POOL_MAX, x, y, iy ? kwdata(iy) : NULL, so == 1, false, 1);
 }
 

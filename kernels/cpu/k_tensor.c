@@ -548,6 +548,107 @@ static int k_eyelike(struct cpu_kctx *k)
 /* Strided copies: Transpose, Slice, Expand, Tile, DepthToSpace...           */
 /* ------------------------------------------------------------------------ */
 
+/*
+ * A tile of a transpose: rows [0, ni) of the output dim q (source stride
+ * 1, output stride dq) by columns [0, nj) of the last output dim (output
+ * stride 1, source stride sj). Reads and writes stay within a few cache
+ * lines per row of the tile.
+ */
+#define TILE_COPY(T)                                                                   \
+	do {                                                                           \
+		const T *s_ = (const T *)src;                                          \
+		T *d_ = (T *)dst;                                                      \
+		for (int64_t i = 0; i < ni; i++)                                       \
+			for (int64_t j = 0; j < nj; j++)                               \
+				d_[i * dq + j] = s_[i + j * sj];                       \
+	} while (0)
+
+static void tile_copy(size_t esz, const unsigned char *src, unsigned char *dst, int64_t ni, int64_t nj, int64_t dq,
+		      int64_t sj)
+{
+	switch (esz) {
+	case 1: TILE_COPY(uint8_t); break;
+	case 2: TILE_COPY(uint16_t); break;
+	case 4: TILE_COPY(uint32_t); break;
+	case 8: TILE_COPY(uint64_t); break;
+	default:
+		for (int64_t i = 0; i < ni; i++)
+			for (int64_t j = 0; j < nj; j++)
+				memcpy(dst + (size_t)(i * dq + j) * esz, src + (size_t)(i + j * sj) * esz, esz);
+	}
+}
+
+/*
+ * Transpose of byte-sized elements by cache tiles: the output dims are
+ * reduced (size-1 dims dropped, dims that stay contiguous merged); when the
+ * last output dim does not read the source in order, the output dim that
+ * does (source stride 1) and the last dim are copied in square tiles, so
+ * that neither side walks memory with a large stride across more than a
+ * tile. Returns 1 when the plain strided copy is as good (the last dim is
+ * contiguous in the source), else 0 or an error.
+ */
+static int transpose_tiled(struct cpu_kctx *k, struct mover *m, int r, const int64_t *od, const int64_t *ss)
+{
+	int64_t d[IR_MAX_RANK], s[IR_MAX_RANK];
+	int n = 0;
+	for (int j = 0; j < r; j++) {
+		if (od[j] == 1)
+			continue;
+		if (n && s[n - 1] == ss[j] * od[j]) {
+			d[n - 1] *= od[j];
+			s[n - 1] = ss[j];
+			continue;
+		}
+		d[n] = od[j];
+		s[n++] = ss[j];
+	}
+	if (n < 2 || s[n - 1] == 1)
+		return 1;
+	int q = -1;
+	for (int j = 0; j < n - 1; j++)
+		if (s[j] == 1)
+			q = j;
+	if (q < 0)
+		return 1;
+	/* output strides of the reduced dims */
+	int64_t os[IR_MAX_RANK];
+	os[n - 1] = 1;
+	for (int j = n - 2; j >= 0; j--)
+		os[j] = os[j + 1] * d[j + 1];
+	/* an odometer over the other dims (not q, not the last) */
+	int64_t idx[IR_MAX_RANK] = { 0 };
+	int64_t soff = 0, doff = 0;
+	const int64_t T = 32;
+	size_t esz = m->esz;
+	for (;;) {
+		for (int64_t i0 = 0; i0 < d[q]; i0 += T) {
+			int64_t ni = d[q] - i0 < T ? d[q] - i0 : T;
+			for (int64_t j0 = 0; j0 < d[n - 1]; j0 += T) {
+				int64_t nj = d[n - 1] - j0 < T ? d[n - 1] - j0 : T;
+				tile_copy(esz, m->src + (size_t)(soff + i0 + j0 * s[n - 1]) * esz,
+					  m->dst + (size_t)(doff + i0 * os[q] + j0) * esz, ni, nj, os[q], s[n - 1]);
+			}
+			int rc = kstop(k);
+			if (rc)
+				return rc;
+		}
+		int j = n - 2;
+		for (; j >= 0; j--) {
+			if (j == q)
+				continue;
+			soff += s[j];
+			doff += os[j];
+			if (++idx[j] < d[j])
+				break;
+			soff -= s[j] * d[j];
+			doff -= os[j] * d[j];
+			idx[j] = 0;
+		}
+		if (j < 0)
+			return 0;
+	}
+}
+
 static int k_transpose(struct cpu_kctx *k)
 {
 	const struct ir_tensor *x = kin_req(k, 0);
@@ -576,6 +677,11 @@ static int k_transpose(struct cpu_kctx *k)
 		return IR_ERR;
 	struct mover m;
 	mv_init(&m, x->dtype, o, x);
+	if (m.kind == MV_BYTES && o->numel) {
+		int rc = transpose_tiled(k, &m, r, od, ss);
+		if (rc <= 0)
+			return rc;
+	}
 	return copy_strided(k, &m, r, od, 0, ss);
 }
 
@@ -706,6 +812,11 @@ static int k_expand(struct cpu_kctx *k)
 		return IR_ERR;
 	struct mover m;
 	mv_init(&m, x->dtype, o, x);
+	if (m.kind == MV_BYTES && o->numel) {
+		int rc = transpose_tiled(k, &m, r, od, ss);
+		if (rc <= 0)
+			return rc;
+	}
 	return copy_strided(k, &m, r, od, 0, ss);
 }
 
