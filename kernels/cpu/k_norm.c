@@ -345,6 +345,8 @@ static int k_batchnorm(struct cpu_kctx *k)
 			double a = ld(sc, (uint64_t)c) / sqrt(var[c] + eps);
 			double b = ld(bi, (uint64_t)c) - mean[c] * a;
 			uint64_t base = (uint64_t)((n * C + c) * S);
+			if (!S)
+				continue;
 			if (x->dtype == IR_FLOAT) {
 				/* float32: one scale and shift per channel, vectorized */
 				const float *xs = KF32(x) + base;
