@@ -33,6 +33,27 @@ int pass_apply(const struct ir_model *m, const struct pass *p, const struct pass
 		ir_diag_prefix(d, "%s", p->name);
 		goto fail;
 	}
+	/* before IR version 4 every initializer is also a graph input: new
+	 * initializers a pass made are listed too, with their type */
+	if (c->has_ir_version && c->ir_version < 4) {
+		struct ir_graph *g = c->graph;
+		for (int i = 0; i < g->n_inits && !rc; i++) {
+			struct ir_value *v = g->inits[i];
+			if (v->is_input || !v->init)
+				continue;
+			struct ir_dim dims[IR_MAX_RANK];
+			for (int k = 0; k < v->init->rank; k++)
+				dims[k] = (struct ir_dim){ .kind = IR_DIM_VALUE, .value = v->init->dims[k] };
+			if ((v->type.kind == IR_TYPE_NONE &&
+			     ir_type_set_tensor(&v->type, v->init->dtype, v->init->rank, dims)) ||
+			    ir_graph_add_input(g, v))
+				rc = ir_diag_err(d, IR_ENOMEM, "out of memory");
+			v->has_type_proto = true;
+			v->type.has_elem = true;
+		}
+		if (rc)
+			goto fail;
+	}
 	struct ir_diag vd;
 	ir_diag_init(&vd);
 	if (ir_model_verify(c, &vd)) {
