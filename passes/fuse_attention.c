@@ -1,18 +1,704 @@
 /*
- * fuse_attention.c - the fuse-attention pass.
+ * fuse_attention.c - the fuse-attention pass: scaled dot-product attention
+ * written out as MatMul, scale, mask, Softmax, MatMul becomes one Attention
+ * node (ONNX opset 23) on the 4-D Q, K, V.
+ *
+ * Anchors are Softmax nodes that read (through scale and mask ops) a
+ * MatMul or feed one: the block is followed back from the Softmax to the
+ * scores MatMul(Q, K^T) and forward to MatMul(weights, V). Shapes come
+ * from shape inference; a dim it cannot show is never assumed. Only the
+ * main graph is looked at. The forms of the generated BERT (Div, Add of
+ * the extended mask) and GPT-2 (Div, Where with the causal mask, Add of
+ * the padding mask) models are handled; others are rejected with a reason.
+ *
+ * Helpers that other fusion passes have too (const_scalar, sole_reader,
+ * remove_nodes...) are static here: pass.h has no shared ones yet.
  */
 #include "passes/pass.h"
 
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ATTN_OPSET 23
+#define MAXN 16
+
+/* ------------------------------------------------------------------------ */
+/* Small helpers                                                              */
+/* ------------------------------------------------------------------------ */
+
+/* n is op `op` with exactly n_in inputs, all given, and a first output. */
+static bool is_op(const struct ir_node *n, int op, int n_in)
+{
+	if (!n || n->op != op || n->n_inputs != n_in || n->n_outputs < 1 || !n->outputs[0])
+		return false;
+	for (int i = 0; i < n_in; i++)
+		if (!n->inputs[i])
+			return false;
+	return true;
+}
+
+static struct ir_node *producer(const struct ir_value *v)
+{
+	return v ? v->producer : NULL;
+}
+
+/*
+ * Whether v is a constant float scalar (one element) that cannot change the
+ * shape of a value of rank `rank` it is combined with (rank -1: unknown, then
+ * only a 0-d constant will do). Its value goes to *out.
+ */
+static bool const_scalar(const struct ir_value *v, int rank, double *out)
+{
+	if (!v || v->is_input)
+		return false;
+	const struct ir_tensor *t = ir_value_const(v);
+	if (!t || t->numel != 1 || !ir_dtype_is_float(t->dtype) || !ir_tensor_data(t))
+		return false;
+	if (t->rank > 0 && (rank < 0 || t->rank > rank))
+		return false;
+	*out = ir_tensor_get_f64(t, 0);
+	return true;
+}
+
+/* The only node reading v through an input slot, or NULL with why. */
+static struct ir_node *sole_reader(const struct ir_value *v, char *why, size_t size)
+{
+	struct ir_node *r = pass_only_reader(v);
+	if (r)
+		return r;
+	if (v->is_output)
+		snprintf(why, size, "'%s' is also a graph output", v->name);
+	else if (v->n_uses == 0)
+		snprintf(why, size, "nothing reads '%s'", v->name);
+	else if (v->n_uses == 1)
+		snprintf(why, size, "'%s' is read by a subgraph", v->name);
+	else
+		snprintf(why, size, "'%s' has %zu readers", v->name, v->n_uses);
+	return NULL;
+}
+
+/* A name for a new node: the anchor's scope ("/a/b/Softmax" -> "/a/b/Attention") or "<anchor>_<op>", unique. */
+static char *new_node_name(const struct ir_graph *g, const struct ir_node *anchor, const char *op)
+{
+	const char *nm = anchor->name ? anchor->name : "";
+	const char *slash = strrchr(nm, '/');
+	size_t n = strlen(nm) + strlen(op) + 32;
+	char *base = malloc(n), *s = malloc(n);
+	if (!base || !s) {
+		free(base);
+		free(s);
+		return NULL;
+	}
+	if (slash)
+		snprintf(base, n, "%.*s/%s", (int)(slash - nm), nm, op);
+	else if (*nm)
+		snprintf(base, n, "%s_%s", nm, op);
+	else
+		snprintf(base, n, "%s", op);
+	snprintf(s, n, "%s", base);
+	int count = 0;
+	for (unsigned k = 1; ir_node_by_name(g, s, &count) && count; k++)
+		snprintf(s, n, "%s_%u", base, k);
+	free(base);
+	return s;
+}
+
+/* Records the names of the nodes a fused node was made from. */
+static void set_from(struct ir_node *n, struct ir_node *const *nodes, int k)
+{
+	n->from = calloc((size_t)k, sizeof(char *));
+	if (!n->from)
+		return;
+	for (int i = 0; i < k; i++) {
+		char nb[64];
+		const char *s = nodes[i]->name && *nodes[i]->name ? nodes[i]->name : pass_node_name(nodes[i], nb, sizeof(nb));
+		if ((n->from[n->n_from] = strdup(s)))
+			n->n_from++;
+	}
+}
+
+/*
+ * Removes the pattern's nodes (whose outputs nothing reads any more) and then
+ * the Constant nodes that fed them and are read by nothing else.
+ */
+static int remove_nodes(struct pass_ctx *c, struct ir_node **nodes, int k)
+{
+	struct ir_node *consts[4 * MAXN];
+	int nc = 0;
+	for (int i = 0; i < k; i++)
+		for (int j = 0; j < nodes[i]->n_inputs; j++) {
+			struct ir_node *p = producer(nodes[i]->inputs[j]);
+			if (p && p->op == IR_OP_Constant && nc < 4 * MAXN) {
+				bool seen = false;
+				for (int q = 0; q < nc; q++)
+					seen = seen || consts[q] == p;
+				if (!seen)
+					consts[nc++] = p;
+			}
+		}
+	bool again = true;
+	int left = k;
+	while (again && left) {
+		again = false;
+		for (int i = 0; i < k; i++) {
+			if (!nodes[i])
+				continue;
+			bool used = false;
+			for (int j = 0; j < nodes[i]->n_outputs; j++)
+				if (nodes[i]->outputs[j] && pass_n_readers(nodes[i]->outputs[j]))
+					used = true;
+			if (used)
+				continue;
+			int rc = ir_node_remove(nodes[i], c->d);
+			if (rc)
+				return rc;
+			nodes[i] = NULL;
+			left--;
+			again = true;
+		}
+	}
+	if (left)
+		return ir_diag_err(c->d, IR_ERR, "internal error: a fused node is still read");
+	for (int i = 0; i < nc; i++)
+		if (!pass_n_readers(consts[i]->outputs[0]))
+			ir_node_remove(consts[i], NULL);
+	return 0;
+}
+
+static int set_attr_ints(struct ir_node *n, const char *name, const int64_t *v, int k, struct ir_diag *d)
+{
+	struct ir_attr a;
+	memset(&a, 0, sizeof(a));
+	a.name = strdup(name);
+	a.ints = malloc(sizeof(int64_t) * (size_t)k);
+	if (!a.name || !a.ints) {
+		free(a.name);
+		free(a.ints);
+		return ir_diag_err(d, IR_ENOMEM, "out of memory");
+	}
+	a.type = IR_ATTR_INTS;
+	a.has_type = true;
+	a.n = (size_t)k;
+	memcpy(a.ints, v, sizeof(int64_t) * (size_t)k);
+	return ir_node_set_attr(n, &a, d);
+}
+
+static int set_attr_int(struct ir_node *n, const char *name, int64_t v, struct ir_diag *d)
+{
+	struct ir_attr a;
+	memset(&a, 0, sizeof(a));
+	a.name = strdup(name);
+	if (!a.name)
+		return ir_diag_err(d, IR_ENOMEM, "out of memory");
+	a.type = IR_ATTR_INT;
+	a.has_type = true;
+	a.i = v;
+	return ir_node_set_attr(n, &a, d);
+}
+
+static int set_attr_float(struct ir_node *n, const char *name, double v, struct ir_diag *d)
+{
+	struct ir_attr a;
+	memset(&a, 0, sizeof(a));
+	a.name = strdup(name);
+	if (!a.name)
+		return ir_diag_err(d, IR_ENOMEM, "out of memory");
+	a.type = IR_ATTR_FLOAT;
+	a.has_type = true;
+	a.f = (float)v;
+	return ir_node_set_attr(n, &a, d);
+}
+
+/* How a mask step between the scaled scores and the Softmax combines. */
+enum { PART_ADD, PART_WHERE_KEEP_TRUE, PART_WHERE_KEEP_FALSE };
+
+struct part {
+	int kind;
+	struct ir_node *n;
+	struct ir_value *m;     /* Add: the mask; Where: the condition */
+	struct ir_value *fill;  /* Where: the value masked scores get */
+};
+
+struct match {
+	struct ir_node *sm, *qk, *scale_op, *pv;
+	struct ir_value *q, *kt, *v;
+	double scale;
+	struct part parts[4];   /* from the Softmax backwards */
+	int n_parts;
+	struct ir_node *nodes[MAXN];
+	int n;
+	char why[320];
+};
+
+static void add(struct match *m, struct ir_node *n)
+{
+	if (m->n < MAXN)
+		m->nodes[m->n++] = n;
+}
+
+/* Whether v comes from a MatMul through at most `depth` Add/Where/Mul/Div nodes. */
+static bool from_matmul(const struct ir_value *v, int depth)
+{
+	const struct ir_node *p = producer(v);
+	if (!p)
+		return false;
+	if (p->op == IR_OP_MatMul)
+		return true;
+	if (depth <= 0 || (p->op != IR_OP_Add && p->op != IR_OP_Where && p->op != IR_OP_Mul && p->op != IR_OP_Div))
+		return false;
+	for (int i = 0; i < p->n_inputs; i++)
+		if (p->inputs[i] && from_matmul(p->inputs[i], depth - 1))
+			return true;
+	return false;
+}
+
+static bool same_dim(const struct ir_type *a, int i, const struct ir_type *b, int j)
+{
+	return ir_dim_equal(&a->dims[i], &b->dims[j]) && a->dims[i].kind != IR_DIM_UNKNOWN;
+}
+
+static const struct ir_type *tensor4(const struct ir_value *v)
+{
+	const struct ir_type *t = ir_value_type(v);
+	return t && t->kind == IR_TYPE_TENSOR && t->rank == 4 ? t : NULL;
+}
+
+/* Returns 1 matched, 0 not an attention candidate, -1 rejected (m->why). */
+static int match(struct match *m, struct ir_node *sm)
+{
+	m->sm = sm;
+	struct ir_value *p = sm->outputs[0];
+	bool feeds_matmul = false;
+	for (size_t i = 0; i < p->n_uses; i++)
+		feeds_matmul = feeds_matmul || (p->uses[i].node->op == IR_OP_MatMul && p->uses[i].slot == 0);
+	if (!feeds_matmul && !from_matmul(sm->inputs[0], 4))
+		return 0;
+	/* backwards from the Softmax: mask steps, then at most one scale, then MatMul(Q, K^T) */
+	struct ir_value *s = sm->inputs[0];
+	m->scale = 1.0;
+	for (int step = 0;; step++) {
+		if (!sole_reader(s, m->why, sizeof(m->why)))
+			return -1;
+		struct ir_node *n = producer(s);
+		if (is_op(n, IR_OP_MatMul, 2)) {
+			m->qk = n;
+			break;
+		}
+		if (step >= 6) {
+			snprintf(m->why, sizeof(m->why), "too many ops between the scores MatMul and the Softmax");
+			return -1;
+		}
+		double k;
+		if (is_op(n, IR_OP_Div, 2) || is_op(n, IR_OP_Mul, 2)) {
+			int ci = const_scalar(n->inputs[1], 4, &k) ? 1 : n->op == IR_OP_Mul && const_scalar(n->inputs[0], 4, &k) ? 0 : -1;
+			if (ci < 0 || m->scale_op) {
+				snprintf(m->why, sizeof(m->why), "the scores are %s by '%s', which is not a constant scalar "
+					 "scale", n->op == IR_OP_Div ? "divided" : "multiplied", n->inputs[1]->name);
+				return -1;
+			}
+			if (!(k != 0 && isfinite(k))) {
+				snprintf(m->why, sizeof(m->why), "the scale %g is not a finite non-zero number", k);
+				return -1;
+			}
+			m->scale = n->op == IR_OP_Div ? 1.0 / k : k;
+			m->scale_op = n;
+			add(m, n);
+			s = n->inputs[1 - ci];
+			continue;
+		}
+		if (m->scale_op || m->n_parts >= 4) {
+			snprintf(m->why, sizeof(m->why), "'%s' (%s) comes between the scores MatMul and the scale: only "
+				 "a scale, then mask steps, are understood", s->name, n ? n->op_type : "a graph input");
+			return -1;
+		}
+		struct part *pt = &m->parts[m->n_parts];
+		if (is_op(n, IR_OP_Add, 2)) {
+			int si = from_matmul(n->inputs[0], 4) && !from_matmul(n->inputs[1], 4) ? 0
+				 : from_matmul(n->inputs[1], 4) && !from_matmul(n->inputs[0], 4) ? 1 : -1;
+			if (si < 0) {
+				snprintf(m->why, sizeof(m->why), "cannot tell the scores from the mask in '%s'", n->name);
+				return -1;
+			}
+			pt->kind = PART_ADD;
+			pt->m = n->inputs[1 - si];
+			s = n->inputs[si];
+		} else if (is_op(n, IR_OP_Where, 3)) {
+			int si = from_matmul(n->inputs[1], 4) ? 1 : from_matmul(n->inputs[2], 4) ? 2 : -1;
+			double f;
+			if (si < 0 || !const_scalar(n->inputs[3 - si], 4, &f)) {
+				snprintf(m->why, sizeof(m->why), "the Where '%s' does not choose between the scores and a "
+					 "constant fill value", n->name);
+				return -1;
+			}
+			if (!(f == -INFINITY || f <= -1e30)) {
+				snprintf(m->why, sizeof(m->why), "the Where '%s' fills masked scores with %g: moving it into "
+					 "an additive mask is exact only for -inf or a fill below -1e30 (such as float32's "
+					 "lowest, -3.4e38)", n->name, f);
+				return -1;
+			}
+			pt->kind = si == 1 ? PART_WHERE_KEEP_TRUE : PART_WHERE_KEEP_FALSE;
+			pt->m = n->inputs[0];
+			pt->fill = n->inputs[3 - si];
+			s = n->inputs[si];
+		} else {
+			snprintf(m->why, sizeof(m->why), "the softmax's input is not computed from a MatMul of Q and K "
+				 "through a scale and a mask ('%s' comes from %s)", s->name, n ? n->op_type : "no node");
+			return -1;
+		}
+		pt->n = n;
+		m->n_parts++;
+		add(m, n);
+	}
+	add(m, m->qk);
+	add(m, sm);
+	m->q = m->qk->inputs[0];
+	m->kt = m->qk->inputs[1];
+	m->pv = sole_reader(p, m->why, sizeof(m->why));
+	if (!m->pv)
+		return -1;
+	if (!is_op(m->pv, IR_OP_MatMul, 2) || m->pv->inputs[0] != p) {
+		snprintf(m->why, sizeof(m->why), "the attention weights '%s' are not multiplied with V by a MatMul", p->name);
+		return -1;
+	}
+	add(m, m->pv);
+	m->v = m->pv->inputs[1];
+	/* the softmax runs over the keys */
+	int64_t axis = ir_node_attr_int(sm, "axis", -1);
+	if (axis != -1 && axis != 3) {
+		snprintf(m->why, sizeof(m->why), "the softmax is over axis %lld, not the last (keys) axis", (long long)axis);
+		return -1;
+	}
+	/* shapes: Q [B,H,S,D], K^T [B,H,D,T], V [B,H,T,Dv], every mask step keeping the scores' shape */
+	const struct ir_type *tq = tensor4(m->q), *tk = tensor4(m->kt), *tv = tensor4(m->v), *ts = tensor4(m->qk->outputs[0]);
+	if (!tq || !tk || !tv || !ts) {
+		const struct ir_value *bad = !tq ? m->q : !tk ? m->kt : !tv ? m->v : m->qk->outputs[0];
+		snprintf(m->why, sizeof(m->why), "'%s' is not known to be 4-D (Attention's Q, K, V are [batch, heads, "
+			 "sequence, head size])", bad->name);
+		return -1;
+	}
+	if (!ir_dtype_is_float(tq->elem) || tk->elem != tq->elem || tv->elem != tq->elem) {
+		snprintf(m->why, sizeof(m->why), "Q, K and V are not all of one floating-point type");
+		return -1;
+	}
+	char a[96], b[96], c3[96];
+	if (!same_dim(tq, 0, tk, 0) || !same_dim(tq, 0, tv, 0) || !same_dim(tq, 1, tk, 1) || !same_dim(tq, 1, tv, 1) ||
+	    !same_dim(tq, 3, tk, 2) || !same_dim(tk, 3, tv, 2)) {
+		snprintf(m->why, sizeof(m->why), "cannot tell that Q %s, K^T %s and V %s agree in batch, heads, head "
+			 "size and key length", ir_type_str(tq, a, sizeof(a)), ir_type_str(tk, b, sizeof(b)),
+			 ir_type_str(tv, c3, sizeof(c3)));
+		return -1;
+	}
+	for (int i = 0; i < m->n_parts; i++) {
+		const struct ir_type *to = tensor4(m->parts[i].n->outputs[0]);
+		bool same = to != NULL;
+		for (int j = 0; same && j < 4; j++)
+			same = same_dim(to, j, ts, j);
+		if (!same) {
+			snprintf(m->why, sizeof(m->why), "cannot tell that the mask step '%s' keeps the scores' shape %s",
+				 m->parts[i].n->name, ir_type_str(ts, a, sizeof(a)));
+			return -1;
+		}
+	}
+	return 1;
+}
+
+/* A new value named after `base`, made unique. */
+static struct ir_value *fresh_value(struct ir_graph *g, const char *base, struct ir_diag *d)
+{
+	char *nm = pass_unique_name(g, base);
+	if (!nm) {
+		ir_diag_err(d, IR_ENOMEM, "out of memory");
+		return NULL;
+	}
+	struct ir_value *v = ir_value_new(g, nm, d);
+	free(nm);
+	return v;
+}
+
+/* A new node before `before` reading ins[] and making a fresh value; NULL on error. */
+static struct ir_value *emit(struct pass_ctx *c, const char *op, const struct ir_node *anchor, struct ir_value **ins,
+			     int n_in, const char *out_base, struct ir_node *before, struct ir_node **made)
+{
+	struct ir_graph *g = c->m->graph;
+	char *name = new_node_name(g, anchor, op);
+	if (!name) {
+		ir_diag_err(c->d, IR_ENOMEM, "out of memory");
+		return NULL;
+	}
+	struct ir_node *n = ir_node_new(g, op, NULL, name, n_in, 1, before);
+	free(name);
+	if (!n) {
+		ir_diag_err(c->d, IR_ENOMEM, "out of memory");
+		return NULL;
+	}
+	for (int i = 0; i < n_in; i++)
+		if (ir_node_set_input(n, i, ins[i])) {
+			ir_diag_err(c->d, IR_ENOMEM, "out of memory");
+			return NULL;
+		}
+	struct ir_value *v = fresh_value(g, out_base, c->d);
+	if (!v || ir_node_set_output(n, 0, v, c->d))
+		return NULL;
+	if (made)
+		*made = n;
+	return v;
+}
+
+/* An int64 initializer of rank 1 holding v[0..n-1]. */
+static struct ir_value *i64_init(struct pass_ctx *c, const char *base, const int64_t *v, int n)
+{
+	int64_t dims[1] = { n };
+	struct ir_tensor *t = ir_tensor_new(IR_INT64, 1, dims, c->d);
+	if (!t)
+		return NULL;
+	int64_t *p = ir_tensor_mutable(t);
+	for (int i = 0; i < n; i++)
+		p[i] = v[i];
+	struct ir_value *iv = pass_new_init(c->m->graph, base, t, c->d);
+	ir_tensor_unref(t);
+	return iv;
+}
+
+/*
+ * Whether the mask is known to have the query length on its second-to-last
+ * axis: some part of it has (the parts broadcast together).
+ */
+static bool mask_has_rows(const struct match *m)
+{
+	const struct ir_type *ts = tensor4(m->qk->outputs[0]);
+	for (int i = 0; i < m->n_parts; i++) {
+		const struct ir_type *t = ir_value_type(m->parts[i].m);
+		if (t && t->kind == IR_TYPE_TENSOR && t->rank >= 2 && ir_dim_equal(&t->dims[t->rank - 2], &ts->dims[2]) &&
+		    t->dims[t->rank - 2].kind != IR_DIM_UNKNOWN)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * mask expanded to [.., queries, keys]: Expand(mask, Concat([1,1], Shape(Q)[2:3], [1])).
+ * ONNX lets Attention broadcast the mask over the query axis, but ONNX
+ * Runtime's kernel wants it spelled out, and saved models should run there.
+ */
+static struct ir_value *expand_rows(struct pass_ctx *c, struct match *m, struct ir_value *mask, struct ir_node *before)
+{
+	char base[200];
+	struct ir_node *sh = NULL;
+	snprintf(base, sizeof(base), "%s_qlen", m->q->name);
+	struct ir_value *ql = emit(c, "Shape", m->sm, &m->q, 1, base, before, &sh);
+	if (!ql || set_attr_int(sh, "start", 2, c->d) || set_attr_int(sh, "end", 3, c->d))
+		return NULL;
+	static const int64_t ones[2] = { 1, 1 };
+	struct ir_value *o2 = i64_init(c, "attn_mask_ones2", ones, 2), *o1 = i64_init(c, "attn_mask_ones1", ones, 1);
+	if (!o2 || !o1)
+		return NULL;
+	struct ir_value *parts[3] = { o2, ql, o1 };
+	struct ir_node *cat = NULL;
+	snprintf(base, sizeof(base), "%s_rows", mask->name);
+	struct ir_value *shape = emit(c, "Concat", m->sm, parts, 3, base, before, &cat);
+	if (!shape || set_attr_int(cat, "axis", 0, c->d))
+		return NULL;
+	struct ir_value *ins[2] = { mask, shape };
+	snprintf(base, sizeof(base), "%s_expanded", mask->name);
+	return emit(c, "Expand", m->sm, ins, 2, base, before, NULL);
+}
+
+static int rewrite(struct pass_ctx *c, struct match *m)
+{
+	struct ir_graph *g = c->m->graph;
+	struct ir_node *before = m->pv;
+	int elem = tensor4(m->q)->elem;
+	char base[200];
+	/* K as [B, H, T, D]: undo the last-two-axes swap of K^T */
+	struct ir_value *k = NULL;
+	struct ir_node *kt_tr = producer(m->kt);
+	int64_t perm[4] = { 0, 1, 3, 2 };
+	struct ir_value *k_src = m->kt;
+	if (is_op(kt_tr, IR_OP_Transpose, 1)) {
+		const struct ir_attr *pa = ir_node_attr(kt_tr, "perm");
+		int64_t p0[4] = { 3, 2, 1, 0 };
+		if (!pa || (pa->type == IR_ATTR_INTS && pa->n == 4)) {
+			for (int i = 0; pa && i < 4; i++)
+				p0[i] = pa->ints[i];
+			perm[0] = p0[0];
+			perm[1] = p0[1];
+			perm[2] = p0[3];
+			perm[3] = p0[2];
+			k_src = kt_tr->inputs[0];
+		}
+	}
+	if (perm[0] == 0 && perm[1] == 1 && perm[2] == 2 && perm[3] == 3) {
+		k = k_src;
+	} else {
+		snprintf(base, sizeof(base), "%s_bhsd", m->kt->name);
+		struct ir_node *t = NULL;
+		if (!(k = emit(c, "Transpose", m->qk, &k_src, 1, base, before, &t)))
+			return IR_ERR;
+		int rc = set_attr_ints(t, "perm", perm, 4, c->d);
+		if (rc)
+			return rc;
+	}
+	/* the mask: the steps in graph order (from the scores MatMul on), with the scores taken out */
+	struct ir_value *mask = NULL;
+	char mdesc[200] = "";
+	size_t ml = 0;
+	for (int i = m->n_parts - 1; i >= 0; i--) {
+		struct part *pt = &m->parts[i];
+		ml += (size_t)snprintf(mdesc + ml, ml < sizeof(mdesc) ? sizeof(mdesc) - ml : 0, "%s%s '%s'", ml ? ", " : "",
+				       pt->kind == PART_ADD ? "+" : "where", pt->m->name);
+		if (pt->kind == PART_ADD) {
+			if (!mask) {
+				mask = pt->m;
+			} else {
+				struct ir_value *ins[2] = { mask, pt->m };
+				snprintf(base, sizeof(base), "%s_mask", pt->n->outputs[0]->name);
+				if (!(mask = emit(c, "Add", pt->n, ins, 2, base, before, NULL)))
+					return IR_ERR;
+			}
+			continue;
+		}
+		struct ir_value *keep = mask;
+		if (!keep) {   /* a scalar 0 of the scores' type */
+			double zero = 0;
+			struct ir_tensor *zt = pass_tensor_from_f64(elem, 0, NULL, &zero, c->d);
+			if (!zt)
+				return IR_ERR;
+			snprintf(base, sizeof(base), "%s_zero", pt->n->outputs[0]->name);
+			keep = pass_new_init(g, base, zt, c->d);
+			ir_tensor_unref(zt);
+			if (!keep)
+				return IR_ERR;
+		}
+		struct ir_value *ins[3] = { pt->m, keep, pt->fill };
+		if (pt->kind == PART_WHERE_KEEP_FALSE) {
+			ins[1] = pt->fill;
+			ins[2] = keep;
+		}
+		snprintf(base, sizeof(base), "%s_mask", pt->n->outputs[0]->name);
+		if (!(mask = emit(c, "Where", pt->n, ins, 3, base, before, NULL)))
+			return IR_ERR;
+	}
+	bool expanded = false;
+	if (mask && !mask_has_rows(m)) {
+		if (!(mask = expand_rows(c, m, mask, before)))
+			return IR_ERR;
+		expanded = true;
+	}
+	/* the Attention node takes over the output of the last MatMul */
+	char *name = new_node_name(g, m->sm, "Attention");
+	if (!name)
+		return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
+	struct ir_node *n = ir_node_new(g, "Attention", NULL, name, mask ? 4 : 3, 1, before);
+	free(name);
+	if (!n)
+		return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
+	int rc = ir_node_set_input(n, 0, m->q);
+	if (!rc)
+		rc = ir_node_set_input(n, 1, k);
+	if (!rc)
+		rc = ir_node_set_input(n, 2, m->v);
+	if (!rc && mask)
+		rc = ir_node_set_input(n, 3, mask);
+	if (!rc)
+		rc = set_attr_float(n, "scale", m->scale, c->d);
+	struct ir_value *y = m->pv->outputs[0];
+	if (!rc)
+		rc = ir_node_set_output(m->pv, 0, NULL, c->d);
+	if (!rc)
+		rc = ir_node_set_output(n, 0, y, c->d);
+	if (rc)
+		return rc;
+	set_from(n, m->nodes, m->n);
+	/* in graph order for the message */
+	char ops[256] = "";
+	size_t ol = 0;
+	struct ir_node *order[MAXN];
+	int no = 0;
+	ir_for_each_node(g, x)
+		for (int i = 0; i < m->n; i++)
+			if (m->nodes[i] == x && no < MAXN)
+				order[no++] = x;
+	for (int i = 0; i < no; i++)
+		ol += (size_t)snprintf(ops + ol, ol < sizeof(ops) ? sizeof(ops) - ol : 0, "%s%s", i ? ", " : "", order[i]->op_type);
+	int count = m->n;
+	struct ir_value *kt = m->kt;
+	if ((rc = remove_nodes(c, m->nodes, m->n)))
+		return rc;
+	/* K^T's Transpose goes too when the scores MatMul was its only reader */
+	if (kt_tr && kt_tr->op == IR_OP_Transpose && !pass_n_readers(kt))
+		ir_node_remove(kt_tr, NULL);
+	pass_rewrote(c, n, "%d nodes (%s) fused into Attention(Q '%s', K '%s', V '%s'%s%s) with scale %g%s", count, ops,
+		     m->q->name, k->name, m->v->name, mask ? ", mask " : "", mask ? mdesc : "", m->scale,
+		     expanded ? "; the mask is expanded to the query length (Shape, Concat, Expand)" : "");
+	return 0;
+}
+
 static int run(struct pass_ctx *c)
 {
-	(void)c;
-	return 0;
+	struct ir_graph *g = c->m->graph;
+	int rc = ir_infer(c->m, NULL);
+	if (rc == IR_EINTR || rc == IR_ENOMEM)
+		return ir_diag_err(c->d, rc, rc == IR_EINTR ? "stopped" : "out of memory");
+	int64_t opset = ir_model_opset(c->m, "");
+	int n_ids = 0, *ids = malloc(sizeof(int) * (size_t)(g->n_nodes + 1));
+	if (!ids)
+		return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
+	ir_for_each_node(g, n)
+		if (is_op(n, IR_OP_Softmax, 1))
+			ids[n_ids++] = n->id;
+	for (int i = 0; i < n_ids && !rc; i++) {
+		struct ir_node *a = ir_node_by_id(g, ids[i]);
+		if (!a)
+			continue;
+		struct match m;
+		memset(&m, 0, sizeof(m));
+		int ok = match(&m, a);
+		if (!ok)
+			continue;
+		if (ok < 0) {
+			pass_rejected(c, a, "attention not fused: %s", m.why);
+			continue;
+		}
+		if (opset < ATTN_OPSET) {
+			pass_rejected(c, a, "attention (Q '%s', K^T '%s', V '%s') found, but the model imports opset %lld; "
+				      "Attention needs %d", m.q->name, m.kt->name, m.v->name, (long long)opset, ATTN_OPSET);
+			continue;
+		}
+		rc = rewrite(c, &m);
+	}
+	free(ids);
+	return rc;
 }
 
 const struct pass pass_fuse_attention = {
 	.name = "fuse-attention",
-	.summary = "(being written)",
-	.explain = "(being written)",
-	.level = 3,
+	.summary = "fuse scaled dot-product attention (MatMul, scale, mask, Softmax, MatMul) into Attention (opset 23)",
+	.explain =
+		"Scaled dot-product attention, the core of every transformer layer, is softmax(Q K^T * scale + "
+		"mask) V, per batch and head: Q is [batch, heads, queries, head size], K and V [batch, heads, keys, "
+		"head size]. Exporters write it as MatMul(Q, K^T), a Div by sqrt(head size) (or a Mul by its "
+		"inverse), an Add of the mask, Softmax over the last axis and MatMul with V. This pass puts one "
+		"Attention node (ONNX opset 23) in their place: Attention(Q, K, V, attn_mask, scale=s). A fused "
+		"kernel never writes the [queries, keys] score matrix to memory, which for long sequences is most "
+		"of attention's memory traffic.\n\n"
+		"The reshapes and transposes that make Q, K and V 4-D stay as they are. Attention takes K, not "
+		"K^T: when K^T comes from a Transpose, K is taken from that Transpose's input with the last two "
+		"axes of its permutation swapped back (BERT's perm [0,2,3,1] becomes [0,2,1,3]); otherwise a "
+		"Transpose with perm [0,1,3,2] is added. The scale is 1/c for a Div by c and c for a Mul by c "
+		"(1 when there is none). Mask steps are moved into the additive mask: an Add of M adds M; a "
+		"Where(cond, scores, fill), GPT-2's causal mask, becomes Where(cond, 0, fill) added to the scores, "
+		"which gives exactly the same softmax when fill is -inf or below -1e30 (added to a score it "
+		"swallows it), so only such fills are accepted. ONNX lets the mask broadcast over the query axis, "
+		"but ONNX Runtime wants it spelled out: a mask such as BERT's [batch, 1, 1, keys] is expanded to "
+		"the query length (Shape of Q, Concat, Expand) so the saved model runs there too.\n\n"
+		"Nothing is fused when a value inside the pattern (the scores, the scaled or masked scores, the "
+		"attention weights) is read by anything else, when the softmax is not over the keys axis, when "
+		"shape inference cannot show that Q, K^T and V are 4-D and agree in batch, heads, head size and "
+		"key length, when a mask step would broadcast the scores to a larger shape, or when the model "
+		"imports an opset older than 23: the pass does not change the model's opset. Only the main graph "
+		"is rewritten.",
+	.level = PASS_LEVEL_ALL,
 	.run = run,
 };

@@ -133,6 +133,9 @@ const char *pass_node_name(const struct ir_node *n, char *buf, size_t size);
 /* Removes nodes whose outputs nothing reads (and then their unused inputs'
  * producers, transitively); returns how many went. */
 int pass_remove_dead(struct ir_graph *g);
+/* Removes the constants in vs[] (initializers or Constant nodes) that
+ * nothing reads any more; vs may hold NULLs and repeats. */
+void pass_drop_dead_consts(struct ir_value **vs, int n);
 /* A float tensor's elements as doubles (caller frees); NULL if not a
  * float/int tensor or no memory. */
 double *pass_tensor_f64(const struct ir_tensor *t);

@@ -133,3 +133,27 @@ struct ir_tensor *pass_tensor_from_f64(int dtype, int rank, const int64_t *dims,
 	}
 	return t;
 }
+
+/*
+ * Removes the constants in vs[] (initializers or Constant nodes) that
+ * nothing reads any more. vs may hold NULLs and repeats.
+ */
+void pass_drop_dead_consts(struct ir_value **vs, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct ir_value *v = vs[i];
+		if (!v)
+			continue;
+		for (int j = i + 1; j < n; j++)   /* each value once: removing frees it */
+			if (vs[j] == v)
+				vs[j] = NULL;
+		if (pass_n_readers(v) || v->is_input)
+			continue;
+		if (v->producer) {
+			if (v->producer->op == IR_OP_Constant && v->producer->n_outputs == 1)
+				ir_node_remove(v->producer, NULL);
+		} else if (v->init) {
+			ir_value_remove(v);
+		}
+	}
+}
