@@ -743,6 +743,8 @@ static void fb_append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
 		return;
 	}
 	report(fb, fb->done_before + fb->total);
+	if (!len)
+		return;
 	if (fb->used + len > fb->cap)
 		fb_flush(fb);
 	memcpy(fb->buf + fb->used, data, len);

@@ -110,7 +110,7 @@ int pass_report_merge(struct pass_report *into, const struct pass_report *from)
 
 static void vmsg(struct pass_ctx *c, enum pass_msg_kind kind, const struct ir_node *n, const char *fmt, va_list ap)
 {
-	char text[512], nb[64];
+	char text[1024], nb[256];
 	vsnprintf(text, sizeof(text), fmt, ap);
 	add_msg(c->rep, kind, n ? pass_node_name(n, nb, sizeof(nb)) : NULL, text);
 }

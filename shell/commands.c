@@ -161,7 +161,8 @@ const struct sh_cmd sh_commands[] = {
 	  "last run (every intermediate after run --all-tensors). Fails when a tensor does not match. "
 	  "With --stages, A and B are stage numbers: both stages run on the same random inputs (seed 0) "
 	  "and every tensor of B that stands for one of A (the same name, or the one a pass says it "
-	  "replaces, e.g. a fused Conv's output for the old Relu's) is compared at rtol 1e-4, atol 1e-5, "
+	  "replaces, e.g. a fused Conv's output for the old Relu's) is compared at rtol 1e-4 and atol 1e-5 "
+	  "(or 1e-4 of the tensor's largest value: float32 rounding in deep nets), "
 	  "in B's node order, naming the first that differs.",
 	  "compare last expected.npz --rtol=1e-2", "--atol= --rtol= --stages --json", SH_C_FILE, SH_F_JSON, "run" },
 	{ "conformance", cmd_conformance, "DIR... [--filter=REGEX] [--report=FILE] [--verbose] [--timeout=S] [--floor=N] [--backend=NAME] [--in-process] [--json]",
