@@ -107,25 +107,6 @@ static void *table_find_or_add(struct table *t, uint64_t h, void *x, bool (*eq)(
 	return NULL;
 }
 
-static bool read_in_subgraph(const struct ir_value *v)
-{
-	for (size_t u = 0; u < v->n_uses; u++)
-		if (v->uses[u].slot < 0)
-			return true;
-	return false;
-}
-
-static const char *bytes_text(double b, char *buf, size_t size)
-{
-	if (b < 1024)
-		snprintf(buf, size, "%.0f bytes", b);
-	else if (b < 1048576)
-		snprintf(buf, size, "%.1f KiB", b / 1024);
-	else
-		snprintf(buf, size, "%.1f MiB", b / 1048576);
-	return buf;
-}
-
 /* ------------------------------------------------------------------------ */
 /* Initializers                                                              */
 /* ------------------------------------------------------------------------ */
@@ -194,7 +175,7 @@ static int merge_inits(struct pass_ctx *c)
 		snprintf(tb, sizeof(tb), "%s%s", ir_dtype_name(v->init->dtype),
 			 ir_dims_str(v->init->rank, v->init->dims, db, sizeof(db)));
 		/* (only v's readers move: whether keep is read in a subgraph does not matter, and keep may have many readers) */
-		if (read_in_subgraph(v)) {
+		if (pass_read_in_subgraph(v)) {
 			pass_rejected(c, NULL, "initializer '%s' holds the same %s as '%s', but '%s' is read inside a "
 				      "subgraph: left alone", v->name, tb, keep->name, v->name);
 			continue;
@@ -204,7 +185,7 @@ static int merge_inits(struct pass_ctx *c)
 		merged++;
 		saved += (double)v->init->nbytes;
 		pass_rewrote(c, NULL, "initializer '%s' holds the same %s as '%s' (%s): its readers read '%s'", v->name, tb,
-			     keep->name, bytes_text((double)v->init->nbytes, bb, sizeof(bb)), keep->name);
+			     keep->name, pass_bytes_text((double)v->init->nbytes, bb, sizeof(bb)), keep->name);
 	}
 	for (int i = 0; i < n; i++)
 		g->inits[i]->mark = 0;
@@ -231,7 +212,7 @@ static int merge_inits(struct pass_ctx *c)
 	if (merged) {
 		char bb[64];
 		pass_note(c, NULL, "merged %d initializer%s, %s less", merged, merged > 1 ? "s" : "",
-			  bytes_text(saved, bb, sizeof(bb)));
+			  pass_bytes_text(saved, bb, sizeof(bb)));
 	}
 	free(sh);
 	free(dup);
@@ -388,7 +369,7 @@ static const char *cannot_merge(const struct ir_node *n, const struct ir_node *k
 			snprintf(why, size, "its output '%s' is a graph output: merging would change the output's name", v->name);
 			return why;
 		}
-		if (read_in_subgraph(v)) {
+		if (pass_read_in_subgraph(v)) {
 			snprintf(why, size, "its output '%s' is read inside a subgraph", v->name);
 			return why;
 		}

@@ -5,15 +5,6 @@
 
 #include <stdio.h>
 
-/* Whether any output of n is read (by a node, a subgraph or as a graph output). */
-static bool used(const struct ir_node *n)
-{
-	for (int i = 0; i < n->n_outputs; i++)
-		if (n->outputs[i] && pass_n_readers(n->outputs[i]))
-			return true;
-	return false;
-}
-
 static int run(struct pass_ctx *c)
 {
 	struct ir_graph *g = c->m->graph;
@@ -23,7 +14,7 @@ static int run(struct pass_ctx *c)
 		/* last to first: a dead consumer goes before its producers are looked at */
 		for (struct ir_node *n = g->last, *prev; n; n = prev) {
 			prev = n->prev;
-			if (used(n))
+			if (!pass_node_dead(n))
 				continue;
 			char name[64];
 			pass_node_name(n, name, sizeof(name));

@@ -97,60 +97,6 @@ static int64_t opset_of(const struct pass_ctx *c)
 	return v > 0 ? v : 21;
 }
 
-/* Whether a node reads v through a subgraph capture. */
-static bool read_in_subgraph(const struct ir_value *v)
-{
-	for (size_t u = 0; u < v->n_uses; u++)
-		if (v->uses[u].slot < 0)
-			return true;
-	return false;
-}
-
-static bool node_dead(const struct ir_node *n)
-{
-	for (int i = 0; i < n->n_outputs; i++)
-		if (n->outputs[i] && pass_n_readers(n->outputs[i]))
-			return false;
-	return true;
-}
-
-/*
- * Removes n when nothing reads it, then the producers of its inputs that
- * this leaves unread, transitively. Returns how many nodes went (n
- * included). Node ids, not pointers, sit on the work list: a node may be
- * reached twice and be gone the second time.
- */
-static int remove_dead_from(struct ir_graph *g, struct ir_node *n)
-{
-	int cap = 16, top = 0, removed = 0;
-	int *st = malloc(sizeof(int) * (size_t)cap);
-	if (!st)
-		return 0;
-	st[top++] = n->id;
-	while (top) {
-		struct ir_node *m = ir_node_by_id(g, st[--top]);
-		if (!m || !node_dead(m))
-			continue;
-		for (int i = 0; i < m->n_inputs; i++) {
-			struct ir_value *v = m->inputs[i];
-			if (!v || !v->producer || v->producer->graph != g)
-				continue;
-			if (top == cap) {
-				int *p = realloc(st, sizeof(int) * (size_t)(cap * 2));
-				if (!p)
-					break;
-				st = p;
-				cap *= 2;
-			}
-			st[top++] = v->producer->id;
-		}
-		if (!ir_node_remove(m, NULL))
-			removed++;
-	}
-	free(st);
-	return removed;
-}
-
 /* ------------------------------------------------------------------------ */
 /* Rewiring                                                                  */
 /* ------------------------------------------------------------------------ */
@@ -166,7 +112,7 @@ static bool can_bypass(const struct ir_node *n, const struct ir_value *out, cons
 		snprintf(why, size, "it reads its own output");
 		return false;
 	}
-	if (read_in_subgraph(out)) {
+	if (pass_read_in_subgraph(out)) {
 		snprintf(why, size, "its output '%s' is read inside a subgraph: left alone", out->name);
 		return false;
 	}
@@ -186,7 +132,7 @@ static bool can_bypass(const struct ir_node *n, const struct ir_value *out, cons
 			 "the output's name without changing the model's interface", out->name, src->name, what);
 		return false;
 	}
-	if (read_in_subgraph(src)) {
+	if (pass_read_in_subgraph(src)) {
 		snprintf(why, size, "its output '%s' is a graph output and its input '%s' is read inside a subgraph, "
 			 "so it cannot be renamed", out->name, src->name);
 		return false;
@@ -217,7 +163,7 @@ static int bypass(struct pass_ctx *c, struct ir_node *n, struct ir_value *out, s
 	ir_value_replace_uses(out, src);
 	if (was_output)
 		ir_graph_replace_output(g, out, src);
-	*gone = remove_dead_from(g, n);
+	*gone = pass_remove_dead_from(g, n);
 	int rc = 0;
 	if (was_output) {
 		/* n is gone (can_bypass made sure), so the name is free */
@@ -420,7 +366,7 @@ static int do_transpose(struct pass_ctx *c, struct ir_node *n)
 			rc = ir_node_set_input(n, 0, t1->inputs[0]);
 			if (rc)
 				return ir_diag_err(c->d, rc, "out of memory");
-			int gone = remove_dead_from(g, t1);
+			int gone = pass_remove_dead_from(g, t1);
 			pass_rewrote(c, n, "merged with Transpose '%s': perm %s after %s is perm %s%s", nb, b, a, qq,
 				     gone ? " (the first one went)" : "");
 			memcpy(p2, q, sizeof(int64_t) * (size_t)r);
@@ -704,11 +650,11 @@ static int do_reshape(struct pass_ctx *c, struct ir_node *n)
 				if (ir_node_set_input(n, 1, sv))
 					return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
 				if (old->producer && old->producer->graph == g)
-					remove_dead_from(g, old->producer);
+					pass_remove_dead_from(g, old->producer);
 			}
 			if (ir_node_set_input(n, 0, r1->inputs[0]))
 				return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
-			int gone = remove_dead_from(g, r1);
+			int gone = pass_remove_dead_from(g, r1);
 			char sb[256];
 			pass_rewrote(c, n, "merged with Reshape '%s': reads '%s' directly with target %s%s", nb,
 				     n->inputs[0]->name, ir_dims_str(k, s2, sb, sizeof(sb)), gone ? " (the first one went)" : "");

@@ -22,63 +22,12 @@ static const struct pass_option options[] = {
 	{ NULL, NULL, NULL, NULL },
 };
 
-static bool node_dead(const struct ir_node *n)
-{
-	for (int i = 0; i < n->n_outputs; i++)
-		if (n->outputs[i] && pass_n_readers(n->outputs[i]))
-			return false;
-	return true;
-}
-
-/* Removes n when nothing reads it, then the producers this leaves unread (ids on the work list). */
-static int remove_dead_from(struct ir_graph *g, struct ir_node *n)
-{
-	int cap = 16, top = 0, removed = 0;
-	int *st = malloc(sizeof(int) * (size_t)cap);
-	if (!st)
-		return 0;
-	st[top++] = n->id;
-	while (top) {
-		struct ir_node *m = ir_node_by_id(g, st[--top]);
-		if (!m || !node_dead(m))
-			continue;
-		for (int i = 0; i < m->n_inputs; i++) {
-			struct ir_value *v = m->inputs[i];
-			if (!v || !v->producer || v->producer->graph != g)
-				continue;
-			if (top == cap) {
-				int *p = realloc(st, sizeof(int) * (size_t)(cap * 2));
-				if (!p)
-					break;
-				st = p;
-				cap *= 2;
-			}
-			st[top++] = v->producer->id;
-		}
-		if (!ir_node_remove(m, NULL))
-			removed++;
-	}
-	free(st);
-	return removed;
-}
-
 static bool has_subgraph(const struct ir_node *n)
 {
 	for (int i = 0; i < n->n_attrs; i++)
 		if (n->attrs[i].g || n->attrs[i].graphs)
 			return true;
 	return n->n_implicit > 0;
-}
-
-static const char *bytes_text(double b, char *buf, size_t size)
-{
-	if (b < 1024)
-		snprintf(buf, size, "%.0f bytes", b);
-	else if (b < 1048576)
-		snprintf(buf, size, "%.1f KiB", b / 1024);
-	else
-		snprintf(buf, size, "%.1f MiB", b / 1048576);
-	return buf;
 }
 
 /* Bytes a tensor holds (strings: their lengths). */
@@ -256,7 +205,7 @@ static int run(struct pass_ctx *c)
 		next = n->next;
 		if (ir_interrupted)
 			return ir_diag_err(c->d, IR_EINTR, "stopped");
-		if (node_dead(n))
+		if (pass_node_dead(n))
 			continue;   /* dce's business */
 		bool is_const = n->op == IR_OP_Constant;
 		if (is_const && !c2i)
@@ -285,7 +234,7 @@ static int run(struct pass_ctx *c)
 				char bb[64];
 				pass_rejected(c, n, "its output '%s' would take %s, more than max-bytes=%" PRId64
 					      " (folding it would make the file that much bigger)", v->name,
-					      bytes_text((double)b, bb, sizeof(bb)), max_bytes);
+					      pass_bytes_text((double)b, bb, sizeof(bb)), max_bytes);
 				big = true;
 			}
 		}
@@ -313,7 +262,7 @@ static int run(struct pass_ctx *c)
 				char bb[64];
 				pass_rejected(c, n, "its output '%s' takes %s, more than max-bytes=%" PRId64
 					      " (folding it would make the file that much bigger)", v->name,
-					      bytes_text(tensor_bytes(out[i].t), bb, sizeof(bb)), max_bytes);
+					      pass_bytes_text(tensor_bytes(out[i].t), bb, sizeof(bb)), max_bytes);
 				ok = false;
 			}
 		}
@@ -360,14 +309,14 @@ static int run(struct pass_ctx *c)
 			}
 			if (o < sizeof(msg))
 				o += (size_t)snprintf(msg + o, sizeof(msg) - o, "%s'%s' %s (%s)%s", o ? ", " : "", v->name, tb,
-						      bytes_text(tensor_bytes(t), bb, sizeof(bb)),
+						      pass_bytes_text(tensor_bytes(t), bb, sizeof(bb)),
 						      v->is_output ? " as a Constant node (a graph output)" :
 						      old_ir ? " as a Constant node" : "");
 		}
 		for (int i = 0; i < n->n_outputs; i++)
 			kern_value_clear(&out[i]);
 		free(out);
-		int gone = remove_dead_from(g, n);
+		int gone = pass_remove_dead_from(g, n);
 		if (is_const)
 			pass_rewrote(c, &who, "Constant now the initializer %s", msg);
 		else

@@ -15,46 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool node_dead(const struct ir_node *n)
-{
-	for (int i = 0; i < n->n_outputs; i++)
-		if (n->outputs[i] && pass_n_readers(n->outputs[i]))
-			return false;
-	return true;
-}
-
-/* Removes n when nothing reads it, then the producers this leaves unread (ids on the work list). */
-static int remove_dead_from(struct ir_graph *g, struct ir_node *n)
-{
-	int cap = 16, top = 0, removed = 0;
-	int *st = malloc(sizeof(int) * (size_t)cap);
-	if (!st)
-		return 0;
-	st[top++] = n->id;
-	while (top) {
-		struct ir_node *m = ir_node_by_id(g, st[--top]);
-		if (!m || !node_dead(m))
-			continue;
-		for (int i = 0; i < m->n_inputs; i++) {
-			struct ir_value *v = m->inputs[i];
-			if (!v || !v->producer || v->producer->graph != g)
-				continue;
-			if (top == cap) {
-				int *p = realloc(st, sizeof(int) * (size_t)(cap * 2));
-				if (!p)
-					break;
-				st = p;
-				cap *= 2;
-			}
-			st[top++] = v->producer->id;
-		}
-		if (!ir_node_remove(m, NULL))
-			removed++;
-	}
-	free(st);
-	return removed;
-}
-
 /* Whether v holds integers of `dtype` in range. */
 static bool fits(int dtype, int64_t v)
 {
@@ -260,7 +220,7 @@ static int run(struct pass_ctx *c)
 						      v->is_output ? " (a Constant node: it is a graph output)" :
 						      old_ir ? " (a Constant node)" : "");
 		}
-		int gone = remove_dead_from(g, n);
+		int gone = pass_remove_dead_from(g, n);
 		pass_rewrote(c, &who, "%s folded: %s%s", op, msg,
 			     gone > 1 ? " (with the nodes only it read)" : "");
 		for (int i = 0; i < 8; i++)

@@ -28,145 +28,6 @@
 /* Small helpers                                                              */
 /* ------------------------------------------------------------------------ */
 
-/* n is op `op` with exactly n_in inputs, all given, and a first output. */
-static bool is_op(const struct ir_node *n, int op, int n_in)
-{
-	if (!n || n->op != op || n->n_inputs != n_in || n->n_outputs < 1 || !n->outputs[0])
-		return false;
-	for (int i = 0; i < n_in; i++)
-		if (!n->inputs[i])
-			return false;
-	return true;
-}
-
-static struct ir_node *producer(const struct ir_value *v)
-{
-	return v ? v->producer : NULL;
-}
-
-/*
- * Whether v is a constant float scalar (one element) that cannot change the
- * shape of a value of rank `rank` it is combined with (rank -1: unknown, then
- * only a 0-d constant will do). Its value goes to *out.
- */
-static bool const_scalar(const struct ir_value *v, int rank, double *out)
-{
-	if (!v || v->is_input)
-		return false;
-	const struct ir_tensor *t = ir_value_const(v);
-	if (!t || t->numel != 1 || !ir_dtype_is_float(t->dtype) || !ir_tensor_data(t))
-		return false;
-	if (t->rank > 0 && (rank < 0 || t->rank > rank))
-		return false;
-	*out = ir_tensor_get_f64(t, 0);
-	return true;
-}
-
-/* The only node reading v through an input slot, or NULL with why. */
-static struct ir_node *sole_reader(const struct ir_value *v, char *why, size_t size)
-{
-	struct ir_node *r = pass_only_reader(v);
-	if (r)
-		return r;
-	if (v->is_output)
-		snprintf(why, size, "'%s' is also a graph output", v->name);
-	else if (v->n_uses == 0)
-		snprintf(why, size, "nothing reads '%s'", v->name);
-	else if (v->n_uses == 1)
-		snprintf(why, size, "'%s' is read by a subgraph", v->name);
-	else
-		snprintf(why, size, "'%s' has %zu readers", v->name, v->n_uses);
-	return NULL;
-}
-
-/* A name for a new node: the anchor's scope ("/a/b/Softmax" -> "/a/b/Attention") or "<anchor>_<op>", unique. */
-static char *new_node_name(const struct ir_graph *g, const struct ir_node *anchor, const char *op)
-{
-	const char *nm = anchor->name ? anchor->name : "";
-	const char *slash = strrchr(nm, '/');
-	size_t n = strlen(nm) + strlen(op) + 32;
-	char *base = malloc(n), *s = malloc(n);
-	if (!base || !s) {
-		free(base);
-		free(s);
-		return NULL;
-	}
-	if (slash)
-		snprintf(base, n, "%.*s/%s", (int)(slash - nm), nm, op);
-	else if (*nm)
-		snprintf(base, n, "%s_%s", nm, op);
-	else
-		snprintf(base, n, "%s", op);
-	snprintf(s, n, "%s", base);
-	int count = 0;
-	for (unsigned k = 1; ir_node_by_name(g, s, &count) && count; k++)
-		snprintf(s, n, "%s_%u", base, k);
-	free(base);
-	return s;
-}
-
-/* Records the names of the nodes a fused node was made from. */
-static void set_from(struct ir_node *n, struct ir_node *const *nodes, int k)
-{
-	n->from = calloc((size_t)k, sizeof(char *));
-	if (!n->from)
-		return;
-	for (int i = 0; i < k; i++) {
-		char nb[64];
-		const char *s = nodes[i]->name && *nodes[i]->name ? nodes[i]->name : pass_node_name(nodes[i], nb, sizeof(nb));
-		if ((n->from[n->n_from] = strdup(s)))
-			n->n_from++;
-	}
-}
-
-/*
- * Removes the pattern's nodes (whose outputs nothing reads any more) and then
- * the Constant nodes that fed them and are read by nothing else.
- */
-static int remove_nodes(struct pass_ctx *c, struct ir_node **nodes, int k)
-{
-	struct ir_node *consts[4 * MAXN];
-	int nc = 0;
-	for (int i = 0; i < k; i++)
-		for (int j = 0; j < nodes[i]->n_inputs; j++) {
-			struct ir_node *p = producer(nodes[i]->inputs[j]);
-			if (p && p->op == IR_OP_Constant && nc < 4 * MAXN) {
-				bool seen = false;
-				for (int q = 0; q < nc; q++)
-					seen = seen || consts[q] == p;
-				if (!seen)
-					consts[nc++] = p;
-			}
-		}
-	bool again = true;
-	int left = k;
-	while (again && left) {
-		again = false;
-		for (int i = 0; i < k; i++) {
-			if (!nodes[i])
-				continue;
-			bool used = false;
-			for (int j = 0; j < nodes[i]->n_outputs; j++)
-				if (nodes[i]->outputs[j] && pass_n_readers(nodes[i]->outputs[j]))
-					used = true;
-			if (used)
-				continue;
-			int rc = ir_node_remove(nodes[i], c->d);
-			if (rc)
-				return rc;
-			nodes[i] = NULL;
-			left--;
-			again = true;
-		}
-	}
-	if (left)
-		return ir_diag_err(c->d, IR_ERR, "internal error: a fused node is still read");
-	for (int i = 0; i < nc; i++)
-		if (!pass_n_readers(consts[i]->outputs[0]))
-			ir_node_remove(consts[i], NULL);
-	return 0;
-}
-
 static int set_attr_ints(struct ir_node *n, const char *name, const int64_t *v, int k, struct ir_diag *d)
 {
 	struct ir_attr a;
@@ -241,7 +102,7 @@ static void add(struct match *m, struct ir_node *n)
 /* Whether v comes from a MatMul through at most `depth` Add/Where/Mul/Div nodes. */
 static bool from_matmul(const struct ir_value *v, int depth)
 {
-	const struct ir_node *p = producer(v);
+	const struct ir_node *p = pass_producer(v);
 	if (!p)
 		return false;
 	if (p->op == IR_OP_MatMul)
@@ -279,10 +140,10 @@ static int match(struct match *m, struct ir_node *sm)
 	struct ir_value *s = sm->inputs[0];
 	m->scale = 1.0;
 	for (int step = 0;; step++) {
-		if (!sole_reader(s, m->why, sizeof(m->why)))
+		if (!pass_sole_reader(s, m->why, sizeof(m->why)))
 			return -1;
-		struct ir_node *n = producer(s);
-		if (is_op(n, IR_OP_MatMul, 2)) {
+		struct ir_node *n = pass_producer(s);
+		if (pass_is_op(n, IR_OP_MatMul, 2)) {
 			m->qk = n;
 			break;
 		}
@@ -291,8 +152,8 @@ static int match(struct match *m, struct ir_node *sm)
 			return -1;
 		}
 		double k;
-		if (is_op(n, IR_OP_Div, 2) || is_op(n, IR_OP_Mul, 2)) {
-			int ci = const_scalar(n->inputs[1], 4, &k) ? 1 : n->op == IR_OP_Mul && const_scalar(n->inputs[0], 4, &k) ? 0 : -1;
+		if (pass_is_op(n, IR_OP_Div, 2) || pass_is_op(n, IR_OP_Mul, 2)) {
+			int ci = pass_const_scalar(n->inputs[1], 4, &k) ? 1 : n->op == IR_OP_Mul && pass_const_scalar(n->inputs[0], 4, &k) ? 0 : -1;
 			if (ci < 0 || m->scale_op) {
 				snprintf(m->why, sizeof(m->why), "the scores are %s by '%s', which is not a constant scalar "
 					 "scale", n->op == IR_OP_Div ? "divided" : "multiplied", n->inputs[1]->name);
@@ -314,7 +175,7 @@ static int match(struct match *m, struct ir_node *sm)
 			return -1;
 		}
 		struct part *pt = &m->parts[m->n_parts];
-		if (is_op(n, IR_OP_Add, 2)) {
+		if (pass_is_op(n, IR_OP_Add, 2)) {
 			int si = from_matmul(n->inputs[0], 4) && !from_matmul(n->inputs[1], 4) ? 0
 				 : from_matmul(n->inputs[1], 4) && !from_matmul(n->inputs[0], 4) ? 1 : -1;
 			if (si < 0) {
@@ -324,10 +185,10 @@ static int match(struct match *m, struct ir_node *sm)
 			pt->kind = PART_ADD;
 			pt->m = n->inputs[1 - si];
 			s = n->inputs[si];
-		} else if (is_op(n, IR_OP_Where, 3)) {
+		} else if (pass_is_op(n, IR_OP_Where, 3)) {
 			int si = from_matmul(n->inputs[1], 4) ? 1 : from_matmul(n->inputs[2], 4) ? 2 : -1;
 			double f;
-			if (si < 0 || !const_scalar(n->inputs[3 - si], 4, &f)) {
+			if (si < 0 || !pass_const_scalar(n->inputs[3 - si], 4, &f)) {
 				snprintf(m->why, sizeof(m->why), "the Where '%s' does not choose between the scores and a "
 					 "constant fill value", n->name);
 				return -1;
@@ -355,10 +216,10 @@ static int match(struct match *m, struct ir_node *sm)
 	add(m, sm);
 	m->q = m->qk->inputs[0];
 	m->kt = m->qk->inputs[1];
-	m->pv = sole_reader(p, m->why, sizeof(m->why));
+	m->pv = pass_sole_reader(p, m->why, sizeof(m->why));
 	if (!m->pv)
 		return -1;
-	if (!is_op(m->pv, IR_OP_MatMul, 2) || m->pv->inputs[0] != p) {
+	if (!pass_is_op(m->pv, IR_OP_MatMul, 2) || m->pv->inputs[0] != p) {
 		snprintf(m->why, sizeof(m->why), "the attention weights '%s' are not multiplied with V by a MatMul", p->name);
 		return -1;
 	}
@@ -422,7 +283,7 @@ static struct ir_value *emit(struct pass_ctx *c, const char *op, const struct ir
 			     int n_in, const char *out_base, struct ir_node *before, struct ir_node **made)
 {
 	struct ir_graph *g = c->m->graph;
-	char *name = new_node_name(g, anchor, op);
+	char *name = pass_new_node_name(g, anchor, op);
 	if (!name) {
 		ir_diag_err(c->d, IR_ENOMEM, "out of memory");
 		return NULL;
@@ -513,10 +374,10 @@ static int rewrite(struct pass_ctx *c, struct match *m)
 	char base[200];
 	/* K as [B, H, T, D]: undo the last-two-axes swap of K^T */
 	struct ir_value *k = NULL;
-	struct ir_node *kt_tr = producer(m->kt);
+	struct ir_node *kt_tr = pass_producer(m->kt);
 	int64_t perm[4] = { 0, 1, 3, 2 };
 	struct ir_value *k_src = m->kt;
-	if (is_op(kt_tr, IR_OP_Transpose, 1)) {
+	if (pass_is_op(kt_tr, IR_OP_Transpose, 1)) {
 		const struct ir_attr *pa = ir_node_attr(kt_tr, "perm");
 		int64_t p0[4] = { 3, 2, 1, 0 };
 		if (!pa || (pa->type == IR_ATTR_INTS && pa->n == 4)) {
@@ -587,7 +448,7 @@ static int rewrite(struct pass_ctx *c, struct match *m)
 		expanded = true;
 	}
 	/* the Attention node takes over the output of the last MatMul */
-	char *name = new_node_name(g, m->sm, "Attention");
+	char *name = pass_new_node_name(g, m->sm, "Attention");
 	if (!name)
 		return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
 	struct ir_node *n = ir_node_new(g, "Attention", NULL, name, mask ? 4 : 3, 1, before);
@@ -610,7 +471,7 @@ static int rewrite(struct pass_ctx *c, struct match *m)
 		rc = ir_node_set_output(n, 0, y, c->d);
 	if (rc)
 		return rc;
-	set_from(n, m->nodes, m->n);
+	pass_set_from(n, m->nodes, m->n);
 	/* in graph order for the message */
 	char ops[256] = "";
 	size_t ol = 0;
@@ -624,7 +485,7 @@ static int rewrite(struct pass_ctx *c, struct match *m)
 		ol += (size_t)snprintf(ops + ol, ol < sizeof(ops) ? sizeof(ops) - ol : 0, "%s%s", i ? ", " : "", order[i]->op_type);
 	int count = m->n;
 	struct ir_value *kt = m->kt;
-	if ((rc = remove_nodes(c, m->nodes, m->n)))
+	if ((rc = pass_remove_nodes(c, m->nodes, m->n)))
 		return rc;
 	/* K^T's Transpose goes too when the scores MatMul was its only reader */
 	if (kt_tr && kt_tr->op == IR_OP_Transpose && !pass_n_readers(kt))
@@ -646,7 +507,7 @@ static int run(struct pass_ctx *c)
 	if (!ids)
 		return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
 	ir_for_each_node(g, n)
-		if (is_op(n, IR_OP_Softmax, 1))
+		if (pass_is_op(n, IR_OP_Softmax, 1))
 			ids[n_ids++] = n->id;
 	for (int i = 0; i < n_ids && !rc; i++) {
 		struct ir_node *a = ir_node_by_id(g, ids[i]);

@@ -25,118 +25,9 @@
 /* Small helpers                                                              */
 /* ------------------------------------------------------------------------ */
 
-/* n is op `op` with exactly n_in inputs, all given, and a first output. */
-static bool is_op(const struct ir_node *n, int op, int n_in)
-{
-	if (!n || n->op != op || n->n_inputs != n_in || n->n_outputs < 1 || !n->outputs[0])
-		return false;
-	for (int i = 0; i < n_in; i++)
-		if (!n->inputs[i])
-			return false;
-	return true;
-}
-
-static struct ir_node *producer(const struct ir_value *v)
-{
-	return v ? v->producer : NULL;
-}
-
-/* The other input of a two-input node, or NULL when v is not one of them (or both). */
-static struct ir_value *other_input(const struct ir_node *n, const struct ir_value *v)
-{
-	if (n->n_inputs != 2)
-		return NULL;
-	if (n->inputs[0] == v && n->inputs[1] != v)
-		return n->inputs[1];
-	if (n->inputs[1] == v && n->inputs[0] != v)
-		return n->inputs[0];
-	return NULL;
-}
-
-static int rank_of(const struct ir_value *v)
-{
-	const struct ir_type *t = ir_value_type(v);
-	return t && t->kind == IR_TYPE_TENSOR ? t->rank : -1;
-}
-
-/*
- * Whether v is a constant float scalar (one element) that cannot change the
- * shape of a value of rank `rank` it is combined with (rank -1: unknown, then
- * only a 0-d constant will do). Its value goes to *out.
- */
-static bool const_scalar(const struct ir_value *v, int rank, double *out)
-{
-	if (!v || v->is_input)
-		return false;
-	const struct ir_tensor *t = ir_value_const(v);
-	if (!t || t->numel != 1 || !ir_dtype_is_float(t->dtype) || !ir_tensor_data(t))
-		return false;
-	if (t->rank > 0 && (rank < 0 || t->rank > rank))
-		return false;
-	*out = ir_tensor_get_f64(t, 0);
-	return true;
-}
-
 static bool near(double a, double b)
 {
 	return fabs(a - b) <= TOL;
-}
-
-/* The only node reading v through an input slot, or NULL with why. */
-static struct ir_node *sole_reader(const struct ir_value *v, char *why, size_t size)
-{
-	struct ir_node *r = pass_only_reader(v);
-	if (r)
-		return r;
-	if (v->is_output)
-		snprintf(why, size, "'%s' is also a graph output", v->name);
-	else if (v->n_uses == 0)
-		snprintf(why, size, "nothing reads '%s'", v->name);
-	else if (v->n_uses == 1)
-		snprintf(why, size, "'%s' is read by a subgraph", v->name);
-	else
-		snprintf(why, size, "'%s' has %zu readers", v->name, v->n_uses);
-	return NULL;
-}
-
-/* A name for a new node: the anchor's scope ("/a/b/Erf" -> "/a/b/Gelu") or "<anchor>_<op>", unique. */
-static char *new_node_name(const struct ir_graph *g, const struct ir_node *anchor, const char *op)
-{
-	const char *nm = anchor->name ? anchor->name : "";
-	const char *slash = strrchr(nm, '/');
-	size_t n = strlen(nm) + strlen(op) + 32;
-	char *base = malloc(n), *s = malloc(n);
-	if (!base || !s) {
-		free(base);
-		free(s);
-		return NULL;
-	}
-	if (slash)
-		snprintf(base, n, "%.*s/%s", (int)(slash - nm), nm, op);
-	else if (*nm)
-		snprintf(base, n, "%s_%s", nm, op);
-	else
-		snprintf(base, n, "%s", op);
-	snprintf(s, n, "%s", base);
-	int count = 0;
-	for (unsigned k = 1; ir_node_by_name(g, s, &count) && count; k++)
-		snprintf(s, n, "%s_%u", base, k);
-	free(base);
-	return s;
-}
-
-/* Records the names of the nodes a fused node was made from. */
-static void set_from(struct ir_node *n, struct ir_node *const *nodes, int k)
-{
-	n->from = calloc((size_t)k, sizeof(char *));
-	if (!n->from)
-		return;
-	for (int i = 0; i < k; i++) {
-		char nb[64];
-		const char *s = nodes[i]->name && *nodes[i]->name ? nodes[i]->name : pass_node_name(nodes[i], nb, sizeof(nb));
-		if ((n->from[n->n_from] = strdup(s)))
-			n->n_from++;
-	}
 }
 
 static int set_attr_str(struct ir_node *n, const char *name, const char *val, struct ir_diag *d)
@@ -154,54 +45,6 @@ static int set_attr_str(struct ir_node *n, const char *name, const char *val, st
 		return ir_diag_err(d, IR_ENOMEM, "out of memory");
 	}
 	return ir_node_set_attr(n, &a, d);
-}
-
-/*
- * Removes the pattern's nodes (whose outputs nothing reads any more) and then
- * the Constant nodes that fed them and are read by nothing else.
- */
-static int remove_nodes(struct pass_ctx *c, struct ir_node **nodes, int k)
-{
-	struct ir_node *consts[4 * MAXN];
-	int nc = 0;
-	for (int i = 0; i < k; i++)
-		for (int j = 0; j < nodes[i]->n_inputs; j++) {
-			struct ir_node *p = producer(nodes[i]->inputs[j]);
-			if (p && p->op == IR_OP_Constant && nc < 4 * MAXN) {
-				bool seen = false;
-				for (int q = 0; q < nc; q++)
-					seen = seen || consts[q] == p;
-				if (!seen)
-					consts[nc++] = p;
-			}
-		}
-	bool again = true;
-	int left = k;
-	while (again && left) {
-		again = false;
-		for (int i = 0; i < k; i++) {
-			if (!nodes[i])
-				continue;
-			bool used = false;
-			for (int j = 0; j < nodes[i]->n_outputs; j++)
-				if (nodes[i]->outputs[j] && pass_n_readers(nodes[i]->outputs[j]))
-					used = true;
-			if (used)
-				continue;
-			int rc = ir_node_remove(nodes[i], c->d);
-			if (rc)
-				return rc;
-			nodes[i] = NULL;
-			left--;
-			again = true;
-		}
-	}
-	if (left)
-		return ir_diag_err(c->d, IR_ERR, "internal error: a fused node is still read");
-	for (int i = 0; i < nc; i++)
-		if (!pass_n_readers(consts[i]->outputs[0]))
-			ir_node_remove(consts[i], NULL);
-	return 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -227,12 +70,12 @@ static void add(struct match *m, struct ir_node *n)
 static bool is_half_of(const struct ir_node *n, const struct ir_value *x, int rank)
 {
 	double k;
-	if (is_op(n, IR_OP_Mul, 2)) {
-		const struct ir_value *o = other_input(n, x);
-		return o && const_scalar(o, rank, &k) && near(k, 0.5);
+	if (pass_is_op(n, IR_OP_Mul, 2)) {
+		const struct ir_value *o = pass_other_input(n, x);
+		return o && pass_const_scalar(o, rank, &k) && near(k, 0.5);
 	}
-	if (is_op(n, IR_OP_Div, 2))
-		return n->inputs[0] == x && const_scalar(n->inputs[1], rank, &k) && near(k, 2.0);
+	if (pass_is_op(n, IR_OP_Div, 2))
+		return n->inputs[0] == x && pass_const_scalar(n->inputs[1], rank, &k) && near(k, 2.0);
 	return false;
 }
 
@@ -243,11 +86,11 @@ static bool is_half_of(const struct ir_node *n, const struct ir_value *x, int ra
 static bool match_product(struct match *m, const struct ir_value *a)
 {
 	const struct ir_value *x = m->x;
-	int rank = rank_of(x);
-	struct ir_node *m1 = sole_reader(a, m->why, sizeof(m->why));
+	int rank = pass_rank_of(x);
+	struct ir_node *m1 = pass_sole_reader(a, m->why, sizeof(m->why));
 	if (!m1)
 		return false;
-	const struct ir_value *o = is_op(m1, IR_OP_Mul, 2) ? other_input(m1, a) : NULL;
+	const struct ir_value *o = pass_is_op(m1, IR_OP_Mul, 2) ? pass_other_input(m1, a) : NULL;
 	if (!o) {
 		snprintf(m->why, sizeof(m->why), "'%s' (1 + %s) is not multiplied by x and 0.5", a->name,
 			 m->tanh ? "tanh" : "erf");
@@ -256,7 +99,7 @@ static bool match_product(struct match *m, const struct ir_value *a)
 	add(m, m1);
 	double k;
 	if (o == x) {   /* (x * a) * 0.5 or (x * a) / 2 */
-		struct ir_node *m2 = sole_reader(m1->outputs[0], m->why, sizeof(m->why));
+		struct ir_node *m2 = pass_sole_reader(m1->outputs[0], m->why, sizeof(m->why));
 		if (!m2)
 			return false;
 		if (!is_half_of(m2, m1->outputs[0], rank)) {
@@ -268,11 +111,11 @@ static bool match_product(struct match *m, const struct ir_value *a)
 		m->last = m2;
 		return true;
 	}
-	if (const_scalar(o, rank, &k) && near(k, 0.5)) {   /* x * (a * 0.5) */
-		struct ir_node *m2 = sole_reader(m1->outputs[0], m->why, sizeof(m->why));
+	if (pass_const_scalar(o, rank, &k) && near(k, 0.5)) {   /* x * (a * 0.5) */
+		struct ir_node *m2 = pass_sole_reader(m1->outputs[0], m->why, sizeof(m->why));
 		if (!m2)
 			return false;
-		if (!is_op(m2, IR_OP_Mul, 2) || other_input(m2, m1->outputs[0]) != x) {
+		if (!pass_is_op(m2, IR_OP_Mul, 2) || pass_other_input(m2, m1->outputs[0]) != x) {
 			snprintf(m->why, sizeof(m->why), "'%s' is not multiplied by x ('%s')", m1->outputs[0]->name,
 				 x->name);
 			return false;
@@ -281,9 +124,9 @@ static bool match_product(struct match *m, const struct ir_value *a)
 		m->last = m2;
 		return true;
 	}
-	struct ir_node *h = producer(o);   /* (x * 0.5) * a */
+	struct ir_node *h = pass_producer(o);   /* (x * 0.5) * a */
 	if (h && is_half_of(h, x, rank)) {
-		if (!sole_reader(o, m->why, sizeof(m->why)))
+		if (!pass_sole_reader(o, m->why, sizeof(m->why)))
 			return false;
 		add(m, h);
 		m->last = m1;
@@ -298,12 +141,12 @@ static bool match_product(struct match *m, const struct ir_value *a)
 static bool match_tail(struct match *m, struct ir_node *anchor)
 {
 	struct ir_value *e = anchor->outputs[0];
-	struct ir_node *p = sole_reader(e, m->why, sizeof(m->why));
+	struct ir_node *p = pass_sole_reader(e, m->why, sizeof(m->why));
 	if (!p)
 		return false;
 	double k;
-	const struct ir_value *o = is_op(p, IR_OP_Add, 2) ? other_input(p, e) : NULL;
-	if (!o || !const_scalar(o, rank_of(m->x), &k) || !near(k, 1.0)) {
+	const struct ir_value *o = pass_is_op(p, IR_OP_Add, 2) ? pass_other_input(p, e) : NULL;
+	if (!o || !pass_const_scalar(o, pass_rank_of(m->x), &k) || !near(k, 1.0)) {
 		snprintf(m->why, sizeof(m->why), "'%s' is not then added to 1", e->name);
 		return false;
 	}
@@ -316,23 +159,23 @@ static bool match_erf(struct match *m, struct ir_node *erf)
 {
 	m->tanh = false;
 	add(m, erf);
-	struct ir_node *s = producer(erf->inputs[0]);
+	struct ir_node *s = pass_producer(erf->inputs[0]);
 	double k;
-	if (is_op(s, IR_OP_Div, 2) && const_scalar(s->inputs[1], rank_of(s->inputs[0]), &k)) {
+	if (pass_is_op(s, IR_OP_Div, 2) && pass_const_scalar(s->inputs[1], pass_rank_of(s->inputs[0]), &k)) {
 		if (!near(k, sqrt(2.0))) {
 			snprintf(m->why, sizeof(m->why), "erf's argument is divided by %g, not sqrt(2)", k);
 			return false;
 		}
 		m->x = s->inputs[0];
-	} else if (is_op(s, IR_OP_Mul, 2) && (const_scalar(s->inputs[1], rank_of(s->inputs[0]), &k) ||
-					      const_scalar(s->inputs[0], rank_of(s->inputs[1]), &k))) {
+	} else if (pass_is_op(s, IR_OP_Mul, 2) && (pass_const_scalar(s->inputs[1], pass_rank_of(s->inputs[0]), &k) ||
+					      pass_const_scalar(s->inputs[0], pass_rank_of(s->inputs[1]), &k))) {
 		if (!near(k, 1.0 / sqrt(2.0))) {
 			snprintf(m->why, sizeof(m->why), "erf's argument is multiplied by %g, not 1/sqrt(2)", k);
 			return false;
 		}
 		double k2;
-		m->x = const_scalar(s->inputs[1], rank_of(s->inputs[0]), &k2) ? s->inputs[0] : s->inputs[1];
-	} else if (is_op(s, IR_OP_Div, 2) || is_op(s, IR_OP_Mul, 2)) {
+		m->x = pass_const_scalar(s->inputs[1], pass_rank_of(s->inputs[0]), &k2) ? s->inputs[0] : s->inputs[1];
+	} else if (pass_is_op(s, IR_OP_Div, 2) || pass_is_op(s, IR_OP_Mul, 2)) {
 		snprintf(m->why, sizeof(m->why), "erf's argument '%s' is a %s by a value that is not a constant scalar "
 			 "(fold-constants may make it one)", erf->inputs[0]->name, s->op_type);
 		return false;
@@ -340,7 +183,7 @@ static bool match_erf(struct match *m, struct ir_node *erf)
 		snprintf(m->why, sizeof(m->why), "erf's argument '%s' is not x / sqrt(2)", erf->inputs[0]->name);
 		return false;
 	}
-	if (!sole_reader(erf->inputs[0], m->why, sizeof(m->why)))
+	if (!pass_sole_reader(erf->inputs[0], m->why, sizeof(m->why)))
 		return false;
 	add(m, s);
 	return match_tail(m, erf);
@@ -349,9 +192,9 @@ static bool match_erf(struct match *m, struct ir_node *erf)
 /* x^3 as Pow(x, 3), x * (x * x) or (x * x) * x; returns x or NULL. */
 static struct ir_value *cube_base(struct match *m, const struct ir_value *cube)
 {
-	struct ir_node *p = producer(cube);
+	struct ir_node *p = pass_producer(cube);
 	double k;
-	if (is_op(p, IR_OP_Pow, 2) && !p->inputs[1]->is_input && ir_value_const(p->inputs[1]) &&
+	if (pass_is_op(p, IR_OP_Pow, 2) && !p->inputs[1]->is_input && ir_value_const(p->inputs[1]) &&
 	    ir_value_const(p->inputs[1])->numel == 1 && ir_tensor_data(ir_value_const(p->inputs[1]))) {
 		k = ir_tensor_get_f64(ir_value_const(p->inputs[1]), 0);
 		if (k != 3.0)
@@ -359,12 +202,12 @@ static struct ir_value *cube_base(struct match *m, const struct ir_value *cube)
 		add(m, p);
 		return p->inputs[0];
 	}
-	if (!is_op(p, IR_OP_Mul, 2))
+	if (!pass_is_op(p, IR_OP_Mul, 2))
 		return NULL;
 	for (int i = 0; i < 2; i++) {
-		struct ir_node *sq = producer(p->inputs[i]);
+		struct ir_node *sq = pass_producer(p->inputs[i]);
 		struct ir_value *x = p->inputs[1 - i];
-		if (is_op(sq, IR_OP_Mul, 2) && sq->inputs[0] == x && sq->inputs[1] == x && pass_only_reader(p->inputs[i])) {
+		if (pass_is_op(sq, IR_OP_Mul, 2) && sq->inputs[0] == x && sq->inputs[1] == x && pass_only_reader(p->inputs[i])) {
 			add(m, p);
 			add(m, sq);
 			return x;
@@ -378,12 +221,12 @@ static bool match_tanh(struct match *m, struct ir_node *th)
 {
 	m->tanh = true;
 	add(m, th);
-	struct ir_node *s = producer(th->inputs[0]);
+	struct ir_node *s = pass_producer(th->inputs[0]);
 	double k;
 	struct ir_value *p = NULL;
-	if (is_op(s, IR_OP_Mul, 2)) {
+	if (pass_is_op(s, IR_OP_Mul, 2)) {
 		for (int i = 0; i < 2 && !p; i++)
-			if (const_scalar(s->inputs[i], rank_of(s->inputs[1 - i]), &k))
+			if (pass_const_scalar(s->inputs[i], pass_rank_of(s->inputs[1 - i]), &k))
 				p = s->inputs[1 - i];
 	}
 	if (!p)
@@ -392,24 +235,24 @@ static bool match_tanh(struct match *m, struct ir_node *th)
 		snprintf(m->why, sizeof(m->why), "tanh's argument is multiplied by %g, not sqrt(2/pi) = 0.7978846", k);
 		return false;
 	}
-	if (!sole_reader(th->inputs[0], m->why, sizeof(m->why)))
+	if (!pass_sole_reader(th->inputs[0], m->why, sizeof(m->why)))
 		return false;
 	add(m, s);
-	struct ir_node *a = producer(p);
-	if (!is_op(a, IR_OP_Add, 2)) {
+	struct ir_node *a = pass_producer(p);
+	if (!pass_is_op(a, IR_OP_Add, 2)) {
 		snprintf(m->why, sizeof(m->why), "'%s' is not x + 0.044715 * x^3", p->name);
 		return false;
 	}
-	if (!sole_reader(p, m->why, sizeof(m->why)))
+	if (!pass_sole_reader(p, m->why, sizeof(m->why)))
 		return false;
 	add(m, a);
 	for (int i = 0; i < 2; i++) {
 		struct ir_value *x = a->inputs[1 - i], *q = a->inputs[i];
-		struct ir_node *mq = producer(q);
-		if (!is_op(mq, IR_OP_Mul, 2))
+		struct ir_node *mq = pass_producer(q);
+		if (!pass_is_op(mq, IR_OP_Mul, 2))
 			continue;
 		for (int j = 0; j < 2; j++) {
-			if (!const_scalar(mq->inputs[j], rank_of(x), &k))
+			if (!pass_const_scalar(mq->inputs[j], pass_rank_of(x), &k))
 				continue;
 			if (!near(k, 0.044715)) {
 				snprintf(m->why, sizeof(m->why), "the cubic term's factor is %g, not 0.044715", k);
@@ -421,8 +264,8 @@ static bool match_tanh(struct match *m, struct ir_node *th)
 				m->n = n0;
 				continue;
 			}
-			if (!sole_reader(q, m->why, sizeof(m->why)) ||
-			    !sole_reader(mq->inputs[1 - j], m->why, sizeof(m->why)))
+			if (!pass_sole_reader(q, m->why, sizeof(m->why)) ||
+			    !pass_sole_reader(mq->inputs[1 - j], m->why, sizeof(m->why)))
 				return false;
 			add(m, mq);
 			m->x = x;
@@ -440,7 +283,7 @@ static bool match_tanh(struct match *m, struct ir_node *th)
 static int rewrite(struct pass_ctx *c, struct match *m, struct ir_node *anchor)
 {
 	struct ir_graph *g = c->m->graph;
-	char *name = new_node_name(g, anchor, "Gelu");
+	char *name = pass_new_node_name(g, anchor, "Gelu");
 	if (!name)
 		return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
 	struct ir_node *n = ir_node_new(g, "Gelu", NULL, name, 1, 1, m->last);
@@ -457,11 +300,11 @@ static int rewrite(struct pass_ctx *c, struct match *m, struct ir_node *anchor)
 		rc = ir_node_set_output(n, 0, y, c->d);
 	if (rc)
 		return rc;
-	set_from(n, m->nodes, m->n);
+	pass_set_from(n, m->nodes, m->n);
 	int count = m->n;
 	char nb[64];
 	pass_node_name(n, nb, sizeof(nb));
-	rc = remove_nodes(c, m->nodes, m->n);
+	rc = pass_remove_nodes(c, m->nodes, m->n);
 	if (rc)
 		return rc;
 	pass_rewrote(c, n, "%d nodes (%s form) fused into Gelu%s of '%s'", count, m->tanh ? "tanh" : "erf",
@@ -481,7 +324,7 @@ static int run(struct pass_ctx *c)
 	if (!ids)
 		return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
 	ir_for_each_node(g, n)
-		if (is_op(n, IR_OP_Erf, 1) || is_op(n, IR_OP_Tanh, 1))
+		if (pass_is_op(n, IR_OP_Erf, 1) || pass_is_op(n, IR_OP_Tanh, 1))
 			ids[n_ids++] = n->id;
 	for (int i = 0; i < n_ids && !rc; i++) {
 		struct ir_node *a = ir_node_by_id(g, ids[i]);

@@ -26,163 +26,6 @@
 /* Small helpers                                                              */
 /* ------------------------------------------------------------------------ */
 
-/* n is op `op` with exactly n_in inputs, all given, and a first output. */
-static bool is_op(const struct ir_node *n, int op, int n_in)
-{
-	if (!n || n->op != op || n->n_inputs != n_in || n->n_outputs < 1 || !n->outputs[0])
-		return false;
-	for (int i = 0; i < n_in; i++)
-		if (!n->inputs[i])
-			return false;
-	return true;
-}
-
-static struct ir_node *producer(const struct ir_value *v)
-{
-	return v ? v->producer : NULL;
-}
-
-/* The other input of a two-input node, or NULL when v is not one of them (or both). */
-static struct ir_value *other_input(const struct ir_node *n, const struct ir_value *v)
-{
-	if (n->n_inputs != 2)
-		return NULL;
-	if (n->inputs[0] == v && n->inputs[1] != v)
-		return n->inputs[1];
-	if (n->inputs[1] == v && n->inputs[0] != v)
-		return n->inputs[0];
-	return NULL;
-}
-
-static int rank_of(const struct ir_value *v)
-{
-	const struct ir_type *t = ir_value_type(v);
-	return t && t->kind == IR_TYPE_TENSOR ? t->rank : -1;
-}
-
-/*
- * Whether v is a constant float scalar (one element) that cannot change the
- * shape of a value of rank `rank` it is combined with (rank -1: unknown, then
- * only a 0-d constant will do). Its value goes to *out.
- */
-static bool const_scalar(const struct ir_value *v, int rank, double *out)
-{
-	if (!v || v->is_input)
-		return false;
-	const struct ir_tensor *t = ir_value_const(v);
-	if (!t || t->numel != 1 || !ir_dtype_is_float(t->dtype) || !ir_tensor_data(t))
-		return false;
-	if (t->rank > 0 && (rank < 0 || t->rank > rank))
-		return false;
-	*out = ir_tensor_get_f64(t, 0);
-	return true;
-}
-
-/* The only node reading v through an input slot, or NULL with why. */
-static struct ir_node *sole_reader(const struct ir_value *v, char *why, size_t size)
-{
-	struct ir_node *r = pass_only_reader(v);
-	if (r)
-		return r;
-	if (v->is_output)
-		snprintf(why, size, "'%s' is also a graph output", v->name);
-	else if (v->n_uses == 0)
-		snprintf(why, size, "nothing reads '%s'", v->name);
-	else if (v->n_uses == 1)
-		snprintf(why, size, "'%s' is read by a subgraph", v->name);
-	else
-		snprintf(why, size, "'%s' has %zu readers", v->name, v->n_uses);
-	return NULL;
-}
-
-/* A name for a new node: the anchor's scope ("/a/b/ReduceMean" -> "/a/b/LayerNormalization") or "<anchor>_<op>", unique. */
-static char *new_node_name(const struct ir_graph *g, const struct ir_node *anchor, const char *op)
-{
-	const char *nm = anchor->name ? anchor->name : "";
-	const char *slash = strrchr(nm, '/');
-	size_t n = strlen(nm) + strlen(op) + 32;
-	char *base = malloc(n), *s = malloc(n);
-	if (!base || !s) {
-		free(base);
-		free(s);
-		return NULL;
-	}
-	if (slash)
-		snprintf(base, n, "%.*s/%s", (int)(slash - nm), nm, op);
-	else if (*nm)
-		snprintf(base, n, "%s_%s", nm, op);
-	else
-		snprintf(base, n, "%s", op);
-	snprintf(s, n, "%s", base);
-	int count = 0;
-	for (unsigned k = 1; ir_node_by_name(g, s, &count) && count; k++)
-		snprintf(s, n, "%s_%u", base, k);
-	free(base);
-	return s;
-}
-
-/* Records the names of the nodes a fused node was made from. */
-static void set_from(struct ir_node *n, struct ir_node *const *nodes, int k)
-{
-	n->from = calloc((size_t)k, sizeof(char *));
-	if (!n->from)
-		return;
-	for (int i = 0; i < k; i++) {
-		char nb[64];
-		const char *s = nodes[i]->name && *nodes[i]->name ? nodes[i]->name : pass_node_name(nodes[i], nb, sizeof(nb));
-		if ((n->from[n->n_from] = strdup(s)))
-			n->n_from++;
-	}
-}
-
-/*
- * Removes the pattern's nodes (whose outputs nothing reads any more) and then
- * the Constant nodes that fed them and are read by nothing else.
- */
-static int remove_nodes(struct pass_ctx *c, struct ir_node **nodes, int k)
-{
-	struct ir_node *consts[4 * MAXN];
-	int nc = 0;
-	for (int i = 0; i < k; i++)
-		for (int j = 0; j < nodes[i]->n_inputs; j++) {
-			struct ir_node *p = producer(nodes[i]->inputs[j]);
-			if (p && p->op == IR_OP_Constant && nc < 4 * MAXN) {
-				bool seen = false;
-				for (int q = 0; q < nc; q++)
-					seen = seen || consts[q] == p;
-				if (!seen)
-					consts[nc++] = p;
-			}
-		}
-	bool again = true;
-	int left = k;
-	while (again && left) {
-		again = false;
-		for (int i = 0; i < k; i++) {
-			if (!nodes[i])
-				continue;
-			bool used = false;
-			for (int j = 0; j < nodes[i]->n_outputs; j++)
-				if (nodes[i]->outputs[j] && pass_n_readers(nodes[i]->outputs[j]))
-					used = true;
-			if (used)
-				continue;
-			int rc = ir_node_remove(nodes[i], c->d);
-			if (rc)
-				return rc;
-			nodes[i] = NULL;
-			left--;
-			again = true;
-		}
-	}
-	if (left)
-		return ir_diag_err(c->d, IR_ERR, "internal error: a fused node is still read");
-	for (int i = 0; i < nc; i++)
-		if (!pass_n_readers(consts[i]->outputs[0]))
-			ir_node_remove(consts[i], NULL);
-	return 0;
-}
-
 static int set_attr_num(struct ir_node *n, const char *name, bool is_float, double v, struct ir_diag *d)
 {
 	struct ir_attr a;
@@ -204,14 +47,14 @@ static int set_attr_num(struct ir_node *n, const char *name, bool is_float, doub
 /* x^2 as Pow(x, 2) or Mul(x, x): returns x, or NULL. */
 static struct ir_value *square_of(const struct ir_node *n)
 {
-	if (is_op(n, IR_OP_Pow, 2)) {
+	if (pass_is_op(n, IR_OP_Pow, 2)) {
 		const struct ir_value *e = n->inputs[1];
 		const struct ir_tensor *t = e->is_input ? NULL : ir_value_const(e);
 		if (t && t->numel == 1 && ir_tensor_data(t) && ir_tensor_get_f64(t, 0) == 2.0)
 			return n->inputs[0];
 		return NULL;
 	}
-	if (is_op(n, IR_OP_Mul, 2) && n->inputs[0] == n->inputs[1])
+	if (pass_is_op(n, IR_OP_Mul, 2) && n->inputs[0] == n->inputs[1])
 		return n->inputs[0];
 	return NULL;
 }
@@ -343,10 +186,10 @@ static void match_affine(struct match *m, const struct ir_type *xt)
 	bool had_mul = false;
 	for (;;) {
 		struct ir_node *r = pass_only_reader(y);
-		bool mul = is_op(r, IR_OP_Mul, 2), sum = is_op(r, IR_OP_Add, 2);
+		bool mul = pass_is_op(r, IR_OP_Mul, 2), sum = pass_is_op(r, IR_OP_Add, 2);
 		if ((!mul && !sum) || (mul && had_mul) || (sum && m->rms))
 			return;
-		struct ir_value *o = other_input(r, y);
+		struct ir_value *o = pass_other_input(r, y);
 		if (!o)
 			return;
 		const struct ir_tensor *t = o->is_input ? NULL : ir_value_const(o);
@@ -381,13 +224,13 @@ static void match_affine(struct match *m, const struct ir_type *xt)
  */
 static bool match_denominator(struct match *m, struct ir_value *var, const struct ir_value *num, int rank)
 {
-	struct ir_node *r = sole_reader(var, m->why, sizeof(m->why));
+	struct ir_node *r = pass_sole_reader(var, m->why, sizeof(m->why));
 	if (!r)
 		return false;
 	m->eps = 0;
-	if (is_op(r, IR_OP_Add, 2)) {
-		struct ir_value *o = other_input(r, var);
-		if (!o || !const_scalar(o, rank, &m->eps)) {
+	if (pass_is_op(r, IR_OP_Add, 2)) {
+		struct ir_value *o = pass_other_input(r, var);
+		if (!o || !pass_const_scalar(o, rank, &m->eps)) {
 			snprintf(m->why, sizeof(m->why), "epsilon ('%s') is not a constant scalar", o ? o->name : var->name);
 			return false;
 		}
@@ -396,28 +239,28 @@ static bool match_denominator(struct match *m, struct ir_value *var, const struc
 			return false;
 		}
 		add(m, r);
-		if (!(r = sole_reader(r->outputs[0], m->why, sizeof(m->why))))
+		if (!(r = pass_sole_reader(r->outputs[0], m->why, sizeof(m->why))))
 			return false;
 	}
-	if (!is_op(r, IR_OP_Sqrt, 1)) {
+	if (!pass_is_op(r, IR_OP_Sqrt, 1)) {
 		snprintf(m->why, sizeof(m->why), "'%s' is not followed by [+ epsilon and] Sqrt", var->name);
 		return false;
 	}
 	add(m, r);
 	struct ir_value *s = r->outputs[0];
-	if (!(r = sole_reader(s, m->why, sizeof(m->why))))
+	if (!(r = pass_sole_reader(s, m->why, sizeof(m->why))))
 		return false;
-	if (is_op(r, IR_OP_Div, 2) && r->inputs[0] == num && r->inputs[1] == s) {
+	if (pass_is_op(r, IR_OP_Div, 2) && r->inputs[0] == num && r->inputs[1] == s) {
 		add(m, r);
 		m->last = r;
 		return true;
 	}
-	if (is_op(r, IR_OP_Reciprocal, 1)) {
+	if (pass_is_op(r, IR_OP_Reciprocal, 1)) {
 		add(m, r);
 		struct ir_value *rs = r->outputs[0];
-		if (!(r = sole_reader(rs, m->why, sizeof(m->why))))
+		if (!(r = pass_sole_reader(rs, m->why, sizeof(m->why))))
 			return false;
-		if (is_op(r, IR_OP_Mul, 2) && other_input(r, rs) == num) {
+		if (pass_is_op(r, IR_OP_Mul, 2) && pass_other_input(r, rs) == num) {
 			add(m, r);
 			m->last = r;
 			return true;
@@ -437,17 +280,17 @@ static int match_ln(struct match *m, struct ir_node *r1)
 	struct ir_node *sub = NULL;
 	for (size_t i = 0; i < mean->n_uses; i++) {
 		struct ir_node *u = mean->uses[i].node;
-		if (is_op(u, IR_OP_Sub, 2) && u->inputs[0] == x && u->inputs[1] == mean)
+		if (pass_is_op(u, IR_OP_Sub, 2) && u->inputs[0] == x && u->inputs[1] == mean)
 			sub = u;
 	}
 	if (!sub)
 		return 0;
 	m->x = x;
 	add(m, r1);
-	if (!sole_reader(mean, m->why, sizeof(m->why)))
+	if (!pass_sole_reader(mean, m->why, sizeof(m->why)))
 		return -1;
 	add(m, sub);
-	int rank = rank_of(x);
+	int rank = pass_rank_of(x);
 	if ((m->k = last_axes(r1, rank, m->why, sizeof(m->why))) < 0)
 		return -1;
 	struct ir_value *d = sub->outputs[0];
@@ -470,10 +313,10 @@ static int match_ln(struct match *m, struct ir_node *r1)
 		return -1;
 	}
 	add(m, sq);
-	struct ir_node *r2 = sole_reader(sq->outputs[0], m->why, sizeof(m->why));
+	struct ir_node *r2 = pass_sole_reader(sq->outputs[0], m->why, sizeof(m->why));
 	if (!r2)
 		return -1;
-	if (!is_op(r2, IR_OP_ReduceMean, r2->n_inputs) || r2->n_inputs < 1 || r2->n_inputs > 2) {
+	if (!pass_is_op(r2, IR_OP_ReduceMean, r2->n_inputs) || r2->n_inputs < 1 || r2->n_inputs > 2) {
 		snprintf(m->why, sizeof(m->why), "the square of '%s' is not averaged by a ReduceMean", d->name);
 		return -1;
 	}
@@ -503,12 +346,12 @@ static int match_ln(struct match *m, struct ir_node *r1)
  */
 static int match_rms(struct match *m, struct ir_node *r)
 {
-	struct ir_node *sq = producer(r->inputs[0]);
+	struct ir_node *sq = pass_producer(r->inputs[0]);
 	struct ir_value *x = sq ? square_of(sq) : NULL;
 	if (!x)
 		return 0;
-	struct ir_node *sub = producer(x);
-	struct ir_node *mean = is_op(sub, IR_OP_Sub, 2) ? producer(sub->inputs[1]) : NULL;
+	struct ir_node *sub = pass_producer(x);
+	struct ir_node *mean = pass_is_op(sub, IR_OP_Sub, 2) ? pass_producer(sub->inputs[1]) : NULL;
 	if (mean && mean->op == IR_OP_ReduceMean && mean->n_inputs >= 1 && mean->inputs[0] == sub->inputs[0])
 		return 0;   /* the variance of a layer norm: match_ln's */
 	bool rooted = false;   /* a mean of squares that no Sqrt follows is not an RMS norm */
@@ -521,10 +364,10 @@ static int match_rms(struct match *m, struct ir_node *r)
 	m->rms = true;
 	m->x = x;
 	add(m, r);
-	int rank = rank_of(x);
+	int rank = pass_rank_of(x);
 	if ((m->k = last_axes(r, rank, m->why, sizeof(m->why))) < 0)
 		return -1;
-	if (!sole_reader(sq->outputs[0], m->why, sizeof(m->why)))
+	if (!pass_sole_reader(sq->outputs[0], m->why, sizeof(m->why)))
 		return -1;
 	add(m, sq);
 	if (!match_denominator(m, r->outputs[0], x, rank))
@@ -618,7 +461,7 @@ static int rewrite(struct pass_ctx *c, struct match *m, struct ir_node *anchor, 
 		if (!(bias = norm_param(c, m->beta, xt, m->k, base)))
 			return IR_ERR;
 	}
-	char *name = new_node_name(g, anchor, op);
+	char *name = pass_new_node_name(g, anchor, op);
 	if (!name)
 		return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
 	struct ir_node *n = ir_node_new(g, op, NULL, name, bias ? 3 : 2, 1, m->last);
@@ -641,13 +484,13 @@ static int rewrite(struct pass_ctx *c, struct match *m, struct ir_node *anchor, 
 		rc = ir_node_set_output(n, 0, y, c->d);
 	if (rc)
 		return rc;
-	set_from(n, m->nodes, m->n);
+	pass_set_from(n, m->nodes, m->n);
 	char ops[512], sc[200], bi[200];
 	op_names(m, ops, sizeof(ops));
 	snprintf(sc, sizeof(sc), m->gamma ? "'%s'" : "ones (no Mul by a scale)", m->gamma ? m->gamma->name : "");
 	snprintf(bi, sizeof(bi), m->rms ? "" : m->beta ? ", bias '%s'" : ", no bias", m->beta ? m->beta->name : "");
 	int count = m->n;
-	rc = remove_nodes(c, m->nodes, m->n);
+	rc = pass_remove_nodes(c, m->nodes, m->n);
 	if (rc)
 		return rc;
 	pass_rewrote(c, n, "%d nodes (%s) fused into %s of '%s' (axis %d, epsilon %g, scale %s%s)%s%s", count, ops, op,

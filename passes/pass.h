@@ -130,9 +130,6 @@ struct ir_value *pass_new_init(struct ir_graph *g, const char *base, struct ir_t
 char *pass_unique_name(const struct ir_graph *g, const char *base);
 /* A node's name for messages: its name, or "n<id>". */
 const char *pass_node_name(const struct ir_node *n, char *buf, size_t size);
-/* Removes nodes whose outputs nothing reads (and then their unused inputs'
- * producers, transitively); returns how many went. */
-int pass_remove_dead(struct ir_graph *g);
 /* Removes the constants in vs[] (initializers or Constant nodes) that
  * nothing reads any more; vs may hold NULLs and repeats. */
 void pass_drop_dead_consts(struct ir_value **vs, int n);
@@ -141,6 +138,47 @@ void pass_drop_dead_consts(struct ir_value **vs, int n);
 double *pass_tensor_f64(const struct ir_tensor *t);
 /* A new tensor of dtype `dtype` and dims from doubles (rounded to the dtype). */
 struct ir_tensor *pass_tensor_from_f64(int dtype, int rank, const int64_t *dims, const double *v, struct ir_diag *d);
+
+/* --- matching and rewriting patterns (passes/match.c) --- */
+
+/* n is op `op` with exactly n_in inputs, all given, and a first output. */
+bool pass_is_op(const struct ir_node *n, int op, int n_in);
+/* The node computing v, or NULL (v NULL, an input, an initializer). */
+struct ir_node *pass_producer(const struct ir_value *v);
+/* The other input of a two-input node, or NULL when v is not one of them (or both). */
+struct ir_value *pass_other_input(const struct ir_node *n, const struct ir_value *v);
+/* The rank shape inference knows for v, or -1. */
+int pass_rank_of(const struct ir_value *v);
+/*
+ * Whether v is a constant float scalar (one element) that cannot change the
+ * shape of a value of rank `rank` it is combined with (rank -1: unknown, then
+ * only a 0-d constant will do). Its value goes to *out.
+ */
+bool pass_const_scalar(const struct ir_value *v, int rank, double *out);
+/* The only node reading v through an input slot, or NULL with why. */
+struct ir_node *pass_sole_reader(const struct ir_value *v, char *why, size_t size);
+/* A name for a new node: the anchor's scope ("/a/b/Erf" -> "/a/b/Gelu") or "<anchor>_<op>", unique. */
+char *pass_new_node_name(const struct ir_graph *g, const struct ir_node *anchor, const char *op);
+/* Records the names of the nodes a fused node was made from. */
+void pass_set_from(struct ir_node *n, struct ir_node *const *nodes, int k);
+/*
+ * Removes the pattern's nodes (whose outputs nothing reads any more) and then
+ * the Constant nodes that fed them and are read by nothing else.
+ */
+int pass_remove_nodes(struct pass_ctx *c, struct ir_node **nodes, int k);
+/* Whether nothing reads any output of n. */
+bool pass_node_dead(const struct ir_node *n);
+/*
+ * Removes n when nothing reads it, then the producers of its inputs that
+ * this leaves unread, transitively. Returns how many nodes went (n
+ * included). Node ids, not pointers, sit on the work list: a node may be
+ * reached twice and be gone the second time.
+ */
+int pass_remove_dead_from(struct ir_graph *g, struct ir_node *n);
+/* Whether a node reads v through a subgraph capture. */
+bool pass_read_in_subgraph(const struct ir_value *v);
+/* "400 bytes", "1.0 KiB" for reports. */
+const char *pass_bytes_text(double b, char *buf, size_t size);
 
 /* ------------------------------------------------------------------------ */
 /* The manager                                                               */

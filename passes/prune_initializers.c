@@ -21,17 +21,6 @@ struct prune {
 	int rc;
 };
 
-static const char *bytes_text(double b, char *buf, size_t size)
-{
-	if (b < 1024)
-		snprintf(buf, size, "%.0f bytes", b);
-	else if (b < 1048576)
-		snprintf(buf, size, "%.1f KiB", b / 1024);
-	else
-		snprintf(buf, size, "%.1f MiB", b / 1048576);
-	return buf;
-}
-
 static double tensor_bytes(const struct ir_tensor *t)
 {
 	if (!t)
@@ -103,10 +92,10 @@ static int prune_list(struct prune *P, struct ir_graph *g, struct ir_value ***li
 		P->removed++;
 		if (g->parent)
 			pass_rewrote(c, NULL, "removed initializer '%s' (%s, %s) of subgraph '%s': nothing reads it", v->name, tb,
-				     bytes_text(b, bb, sizeof(bb)), g->name ? g->name : "?");
+				     pass_bytes_text(b, bb, sizeof(bb)), g->name ? g->name : "?");
 		else
 			pass_rewrote(c, NULL, "removed initializer '%s' (%s, %s): nothing reads it", v->name, tb,
-				     bytes_text(b, bb, sizeof(bb)));
+				     pass_bytes_text(b, bb, sizeof(bb)));
 		gone[ng++] = v;
 	}
 	*count = k;
@@ -143,7 +132,7 @@ static int run(struct pass_ctx *c)
 	char bb[64];
 	if (P.removed)
 		pass_note(c, NULL, "removed %d initializer%s, %s", P.removed, P.removed > 1 ? "s" : "",
-			  bytes_text(P.bytes, bb, sizeof(bb)));
+			  pass_bytes_text(P.bytes, bb, sizeof(bb)));
 	else
 		pass_note(c, NULL, "every initializer is read%s", P.kept ? " (or is a graph input)" : "");
 	return 0;

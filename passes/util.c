@@ -72,34 +72,6 @@ const char *pass_node_name(const struct ir_node *n, char *buf, size_t size)
 	return buf;
 }
 
-static bool dead(const struct ir_node *n)
-{
-	for (int i = 0; i < n->n_outputs; i++)
-		if (n->outputs[i] && pass_n_readers(n->outputs[i]))
-			return false;
-	return true;
-}
-
-int pass_remove_dead(struct ir_graph *g)
-{
-	int removed = 0;
-	bool again = true;
-	while (again) {
-		again = false;
-		/* last to first: a dead consumer goes before its producer is looked at */
-		for (struct ir_node *n = g->last, *prev; n; n = prev) {
-			prev = n->prev;
-			if (!dead(n))
-				continue;
-			if (!ir_node_remove(n, NULL)) {
-				removed++;
-				again = true;
-			}
-		}
-	}
-	return removed;
-}
-
 double *pass_tensor_f64(const struct ir_tensor *t)
 {
 	if (t->dtype == IR_STRING || !ir_dtype_valid(t->dtype))

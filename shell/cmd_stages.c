@@ -643,9 +643,13 @@ int cmd_diff(struct session *s, int argc, char **argv)
 		sh_printf(s, "diff stage %d (%s) -> stage %d (%s)\n", sa, sh_esc(s->hist.st[sa].label), sb,
 			  sh_esc(s->hist.st[sb].label));
 	}
+	bool all = sh_flag(&a, "all");
+	int shown = 0, hidden = 0;
 #define CHANGE(kind, node, what)                                                                                \
 	do {                                                                                                    \
-		if (json) {                                                                                     \
+		if (!json && !all && shown >= 40) {                                                              \
+			hidden++;                                                                               \
+		} else if (json) {                                                                              \
 			sh_json_obj(&j);                                                                        \
 			sh_json_kstr(&j, "kind", kind);                                                         \
 			sh_json_kstr(&j, "node", node);                                                         \
@@ -653,6 +657,7 @@ int cmd_diff(struct session *s, int argc, char **argv)
 			sh_json_obj_end(&j);                                                                    \
 		} else {                                                                                        \
 			sh_printf(s, "  %-9s %s%s%s\n", kind, sh_esc(node), (what)[0] ? ": " : "", sh_esc(what)); \
+			shown++;                                                                                \
 		}                                                                                               \
 	} while (0)
 	/* nodes keep their ids across stages (clones); new nodes get new ones */
@@ -764,6 +769,8 @@ int cmd_diff(struct session *s, int argc, char **argv)
 	}
 	if (!removed && !added && !rewired && !attrs && !weights)
 		sh_printf(s, "  no differences\n");
+	if (hidden)
+		sh_printf(s, "  ... %d more changes (diff --all lists every one)\n", hidden);
 	char opsline[1024];
 	size_t k = 0;
 	opsline[0] = 0;

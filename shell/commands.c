@@ -125,11 +125,12 @@ const struct sh_cmd sh_commands[] = {
 	{ "checkout", cmd_checkout, "STAGE", "make a stage the current one",
 	  "STAGE is a number from `stages`, or -N for N stages back. A pass or edit from there makes the "
 	  "next stage and drops the stages that came after it, as an editor's redo list goes.", "checkout 0", "", SH_C_NONE, 0, "passes" },
-	{ "diff", cmd_diff, "[A B] [--json]", "what changed between two stages",
+	{ "diff", cmd_diff, "[A B] [--all] [--json]", "what changed between two stages",
 	  "Lists the nodes removed, added and rewired, nodes whose attributes changed, weights removed, "
-	  "added or changed, then the op-count, node, parameter, FLOP and peak-activation changes. With no "
-	  "stages: the current stage against the one it was made from.",
-	  "diff 0 3", "--json", SH_C_NONE, SH_F_JSON, "passes" },
+	  "added or changed (the first 40 changes; --all lists every one), then the op-count, node, "
+	  "parameter, FLOP and peak-activation changes. With no stages: the current stage against the one "
+	  "it was made from.",
+	  "diff 0 3", "--all --json", SH_C_NONE, SH_F_JSON, "passes" },
 	{ "run", cmd_run, "[--inputs=PATH] [--seed=N] [--shape=NAME=DIMS]... [--expect=PATH] [--atol=A] [--rtol=R] [--save-outputs=PATH] [--all-tensors] [--profile] [--backend=NAME] [--json]",
 	  "run the model and summarise or check its outputs",
 	  "Runs the current model on the cpu backend (the reference) and prints each output's dtype, "
