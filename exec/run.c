@@ -596,7 +596,11 @@ static int run_node(struct frame *f, struct ir_node *n)
 	char why[256];
 	if (step(R))
 		return IR_ERR;
-	const struct ir_function *fn = n->op == IR_OP_UNKNOWN ? ir_model_find_function(R->m, n) : NULL;
+	/* an op the model defines as a function runs its body when the backend
+	 * has no kernel for it (unknown ops, and ogsh's fused ops without one) */
+	const struct ir_function *fn = NULL;
+	if (n->op == IR_OP_UNKNOWN || !R->be->supports_node(n, why, sizeof(why)))
+		fn = ir_model_find_function(R->m, n);
 	if (fn) {
 		int rc = call_function(f, n, fn);
 		if (rc) {
@@ -904,7 +908,9 @@ bool exec_node_runnable_at(const struct ir_model *m, const struct exec_backend *
 			   int depth, char *why, size_t size)
 {
 	char w[256];
-	const struct ir_function *fn = n->op == IR_OP_UNKNOWN ? ir_model_find_function(m, n) : NULL;
+	const struct ir_function *fn = NULL;
+	if (n->op == IR_OP_UNKNOWN || !be->supports_node(n, w, sizeof(w)))
+		fn = ir_model_find_function(m, n);
 	if (fn) {
 		if (depth >= MAX_FUNCTION_DEPTH || !fn->body) {
 			snprintf(why, size, "n%d '%s' calls function '%s' too deep", n->id, n->op_type, fn->name);

@@ -404,6 +404,21 @@ void ir_value_replace_uses(struct ir_value *from, struct ir_value *to)
 {
 	if (from == to)
 		return;
+	/* node inputs in one sweep (removing uses one at a time from the front
+	 * would be quadratic in the readers); captures below */
+	if (to && !ir_grow(&to->uses, &to->cap_uses, to->n_uses + from->n_uses, sizeof(*to->uses))) {
+		size_t k = 0;
+		for (size_t i = 0; i < from->n_uses; i++) {
+			struct ir_use u = from->uses[i];
+			if (u.slot >= 0) {
+				u.node->inputs[u.slot] = to;
+				to->uses[to->n_uses++] = u;
+			} else {
+				from->uses[k++] = u;
+			}
+		}
+		from->n_uses = k;
+	}
 	while (from->n_uses) {
 		struct ir_use u = from->uses[0];
 		if (u.slot >= 0) {

@@ -953,7 +953,9 @@ static void infer_node(struct ir_infer *x, struct ir_node *n)
 	if (n->op != IR_OP_UNKNOWN && x->table[n->op]) {
 		x->table[n->op](x, n);
 	} else {
-		const struct ir_function *f = n->op == IR_OP_UNKNOWN ? ir_model_find_function(x->m, n) : NULL;
+		/* an op ogsh has no shape function for, or does not know, that the
+		 * model defines as a function: its body says */
+		const struct ir_function *f = ir_model_find_function(x->m, n);
 		if (f)
 			infer_call(x, n, f);
 		for (int k = 0; !f && k < n->n_outputs; k++)

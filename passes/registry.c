@@ -24,6 +24,8 @@ extern const struct pass pass_fuse_matmul_add;
 extern const struct pass pass_fuse_gelu;
 extern const struct pass pass_fuse_layernorm;
 extern const struct pass pass_fuse_attention;
+extern const struct pass pass_fuse_activation;
+extern const struct pass pass_fuse_elementwise;
 
 const struct pass *const pass_registry[] = {
 	&pass_eliminate_nops,
@@ -38,6 +40,8 @@ const struct pass *const pass_registry[] = {
 	&pass_fuse_matmul_add,
 	&pass_fuse_gelu,
 	&pass_fuse_layernorm,
+	&pass_fuse_activation,
 	&pass_fuse_attention,
+	&pass_fuse_elementwise,
 	NULL,
 };

@@ -43,6 +43,7 @@ extern const struct cpu_kernel cpu_kernels_sequence[];
 extern const struct cpu_kernel cpu_kernels_control[];
 extern const struct cpu_kernel cpu_kernels_string[];
 extern const struct cpu_kernel cpu_kernels_ml[];
+extern const struct cpu_kernel cpu_kernels_fused[];
 
 /* --- errors --- */
 

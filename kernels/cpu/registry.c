@@ -15,7 +15,7 @@ static const struct cpu_kernel *const families[] = {
 	cpu_kernels_reduce, cpu_kernels_norm, cpu_kernels_gemm, cpu_kernels_conv,
 	cpu_kernels_pool, cpu_kernels_quant, cpu_kernels_image, cpu_kernels_signal,
 	cpu_kernels_rnn, cpu_kernels_attention, cpu_kernels_sequence, cpu_kernels_control,
-	cpu_kernels_string, cpu_kernels_ml,
+	cpu_kernels_string, cpu_kernels_ml, cpu_kernels_fused,
 };
 
 static const struct cpu_kernel *table[IR_OP_COUNT];
