@@ -1108,7 +1108,7 @@ static void out_seq(struct ir_infer *x, struct ir_node *n, const struct ir_type 
 	make_wrap(&s, IR_TYPE_SEQUENCE, t);
 	out_type(x, n, 0, &s);
 	ir_type_clear(&s);
-	if (why && !ir_type_fully_known(ir_value_type(n->outputs[0])))
+	if (why && n->n_outputs > 0 && n->outputs[0] && !ir_type_fully_known(ir_value_type(n->outputs[0])))
 		carry_why(n->outputs[0], why);
 }
 
@@ -1429,7 +1429,7 @@ static void optional_op(struct ir_infer *x, struct ir_node *n)
 	make_wrap(&o, IR_TYPE_OPTIONAL, t);
 	out_type(x, n, 0, &o);
 	ir_type_clear(&o);
-	if (!ir_type_fully_known(ir_value_type(n->outputs[0])))
+	if (n->n_outputs > 0 && n->outputs[0] && !ir_type_fully_known(ir_value_type(n->outputs[0])))
 		carry_why(n->outputs[0], why ? why : "the optional's element type is not fully known");
 }
 
@@ -1449,7 +1449,7 @@ static void optional_get_element(struct ir_infer *x, struct ir_node *n)
 		sx_fail(x, n, "its input is a %s, not an optional", kind_name(t));
 		return;
 	}
-	if (!ir_type_fully_known(ir_value_type(n->outputs[0])))
+	if (n->n_outputs > 0 && n->outputs[0] && !ir_type_fully_known(ir_value_type(n->outputs[0])))
 		carry_why(n->outputs[0], sx_why(x, n, 0));
 }
 
