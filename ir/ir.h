@@ -514,6 +514,7 @@ struct ir_model {
 	uint64_t file_dev, file_ino;  /* identity of that file (save refuses to overwrite it) */
 	uint64_t file_size;
 	bool had_external;            /* some tensor came from an external data file */
+	bool infer_current;           /* the passes' cache: ir_infer's results match the graph (not copied) */
 };
 
 /* --- graph life cycle --- */

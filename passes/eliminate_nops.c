@@ -757,7 +757,7 @@ static int do_squeeze_pair(struct pass_ctx *c, struct ir_node *n, int64_t opset)
 static int run(struct pass_ctx *c)
 {
 	struct ir_graph *g = c->m->graph;
-	int rc = ir_infer(c->m, NULL);
+	int rc = pass_infer(c);
 	if (rc)
 		return ir_diag_err(c->d, rc, rc == IR_EINTR ? "stopped" : "out of memory");
 	int64_t opset = opset_of(c);

@@ -188,7 +188,7 @@ static bool foldable(const struct ir_node *n, bool *quiet, char *why, size_t siz
 static int run(struct pass_ctx *c)
 {
 	struct ir_graph *g = c->m->graph;
-	int rc = ir_infer(c->m, NULL);
+	int rc = pass_infer(c);
 	if (rc)
 		return ir_diag_err(c->d, rc, rc == IR_EINTR ? "stopped" : "out of memory");
 	int64_t max_bytes = pass_opt_int(c, "max-bytes");

@@ -134,7 +134,7 @@ static bool shape_op(int op)
 static int run(struct pass_ctx *c)
 {
 	struct ir_graph *g = c->m->graph;
-	int rc = ir_infer(c->m, NULL);
+	int rc = pass_infer(c);
 	if (rc)
 		return ir_diag_err(c->d, rc, rc == IR_EINTR ? "stopped" : "out of memory");
 	/* before IR version 4 every initializer must be listed as a graph input: use Constant nodes */

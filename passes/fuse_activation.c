@@ -1,18 +1,969 @@
 /*
- * fuse_activation.c - the fuse-activation pass.
+ * fuse_activation.c - the fuse-activation pass: a Conv or Gemm followed by
+ * an activation (and for a Conv, a residual Add before it) becomes one
+ * ai.ogsh FusedConv or FusedGemm node.
+ *
+ * Also here, shared with fuse_elementwise.c (which declares them again:
+ * pass.h belongs to the pass manager): the helpers that write the
+ * model-local ONNX function saying what a fused op computes in standard
+ * ops, so that saved models run elsewhere (onnxruntime inlines it).
  */
 #include "passes/pass.h"
 
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------ */
+/* Model-local functions for fused ops (shared with fuse_elementwise.c)      */
+/* ------------------------------------------------------------------------ */
+
+#define FUSED_DOMAIN "ai.ogsh"
+#define FUSED_MIN_OPSET 9    /* Erf, Max/Min with broadcasting, Constant tensors */
+
+/* A function body being built. */
+struct pass_fbody {
+	struct ir_graph *g;
+	int dtype;          /* of the constants it makes */
+	int64_t opset;      /* the ONNX opset the body is written for */
+	int rc;             /* the first error (the builders then do nothing) */
+	unsigned fresh;
+	struct ir_diag *d;
+};
+
+int64_t pass_fused_opset(const struct ir_model *m, char *why, size_t size);
+struct ir_value *pass_fb_input(struct pass_fbody *b, const char *name);
+struct ir_value *pass_fb_node(struct pass_fbody *b, const char *op, struct ir_value *const *in, int n_in,
+			      struct ir_node **node);
+struct ir_value *pass_fb_const(struct pass_fbody *b, double v);
+void pass_fb_attr_ref(struct pass_fbody *b, struct ir_node *n, const char *name, enum ir_attr_type type);
+void pass_fb_attr_float(struct pass_fbody *b, struct ir_node *n, const char *name, double v);
+void pass_fb_output(struct pass_fbody *b, struct ir_value *v);
+int pass_fused_fn_use(struct pass_ctx *c, struct ir_node *n, const char *base, const char *key, const char *doc,
+		      const char *const *attrs, int n_attrs, int dtype,
+		      void (*build)(struct pass_fbody *b, void *arg), void *arg);
+int pass_fused_set_str(struct ir_node *n, const char *name, const char *value, struct ir_diag *d);
+
+/* The ONNX opset the model imports when a fused op's function can be
+ * written for it, else 0 with why. */
+int64_t pass_fused_opset(const struct ir_model *m, char *why, size_t size)
+{
+	int64_t v = ir_model_opset(m, "");
+	if (v <= 0) {
+		snprintf(why, size, "the model imports no ONNX opset to write the fused op's function with");
+		return 0;
+	}
+	if (v < FUSED_MIN_OPSET) {
+		snprintf(why, size, "the model imports ONNX opset %lld: the fused op's function needs %d or later",
+			 (long long)v, FUSED_MIN_OPSET);
+		return 0;
+	}
+	return v;
+}
+
+static struct ir_value *fb_value(struct pass_fbody *b)
+{
+	char name[32];
+	snprintf(name, sizeof(name), "t%u", b->fresh++);
+	struct ir_value *v = ir_value_new(b->g, name, b->d);
+	if (!v)
+		b->rc = IR_ENOMEM;
+	return v;
+}
+
+/* A formal input of the body. */
+struct ir_value *pass_fb_input(struct pass_fbody *b, const char *name)
+{
+	if (b->rc)
+		return NULL;
+	struct ir_value *v = ir_value_new(b->g, name, b->d);
+	if (!v || ir_graph_add_input(b->g, v)) {
+		b->rc = IR_ENOMEM;
+		return NULL;
+	}
+	return v;
+}
+
+/* A node of the default domain reading in[] (NULL entries: omitted);
+ * returns its one output. */
+struct ir_value *pass_fb_node(struct pass_fbody *b, const char *op, struct ir_value *const *in, int n_in,
+			      struct ir_node **node)
+{
+	if (b->rc)
+		return NULL;
+	for (int i = 0; i < n_in; i++)
+		if (in[i] && in[i]->graph != b->g) {
+			b->rc = ir_diag_err(b->d, IR_ERR, "internal error: a function body reads a value of another graph");
+			return NULL;
+		}
+	char name[32];
+	snprintf(name, sizeof(name), "n%d_%s", b->g->next_id, op);
+	struct ir_node *n = ir_node_new(b->g, op, "", name, n_in, 1, NULL);
+	struct ir_value *out = n ? fb_value(b) : NULL;
+	if (!n || !out) {
+		b->rc = IR_ENOMEM;
+		return NULL;
+	}
+	for (int i = 0; i < n_in; i++)
+		if (ir_node_set_input(n, i, in[i])) {
+			b->rc = IR_ENOMEM;
+			return NULL;
+		}
+	if ((b->rc = ir_node_set_output(n, 0, out, b->d)))
+		return NULL;
+	if (node)
+		*node = n;
+	return out;
+}
+
+/* A scalar Constant of the body's element type. */
+struct ir_value *pass_fb_const(struct pass_fbody *b, double v)
+{
+	if (b->rc)
+		return NULL;
+	struct ir_tensor *t = pass_tensor_from_f64(b->dtype, 0, NULL, &v, b->d);
+	if (!t) {
+		b->rc = IR_ERR;
+		return NULL;
+	}
+	struct ir_node *n;
+	struct ir_value *out = pass_fb_node(b, "Constant", NULL, 0, &n);
+	if (!out) {
+		ir_tensor_unref(t);
+		return NULL;
+	}
+	struct ir_attr a = { 0 };
+	a.name = strdup("value");
+	a.type = IR_ATTR_TENSOR;
+	a.has_type = true;
+	a.t = t;
+	if (!a.name || ir_node_set_attr(n, &a, b->d)) {
+		ir_attr_clear(&a);
+		b->rc = IR_ENOMEM;
+	}
+	return out;
+}
+
+/* Attribute `name` of n refers to the calling node's attribute of that name. */
+void pass_fb_attr_ref(struct pass_fbody *b, struct ir_node *n, const char *name, enum ir_attr_type type)
+{
+	if (b->rc || !n)
+		return;
+	struct ir_attr a = { 0 };
+	a.name = strdup(name);
+	a.ref_attr_name = strdup(name);
+	a.type = type;
+	a.has_type = true;
+	if (!a.name || !a.ref_attr_name || ir_node_set_attr(n, &a, b->d)) {
+		ir_attr_clear(&a);
+		b->rc = IR_ENOMEM;
+	}
+}
+
+void pass_fb_attr_float(struct pass_fbody *b, struct ir_node *n, const char *name, double v)
+{
+	if (b->rc || !n)
+		return;
+	struct ir_attr a = { 0 };
+	a.name = strdup(name);
+	a.type = IR_ATTR_FLOAT;
+	a.has_type = true;
+	a.f = (float)v;
+	if (!a.name || ir_node_set_attr(n, &a, b->d)) {
+		ir_attr_clear(&a);
+		b->rc = IR_ENOMEM;
+	}
+}
+
+/* v (a node's output) becomes the body's output "Y". */
+void pass_fb_output(struct pass_fbody *b, struct ir_value *v)
+{
+	if (b->rc)
+		return;
+	if (!v || !v->producer) {
+		b->rc = ir_diag_err(b->d, IR_ERR, "internal error: a function body's output is not computed");
+		return;
+	}
+	if (ir_value_rename(v, "Y", b->d) || ir_graph_add_output(b->g, v))
+		b->rc = IR_ERR;
+}
+
+/* Sets a string attribute (a copy). */
+int pass_fused_set_str(struct ir_node *n, const char *name, const char *value, struct ir_diag *d)
+{
+	struct ir_attr a = { 0 };
+	a.name = strdup(name);
+	a.type = IR_ATTR_STRING;
+	a.has_type = true;
+	a.s.data = strdup(value);
+	a.s.len = strlen(value);
+	if (!a.name || !a.s.data) {
+		ir_attr_clear(&a);
+		return ir_diag_err(d, IR_ENOMEM, "out of memory");
+	}
+	return ir_node_set_attr(n, &a, d);
+}
+
+static const char *fn_key(const struct ir_function *f)
+{
+	for (size_t i = 0; i < f->n_meta; i++)
+		if (f->meta[i].key && !strcmp(f->meta[i].key, "ogsh.key"))
+			return f->meta[i].value;
+	return NULL;
+}
+
+static bool fn_overload_taken(const struct ir_model *m, const char *op, const char *overload)
+{
+	for (size_t i = 0; i < m->n_functions; i++) {
+		const struct ir_function *f = &m->functions[i];
+		if (f->name && !strcmp(f->name, op) && f->domain && !strcmp(f->domain, FUSED_DOMAIN) &&
+		    !strcmp(f->overload ? f->overload : "", overload))
+			return true;
+	}
+	return false;
+}
+
+/* IR version 10 (overloaded functions) and the ai.ogsh opset import. */
+static int fn_model_needs(struct ir_model *m, struct ir_diag *d)
+{
+	if (!m->has_ir_version || m->ir_version < 10) {
+		m->ir_version = 10;
+		m->has_ir_version = true;
+	}
+	for (size_t i = 0; i < m->n_opsets; i++)
+		if (m->opsets[i].domain && !strcmp(m->opsets[i].domain, FUSED_DOMAIN))
+			return 0;
+	struct ir_opset *o = realloc(m->opsets, (m->n_opsets + 1) * sizeof(*o));
+	if (!o)
+		return ir_diag_err(d, IR_ENOMEM, "out of memory");
+	m->opsets = o;
+	o[m->n_opsets].domain = strdup(FUSED_DOMAIN);
+	o[m->n_opsets].version = 1;
+	o[m->n_opsets].has_version = true;
+	if (!o[m->n_opsets].domain)
+		return ir_diag_err(d, IR_ENOMEM, "out of memory");
+	m->n_opsets++;
+	return 0;
+}
+
+/*
+ * Gives fused node n (op n->op_type of ai.ogsh) the model-local function
+ * for its variant: the one whose key (metadata "ogsh.key") is `key` when
+ * the model has it, else a new one whose body `build` writes (inputs,
+ * nodes, output) for the model's ONNX opset, with overload `base` (or
+ * base_2, base_3... when taken), attributes attrs[] and `doc`. Sets
+ * n->overload, the model's IR version (10) and its ai.ogsh import.
+ */
+int pass_fused_fn_use(struct pass_ctx *c, struct ir_node *n, const char *base, const char *key, const char *doc,
+		      const char *const *attrs, int n_attrs, int dtype,
+		      void (*build)(struct pass_fbody *b, void *arg), void *arg)
+{
+	struct ir_model *m = c->m;
+	const char *op = n->op_type;
+	const char *overload = NULL;
+	for (size_t i = 0; i < m->n_functions && !overload; i++) {
+		const struct ir_function *f = &m->functions[i];
+		const char *k = fn_key(f);
+		if (k && !strcmp(k, key) && f->name && !strcmp(f->name, op) && f->domain &&
+		    !strcmp(f->domain, FUSED_DOMAIN))
+			overload = f->overload ? f->overload : "";
+	}
+	char ov[200];
+	if (!overload) {
+		char why[200];
+		int64_t opset = pass_fused_opset(m, why, sizeof(why));
+		if (!opset)
+			return ir_diag_err(c->d, IR_ERR, "internal error: %s", why);
+		snprintf(ov, sizeof(ov), "%s", base);
+		for (int k = 2; fn_overload_taken(m, op, ov) && k < 100000; k++)
+			snprintf(ov, sizeof(ov), "%s_%d", base, k);
+		struct pass_fbody b = { .dtype = dtype, .opset = opset, .d = c->d };
+		if (!(b.g = ir_graph_new(op)))
+			return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
+		b.g->is_function = true;
+		build(&b, arg);
+		if (b.rc) {
+			ir_graph_free(b.g);
+			if (!c->d || !c->d->error)
+				ir_diag_err(c->d, IR_ERR, "cannot write the function of %s", op);
+			return IR_ERR;
+		}
+		struct ir_function *fs = realloc(m->functions, (m->n_functions + 1) * sizeof(*fs));
+		if (!fs) {
+			ir_graph_free(b.g);
+			return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
+		}
+		m->functions = fs;
+		struct ir_function *f = &fs[m->n_functions];
+		memset(f, 0, sizeof(*f));
+		f->body = b.g;
+		m->n_functions++;
+		f->name = strdup(op);
+		f->domain = strdup(FUSED_DOMAIN);
+		f->overload = strdup(ov);
+		f->doc = strdup(doc);
+		f->attr_names = calloc((size_t)(n_attrs ? n_attrs : 1), sizeof(char *));
+		f->opsets = calloc(1, sizeof(*f->opsets));
+		f->meta = calloc(1, sizeof(*f->meta));
+		if (!f->name || !f->domain || !f->overload || !f->doc || !f->attr_names || !f->opsets || !f->meta)
+			return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
+		for (int i = 0; i < n_attrs; i++)
+			if ((f->attr_names[f->n_attr_names] = strdup(attrs[i])))
+				f->n_attr_names++;
+		if ((f->opsets[0].domain = strdup("")))
+			f->n_opsets = 1;
+		f->opsets[0].version = opset;
+		f->opsets[0].has_version = true;
+		f->meta[0].key = strdup("ogsh.key");
+		f->meta[0].value = strdup(key);
+		f->n_meta = 1;
+		if (f->n_attr_names != (size_t)n_attrs || !f->n_opsets || !f->meta[0].key || !f->meta[0].value)
+			return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
+		overload = ov;
+	}
+	char *o = strdup(overload);
+	if (!o)
+		return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
+	free(n->overload);
+	n->overload = o;
+	return fn_model_needs(m, c->d);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Activations                                                               */
+/* ------------------------------------------------------------------------ */
+
+struct act {
+	const char *name;     /* the activation attribute: "Relu"... ("" for none) */
+	int n_params;
+	double p[2];
+};
+
+/* Whether op is an activation this pass fuses. */
+static bool is_act_op(int op)
+{
+	switch (op) {
+	case IR_OP_Relu: case IR_OP_Clip: case IR_OP_LeakyRelu: case IR_OP_Sigmoid: case IR_OP_HardSigmoid:
+	case IR_OP_HardSwish: case IR_OP_Tanh: case IR_OP_Gelu:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Clip's bound input i (1 min, 2 max): absent (*v = dflt), or a constant float scalar. */
+static bool clip_bound(const struct ir_node *a, int i, double dflt, double *v, char *why, size_t size)
+{
+	const char *what = i == 1 ? "min" : "max";
+	*v = dflt;
+	if (i >= a->n_inputs || !a->inputs[i])
+		return true;
+	const struct ir_tensor *t = pass_const_input(a, i);
+	if (!t) {
+		snprintf(why, size, "its %s is not a constant", what);
+		return false;
+	}
+	if (t->numel != 1 || !ir_dtype_is_float(t->dtype) || !ir_tensor_data(t)) {
+		snprintf(why, size, "its %s is not a float scalar", what);
+		return false;
+	}
+	*v = ir_tensor_get_f64(t, 0);
+	if (isnan(*v)) {
+		snprintf(why, size, "its %s is NaN", what);
+		return false;
+	}
+	return true;
+}
+
+/* Reads activation node a into *act; false with why when it cannot be fused. */
+static bool read_act(const struct ir_model *m, const struct ir_node *a, struct act *act, char *why, size_t size)
+{
+	memset(act, 0, sizeof(*act));
+	act->name = a->op_type;
+	int max_in = a->op == IR_OP_Clip ? 3 : 1;
+	if (a->n_inputs < 1 || a->n_inputs > max_in || !a->inputs[0] || a->n_outputs != 1 || !a->outputs[0]) {
+		snprintf(why, size, "it does not have the usual inputs and one output");
+		return false;
+	}
+	switch (a->op) {
+	case IR_OP_Clip: {
+		act->n_params = 2;
+		if (ir_model_opset(m, "") < 11) {
+			/* min/max attributes before opset 11 */
+			act->p[0] = ir_node_attr_float(a, "min", -INFINITY);
+			act->p[1] = ir_node_attr_float(a, "max", INFINITY);
+			if (a->n_inputs > 1) {
+				snprintf(why, size, "it has bound inputs, which opset %lld does not have",
+					 (long long)ir_model_opset(m, ""));
+				return false;
+			}
+		} else if (!clip_bound(a, 1, -INFINITY, &act->p[0], why, size) ||
+			   !clip_bound(a, 2, INFINITY, &act->p[1], why, size)) {
+			return false;
+		}
+		if (act->p[0] > act->p[1]) {
+			snprintf(why, size, "its min %g is above its max %g", act->p[0], act->p[1]);
+			return false;
+		}
+		return true;
+	}
+	case IR_OP_LeakyRelu:
+		act->n_params = 1;
+		act->p[0] = ir_node_attr_float(a, "alpha", 0.01f);
+		return true;
+	case IR_OP_HardSigmoid:
+		act->n_params = 2;
+		act->p[0] = ir_node_attr_float(a, "alpha", 0.2f);
+		act->p[1] = ir_node_attr_float(a, "beta", 0.5f);
+		return true;
+	case IR_OP_Gelu: {
+		const struct ir_attr *ap = ir_node_attr(a, "approximate");
+		const char *s = ap && ap->type == IR_ATTR_STRING && ap->s.data ? ap->s.data : "none";
+		if (strcmp(s, "none") && strcmp(s, "tanh")) {
+			snprintf(why, size, "approximate='%.40s' is neither 'none' nor 'tanh'", s);
+			return false;
+		}
+		act->n_params = 1;
+		act->p[0] = strcmp(s, "tanh") == 0;
+		return true;
+	}
+	default:
+		return is_act_op(a->op);
+	}
+}
+
+/* Writes the activation in standard ops after t; returns its output. */
+static struct ir_value *fb_act(struct pass_fbody *b, const struct act *a, struct ir_value *t)
+{
+	struct ir_node *n = NULL;
+	const char *name = a->name;
+	if (!*name)
+		return t;
+	if (!strcmp(name, "Relu") || !strcmp(name, "Sigmoid") || !strcmp(name, "Tanh"))
+		return pass_fb_node(b, name, &t, 1, NULL);
+	if (!strcmp(name, "LeakyRelu")) {
+		struct ir_value *y = pass_fb_node(b, "LeakyRelu", &t, 1, &n);
+		pass_fb_attr_float(b, n, "alpha", a->p[0]);
+		return y;
+	}
+	if (!strcmp(name, "HardSigmoid") || !strcmp(name, "HardSwish")) {
+		bool swish = !strcmp(name, "HardSwish");
+		struct ir_value *y = pass_fb_node(b, "HardSigmoid", &t, 1, &n);
+		pass_fb_attr_float(b, n, "alpha", swish ? 1.0 / 6 : a->p[0]);
+		pass_fb_attr_float(b, n, "beta", swish ? 0.5 : a->p[1]);
+		if (!swish)
+			return y;
+		struct ir_value *in[2] = { t, y };
+		return pass_fb_node(b, "Mul", in, 2, NULL);
+	}
+	if (!strcmp(name, "Clip")) {
+		if (b->opset >= 11) {
+			struct ir_value *in[3] = { t, NULL, NULL };
+			if (isfinite(a->p[0]))
+				in[1] = pass_fb_const(b, a->p[0]);
+			if (isfinite(a->p[1]))
+				in[2] = pass_fb_const(b, a->p[1]);
+			return pass_fb_node(b, "Clip", in, isfinite(a->p[1]) ? 3 : isfinite(a->p[0]) ? 2 : 1, NULL);
+		}
+		struct ir_value *y = pass_fb_node(b, "Clip", &t, 1, &n);
+		if (isfinite(a->p[0]))
+			pass_fb_attr_float(b, n, "min", a->p[0]);
+		if (isfinite(a->p[1]))
+			pass_fb_attr_float(b, n, "max", a->p[1]);
+		return y;
+	}
+	if (!strcmp(name, "Gelu")) {
+		struct ir_value *in[2];
+		if (a->p[0] == 0) {
+			/* 0.5 * x * (1 + erf(x / sqrt(2))) */
+			in[0] = t;
+			in[1] = pass_fb_const(b, sqrt(2.0));
+			struct ir_value *e = pass_fb_node(b, "Div", in, 2, NULL);
+			e = pass_fb_node(b, "Erf", &e, 1, NULL);
+			in[0] = e;
+			in[1] = pass_fb_const(b, 1.0);
+			struct ir_value *s = pass_fb_node(b, "Add", in, 2, NULL);
+			in[0] = t;
+			in[1] = s;
+			struct ir_value *p = pass_fb_node(b, "Mul", in, 2, NULL);
+			in[0] = p;
+			in[1] = pass_fb_const(b, 0.5);
+			return pass_fb_node(b, "Mul", in, 2, NULL);
+		}
+		/* 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))) */
+		in[0] = t;
+		in[1] = t;
+		struct ir_value *x2 = pass_fb_node(b, "Mul", in, 2, NULL);
+		in[0] = x2;
+		struct ir_value *x3 = pass_fb_node(b, "Mul", in, 2, NULL);
+		in[0] = x3;
+		in[1] = pass_fb_const(b, 0.044715);
+		struct ir_value *k = pass_fb_node(b, "Mul", in, 2, NULL);
+		in[0] = t;
+		in[1] = k;
+		struct ir_value *s = pass_fb_node(b, "Add", in, 2, NULL);
+		in[0] = s;
+		in[1] = pass_fb_const(b, 0.79788456080286535588);
+		struct ir_value *u = pass_fb_node(b, "Mul", in, 2, NULL);
+		u = pass_fb_node(b, "Tanh", &u, 1, NULL);
+		in[0] = u;
+		in[1] = pass_fb_const(b, 1.0);
+		struct ir_value *v = pass_fb_node(b, "Add", in, 2, NULL);
+		in[0] = t;
+		in[1] = v;
+		struct ir_value *p = pass_fb_node(b, "Mul", in, 2, NULL);
+		in[0] = p;
+		in[1] = pass_fb_const(b, 0.5);
+		return pass_fb_node(b, "Mul", in, 2, NULL);
+	}
+	b->rc = ir_diag_err(b->d, IR_ERR, "internal error: no function for activation '%s'", name);
+	return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The fused node's function                                                 */
+/* ------------------------------------------------------------------------ */
+
+static const char *const conv_attrs[] = { "auto_pad", "dilations", "group", "kernel_shape", "pads", "strides",
+					  "activation", "activation_params" };
+static const enum ir_attr_type conv_attr_types[] = { IR_ATTR_STRING, IR_ATTR_INTS, IR_ATTR_INT, IR_ATTR_INTS,
+						     IR_ATTR_INTS, IR_ATTR_INTS };
+static const char *const gemm_attrs[] = { "alpha", "beta", "transA", "transB", "activation", "activation_params" };
+static const enum ir_attr_type gemm_attr_types[] = { IR_ATTR_FLOAT, IR_ATTR_FLOAT, IR_ATTR_INT, IR_ATTR_INT };
+
+struct fn_arg {
+	bool conv;
+	int n_in;            /* the fused node's inputs: 2 or 3 (and 4 with Z) */
+	bool z;
+	const struct act *act;
+};
+
+static void build_fused(struct pass_fbody *b, void *arg)
+{
+	const struct fn_arg *f = arg;
+	static const char *const conv_in[] = { "X", "W", "B", "Z" };
+	static const char *const gemm_in[] = { "A", "B", "C" };
+	struct ir_value *in[4] = { NULL };
+	for (int i = 0; i < f->n_in; i++)
+		in[i] = pass_fb_input(b, f->conv ? conv_in[i] : gemm_in[i]);
+	struct ir_node *n = NULL;
+	int n_op = f->z ? 3 : f->n_in;
+	struct ir_value *t = pass_fb_node(b, f->conv ? "Conv" : "Gemm", in, n_op, &n);
+	for (int i = 0; i < (f->conv ? 6 : 4); i++)
+		pass_fb_attr_ref(b, n, f->conv ? conv_attrs[i] : gemm_attrs[i],
+				 f->conv ? conv_attr_types[i] : gemm_attr_types[i]);
+	if (f->z) {
+		struct ir_value *s[2] = { t, in[3] };
+		t = pass_fb_node(b, "Add", s, 2, NULL);
+	}
+	pass_fb_output(b, fb_act(b, f->act, t));
+}
+
+/* ------------------------------------------------------------------------ */
+/* The pass                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* Whether v depends on node p's outputs (a walk back over producers, within g). */
+static bool depends_on(struct ir_graph *g, struct ir_value *v, const struct ir_node *p)
+{
+	if (!v->producer)
+		return false;
+	int cap = g->next_id + 1;
+	char *seen = calloc((size_t)cap, 1);
+	int *st = malloc(sizeof(int) * (size_t)cap);
+	bool found = false;
+	if (!seen || !st) {
+		free(seen);
+		free(st);
+		return true;   /* cannot tell: say yes, the match is then rejected */
+	}
+	int top = 0;
+	st[top++] = v->producer->id;
+	seen[v->producer->id] = 1;
+	while (top && !found) {
+		struct ir_node *n = ir_node_by_id(g, st[--top]);
+		if (!n)
+			continue;
+		if (n == p) {
+			found = true;
+			break;
+		}
+		for (int i = 0; i < n->n_inputs + n->n_implicit; i++) {
+			struct ir_value *u = i < n->n_inputs ? n->inputs[i] : n->implicit[i - n->n_inputs];
+			struct ir_node *q = u ? u->producer : NULL;
+			if (q && q->graph == g && q->id >= 0 && q->id < cap && !seen[q->id]) {
+				seen[q->id] = 1;
+				st[top++] = q->id;
+			}
+		}
+	}
+	free(seen);
+	free(st);
+	return found;
+}
+
+/* Whether two values are known to have the same shape. */
+static bool same_shape(const struct ir_value *a, const struct ir_value *b, bool *known)
+{
+	const struct ir_type *ta = ir_value_type(a), *tb = ir_value_type(b);
+	*known = ta->kind == IR_TYPE_TENSOR && tb->kind == IR_TYPE_TENSOR && ta->rank >= 0 && tb->rank >= 0;
+	if (!*known)
+		return false;
+	if (ta->rank != tb->rank)
+		return false;
+	for (int i = 0; i < ta->rank; i++) {
+		if (ta->dims[i].kind == IR_DIM_UNKNOWN || tb->dims[i].kind == IR_DIM_UNKNOWN) {
+			*known = false;
+			return false;
+		}
+		if (!ir_dim_equal(&ta->dims[i], &tb->dims[i]))
+			return false;
+	}
+	return true;
+}
+
+/* The element type of v: inferred or declared, else the constant's. */
+static int elem_of(const struct ir_value *v)
+{
+	const struct ir_type *t = ir_value_type(v);
+	if (t && t->kind == IR_TYPE_TENSOR && t->elem)
+		return t->elem;
+	const struct ir_tensor *c = ir_value_const(v);
+	return c ? c->dtype : 0;
+}
+
+/* The reader of y that this pass would fuse with p: an activation or an Add. */
+static struct ir_node *pattern_reader(const struct ir_value *y)
+{
+	for (size_t u = 0; u < y->n_uses; u++) {
+		struct ir_node *r = y->uses[u].node;
+		if (y->uses[u].slot == 0 && is_act_op(r->op))
+			return r;
+		if (y->uses[u].slot >= 0 && r->op == IR_OP_Add)
+			return r;
+	}
+	return NULL;
+}
+
+static const char *readers_text(const struct ir_value *v, char *buf, size_t size)
+{
+	if (v->is_output)
+		snprintf(buf, size, "'%s' is also a graph output", v->name);
+	else if (pass_read_in_subgraph(v))
+		snprintf(buf, size, "'%s' is also read inside a subgraph", v->name);
+	else
+		snprintf(buf, size, "'%s' has %d readers", v->name, pass_n_readers(v));
+	return buf;
+}
+
+/* A zero bias of `m` elements for a Conv that has none (Z takes input slot 3). */
+static struct ir_value *zero_bias(struct pass_ctx *c, const struct ir_node *conv, int dtype, char *why, size_t size)
+{
+	const struct ir_type *tw = ir_value_type(conv->inputs[1]);
+	const struct ir_tensor *w = ir_value_const(conv->inputs[1]);
+	int64_t m = -1;
+	if (w && w->rank >= 1)
+		m = w->dims[0];
+	else if (tw && tw->kind == IR_TYPE_TENSOR && tw->rank >= 1 && tw->dims[0].kind == IR_DIM_VALUE)
+		m = tw->dims[0].value;
+	if (m < 0 || m > (1 << 24)) {
+		snprintf(why, size, "the conv has no bias and its number of output channels is not known (a zero bias "
+			 "is needed to put Z in input 4)");
+		return NULL;
+	}
+	struct ir_tensor *t = ir_tensor_new(dtype, 1, &m, c->d);
+	if (!t)
+		return NULL;
+	char base[300];
+	snprintf(base, sizeof(base), "%s_zero_bias", conv->inputs[1]->name);
+	struct ir_value *v = pass_new_init(c->m->graph, base, t, c->d);
+	ir_tensor_unref(t);
+	return v;
+}
+
+/* Copies attribute `name` of `from` to `to` when it has it. */
+static int copy_attr(struct ir_node *to, const struct ir_node *from, const char *name, struct ir_diag *d)
+{
+	const struct ir_attr *a = ir_node_attr(from, name);
+	if (!a)
+		return 0;
+	struct ir_attr cp;
+	if (ir_attr_copy(&cp, a, NULL))
+		return ir_diag_err(d, IR_ENOMEM, "out of memory");
+	return ir_node_set_attr(to, &cp, d);
+}
+
+/*
+ * Looks at Conv or Gemm node p. Returns 0 (rewritten, rejected, or not a
+ * match: the report says which) or an error code.
+ */
+static int try_fuse(struct pass_ctx *c, struct ir_node *p)
+{
+	struct ir_graph *g = c->m->graph;
+	char pn[256], rn[256], an[256], why[400], rt[300];
+	bool conv = p->op == IR_OP_Conv;
+	if (p->n_outputs != 1 || !p->outputs[0] || p->n_inputs < 2 || p->n_inputs > 3 || !p->inputs[0] ||
+	    !p->inputs[1])
+		return 0;
+	struct ir_value *y = p->outputs[0];
+	struct ir_node *r = pattern_reader(y);
+	if (!r)
+		return 0;
+	pass_node_name(p, pn, sizeof(pn));
+	pass_node_name(r, rn, sizeof(rn));
+	bool add = r->op == IR_OP_Add;
+
+	if (add && r->n_inputs == 2 && r->inputs[0] == y && r->inputs[1] == y) {
+		pass_rejected(c, r, "both inputs of the Add are %s's output", pn);
+		return 0;
+	}
+	/* the conv's own output must go nowhere else */
+	if (pass_only_reader(y) != r || y->is_output) {
+		pass_rejected(c, r, "its input comes from %s, whose output %s: %s's own result must stay", pn,
+			      readers_text(y, rt, sizeof(rt)), pn);
+		return 0;
+	}
+	int dtype = elem_of(y);
+	if (!dtype)
+		dtype = elem_of(p->inputs[1]);
+	if (!ir_dtype_is_float(dtype)) {
+		pass_rejected(c, r, "%s's output is %s, not a float type", pn, dtype ? ir_dtype_name(dtype) : "of an unknown type");
+		return 0;
+	}
+	if (!pass_fused_opset(c->m, why, sizeof(why))) {
+		pass_rejected(c, r, "%s", why);
+		return 0;
+	}
+
+	struct ir_node *nodes[3] = { p, NULL, NULL };
+	int k = 1;
+	struct ir_value *z = NULL;
+	struct ir_node *a = NULL;
+	if (add) {
+		if (!conv) {
+			pass_rejected(c, r, "a residual Add is fused after a Conv only: FusedGemm has no Z input "
+				      "(fuse-matmul-add folds a constant bias into the Gemm)");
+			return 0;
+		}
+		if (r->n_inputs != 2 || r->n_outputs != 1 || !r->outputs[0]) {
+			pass_rejected(c, r, "the Add does not have two inputs and one output");
+			return 0;
+		}
+		z = pass_other_input(r, y);
+		if (!z) {
+			pass_rejected(c, r, "both inputs of the Add are %s's output", pn);
+			return 0;
+		}
+		if (ir_value_is_const(z)) {
+			pass_rejected(c, r, "the Add's other input '%s' is a constant, not a residual: fuse-conv-add folds "
+				      "a per-channel constant into the bias", z->name);
+			return 0;
+		}
+		if (elem_of(z) != dtype) {
+			pass_rejected(c, r, "the Add's other input '%s' is %s but %s's output is %s", z->name,
+				      elem_of(z) ? ir_dtype_name(elem_of(z)) : "of an unknown type", pn, ir_dtype_name(dtype));
+			return 0;
+		}
+		if (depends_on(g, z, p)) {
+			pass_rejected(c, r, "the Add's other input '%s' depends on %s's output", z->name, pn);
+			return 0;
+		}
+		bool known;
+		if (!same_shape(y, r->outputs[0], &known)) {
+			char ta[200], tb[200];
+			if (known)
+				pass_rejected(c, r, "the sum is %s but %s's output is %s: the Add may broadcast %s's output to "
+					      "a larger shape, and Z must fit in it", ir_type_str(ir_value_type(r->outputs[0]), ta, sizeof(ta)),
+					      pn, ir_type_str(ir_value_type(y), tb, sizeof(tb)), pn);
+			else
+				pass_rejected(c, r, "the shapes of %s's output and of the sum are not known to be the same", pn);
+			return 0;
+		}
+		nodes[k++] = r;
+		/* an activation after the Add, when the sum goes nowhere else */
+		struct ir_value *s = r->outputs[0];
+		struct ir_node *q = pattern_reader(s);
+		if (q && is_act_op(q->op)) {
+			pass_node_name(q, an, sizeof(an));
+			if (pass_only_reader(s) != q || s->is_output)
+				pass_note(c, q, "not fused: its input, the sum of %s, %s (the residual alone is fused)", rn,
+					  readers_text(s, rt, sizeof(rt)));
+			else
+				a = q;
+		}
+	} else {
+		a = r;
+	}
+
+	struct act act = { .name = "" };
+	if (a && !read_act(c->m, a, &act, why, sizeof(why))) {
+		if (!add) {
+			pass_rejected(c, a, "%s", why);
+			return 0;
+		}
+		/* the residual still fuses */
+		pass_rejected(c, a, "%s (only the residual Add is fused)", why);
+		a = NULL;
+		act = (struct act){ .name = "" };
+	}
+	if (a)
+		nodes[k++] = a;
+
+	/* the fused node, where the pattern's last node is (Z is computed by then) */
+	struct ir_node *last = nodes[k - 1];
+	struct ir_value *out = last->outputs[0];
+	struct ir_value *bias = p->n_inputs > 2 ? p->inputs[2] : NULL;
+	if (z && !bias && !(bias = zero_bias(c, p, dtype, why, sizeof(why)))) {
+		if (c->d && c->d->error)
+			return IR_ERR;
+		pass_rejected(c, r, "%s", why);
+		return 0;
+	}
+	const char *op = conv ? "FusedConv" : "FusedGemm";
+	char *name = pass_new_node_name(g, p, op);
+	if (!name)
+		return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
+	int n_in = z ? 4 : bias ? 3 : 2;
+	struct ir_node *f = ir_node_new(g, op, FUSED_DOMAIN, name, n_in, 1, last);
+	free(name);
+	if (!f)
+		return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
+	struct ir_value *ins[4] = { p->inputs[0], p->inputs[1], bias, z };
+	int rc = 0;
+	for (int i = 0; i < n_in && !rc; i++)
+		rc = ir_node_set_input(f, i, ins[i]);
+	const char *const *names = conv ? conv_attrs : gemm_attrs;
+	for (int i = 0; i < (conv ? 6 : 4) && !rc; i++)
+		rc = copy_attr(f, p, names[i], c->d);
+	if (!rc)
+		rc = pass_fused_set_str(f, "activation", act.name, c->d);
+	if (!rc && act.n_params) {
+		struct ir_attr pa = { 0 };
+		pa.name = strdup("activation_params");
+		pa.type = IR_ATTR_FLOATS;
+		pa.has_type = true;
+		pa.floats = malloc(sizeof(float) * (size_t)act.n_params);
+		if (!pa.name || !pa.floats) {
+			ir_attr_clear(&pa);
+			rc = ir_diag_err(c->d, IR_ENOMEM, "out of memory");
+		} else {
+			pa.n = (size_t)act.n_params;
+			for (int i = 0; i < act.n_params; i++)
+				pa.floats[i] = (float)act.p[i];
+			rc = ir_node_set_attr(f, &pa, c->d);
+		}
+	}
+	if (rc) {
+		if (!c->d || !c->d->error)
+			ir_diag_err(c->d, rc, "out of memory");
+		return rc;
+	}
+
+	/* its function: the variant by activation, parameters, inputs and element type */
+	char key[400], base[120], doc[400], ps[120] = "";
+	for (int i = 0; i < act.n_params; i++)
+		snprintf(ps + strlen(ps), sizeof(ps) - strlen(ps), "%s%.9g", i ? "," : "", (double)(float)act.p[i]);
+	snprintf(key, sizeof(key), "%s|%s|%s|in=%d|%s", op, act.name, ps, n_in, ir_dtype_name(dtype));
+	snprintf(base, sizeof(base), "%s%s%s%s%s", *act.name ? act.name : z ? "" : "None",
+		 z ? (*act.name ? "_Z" : "Z") : "", n_in == 2 ? "_noB" : "", dtype != IR_FLOAT ? "_" : "",
+		 dtype != IR_FLOAT ? ir_dtype_name(dtype) : "");
+	char inner[100];
+	snprintf(inner, sizeof(inner), "%s%s", conv ? (n_in >= 3 ? "Conv(X, W, B)" : "Conv(X, W)")
+						     : (n_in == 3 ? "Gemm(A, B, C)" : "Gemm(A, B)"), z ? " + Z" : "");
+	if (*act.name)
+		snprintf(doc, sizeof(doc), "ogsh fused op: Y = %s(%s)%s%s", act.name, inner, *ps ? ", parameters " : "", ps);
+	else
+		snprintf(doc, sizeof(doc), "ogsh fused op: Y = %s", inner);
+	struct fn_arg fa = { .conv = conv, .n_in = n_in, .z = z != NULL, .act = &act };
+	if ((rc = pass_fused_fn_use(c, f, base, key, doc, names, conv ? 8 : 6, dtype, build_fused, &fa)))
+		return rc;
+
+	pass_set_from(f, nodes, k);
+	if (k == 1)
+		return ir_diag_err(c->d, IR_ERR, "internal error: nothing to fuse");
+	char what[600];
+	if (add && a)
+		snprintf(what, sizeof(what), "fused with the residual Add '%s' and %s '%s' into %s '%s' (activation=%s)",
+			 rn, a->op_type, pass_node_name(a, an, sizeof(an)), op, f->name, act.name);
+	else if (add)
+		snprintf(what, sizeof(what), "fused with the residual Add '%s' into %s '%s' (Y = Conv(X, W, B) + Z)", rn,
+			 op, f->name);
+	else
+		snprintf(what, sizeof(what), "fused with %s '%s' into %s '%s' (activation=%s)", a->op_type, rn, op,
+			 f->name, act.name);
+	if (z && !(p->n_inputs > 2 && p->inputs[2]))
+		snprintf(what + strlen(what), sizeof(what) - strlen(what), "; a zero bias '%s' holds input 3's place",
+			 bias->name);
+	pass_rewrote(c, p, "%s", what);
+
+	/* rewire: f produces the pattern's output (its name is kept) */
+	if ((rc = ir_node_set_output(last, 0, NULL, c->d)) || (rc = ir_node_set_output(f, 0, out, c->d)))
+		return rc;
+	/* Clip's bounds are attributes now: they go when nothing else reads them */
+	struct ir_value *consts[2] = { NULL, NULL };
+	if (a && a->op == IR_OP_Clip)
+		for (int i = 1; i < a->n_inputs && i < 3; i++)
+			if (a->inputs[i] && a->inputs[i]->init && !a->inputs[i]->producer)
+				consts[i - 1] = a->inputs[i];
+	if ((rc = pass_remove_nodes(c, nodes, k)))
+		return rc;
+	pass_drop_dead_consts(consts, 2);
+	return 0;
+}
+
 static int run(struct pass_ctx *c)
 {
-	(void)c;
-	return 0;
+	struct ir_graph *g = c->m->graph;
+	int rc = pass_infer(c);
+	if (rc == IR_EINTR || rc == IR_ENOMEM)
+		return ir_diag_err(c->d, rc, rc == IR_EINTR ? "interrupted" : "out of memory");
+	int *ids = malloc(sizeof(int) * (size_t)(g->n_nodes ? g->n_nodes : 1)), n_ids = 0;
+	if (!ids)
+		return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
+	ir_for_each_node(g, n)
+		if (n->op == IR_OP_Conv || n->op == IR_OP_Gemm)
+			ids[n_ids++] = n->id;
+	rc = 0;
+	for (int i = 0; i < n_ids && !rc; i++) {
+		struct ir_node *n = ir_node_by_id(g, ids[i]);
+		if (n)
+			rc = try_fuse(c, n);
+	}
+	free(ids);
+	return rc;
 }
 
 const struct pass pass_fuse_activation = {
 	.name = "fuse-activation",
-	.summary = "(being written)",
-	.explain = "(being written)",
-	.level = 2,
+	.summary = "fuse a Conv or Gemm with the activation after it (and a Conv with a residual Add) into one ogsh FusedConv/FusedGemm",
+	.explain =
+		"A convolution writes its whole output to memory, and the activation after it reads it all back "
+		"to apply one cheap function per element. Fused, the activation runs on each output while it is "
+		"still at hand: one node, one pass over the output instead of three (write, read, write). This pass "
+		"turns Conv -> act into FusedConv and Gemm -> act into FusedGemm, ogsh's own ops in the 'ai.ogsh' "
+		"domain, where act is Relu, Clip (Relu6 is Clip(0, 6)), LeakyRelu, Sigmoid, HardSigmoid, HardSwish, "
+		"Tanh or Gelu. Nothing is rounded differently: Y = act(Conv(X, W, B)) is computed by the same "
+		"convolution, then the same function.\n\n"
+		"A residual connection, Conv -> Add(other) -> act as in ResNet, also fuses: "
+		"Y = act(Conv(X, W, B) + Z), with Z the Add's other input given to FusedConv as its fourth input "
+		"(a conv without a bias gets a zero bias to keep input 3's place). Without an activation after the "
+		"Add, the residual alone fuses (activation=\"\"). The Add must not broadcast the conv's output to a "
+		"larger shape (both shapes must be known), and Z must not depend on the conv's output.\n\n"
+		"The fused node keeps the Conv's attributes (auto_pad, dilations, group, kernel_shape, pads, strides) "
+		"or the Gemm's (alpha, beta, transA, transB) and adds activation (the op's name) and "
+		"activation_params: Clip's [min, max], LeakyRelu's [alpha], HardSigmoid's [alpha, beta], Gelu's "
+		"[approximate] as 0 (erf) or 1 (tanh). It produces the activation's output under its name, so "
+		"nothing after it changes.\n\n"
+		"Saved models stay runnable elsewhere: the model gets a model-local ONNX function for each variant "
+		"(domain ai.ogsh, name FusedConv or FusedGemm, overload such as 'Relu', 'Relu_Z', 'Clip', 'Z') whose "
+		"body computes the same thing with standard ops, its conv attributes referring to the node's; the "
+		"model's IR version becomes 10 and it imports ai.ogsh version 1. ogsh itself runs the fused kernel.\n\n"
+		"It does not apply when: the conv's output is read by another node or is a graph output (the others "
+		"need the value before the activation); the output is not a float type; Clip's min or max is not a "
+		"constant scalar, or Gelu's approximate is unknown; the Add's other input is a constant (that is "
+		"fuse-conv-add's job), depends on the conv, or broadcasts the output; the Add follows a Gemm "
+		"(FusedGemm has no residual input); or the model's ONNX opset is below 9. Subgraphs are left alone.",
+	.level = PASS_LEVEL_EXTENDED,
 	.run = run,
 };

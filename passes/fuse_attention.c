@@ -499,7 +499,7 @@ static int rewrite(struct pass_ctx *c, struct match *m)
 static int run(struct pass_ctx *c)
 {
 	struct ir_graph *g = c->m->graph;
-	int rc = ir_infer(c->m, NULL);
+	int rc = pass_infer(c);
 	if (rc == IR_EINTR || rc == IR_ENOMEM)
 		return ir_diag_err(c->d, rc, rc == IR_EINTR ? "stopped" : "out of memory");
 	int64_t opset = ir_model_opset(c->m, "");

@@ -250,7 +250,7 @@ done:
 static int run(struct pass_ctx *c)
 {
 	struct ir_graph *g = c->m->graph;
-	ir_infer(c->m, NULL);   /* A's rank and dims */
+	pass_infer(c);   /* A's rank and dims */
 	/* the candidates first: a rewrite removes nodes, so walk ids, not links */
 	int *ids = malloc(sizeof(int) * (size_t)(g->n_nodes ? g->n_nodes : 1)), n_ids = 0;
 	if (!ids)

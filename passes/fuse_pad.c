@@ -177,7 +177,7 @@ static int try_pad(struct pass_ctx *c, struct state *st, struct ir_node *pad)
 		n_axes = rank;
 	} else {
 		if (!st->inferred) {
-			ir_infer(c->m, NULL);
+			pass_infer(c);
 			st->inferred = true;
 		}
 		rank = ir_value_type(x)->rank;

@@ -16,28 +16,26 @@ const struct pass *pass_find(const char *name)
 	return NULL;
 }
 
-int pass_apply(const struct ir_model *m, const struct pass *p, const struct pass_arg *args, int n_args,
-	       bool dry_run, struct ir_model **out, struct pass_report *rep, struct ir_diag *d)
+int pass_run(struct ir_model *c, const struct pass *p, const struct pass_arg *args, int n_args,
+	     struct pass_report *rep, struct ir_diag *d)
 {
-	*out = NULL;
 	pass_report_init(rep, p->name);
 	int rc = pass_check_args(p, args, n_args, d);
 	if (rc)
 		return rc;
-	struct ir_model *c = ir_model_clone(m);
-	if (!c)
-		return ir_diag_err(d, IR_ENOMEM, "out of memory");
 	struct pass_ctx ctx = { .m = c, .pass = p, .rep = rep, .args = args, .n_args = n_args, .d = d };
 	rc = p->run(&ctx);
 	if (rc) {
 		ir_diag_prefix(d, "%s", p->name);
-		goto fail;
+		return rc;
 	}
+	if (rep->changed)
+		c->infer_current = false;
 	/* before IR version 4 every initializer is also a graph input: new
 	 * initializers a pass made are listed too, with their type */
 	if (c->has_ir_version && c->ir_version < 4) {
 		struct ir_graph *g = c->graph;
-		for (int i = 0; i < g->n_inits && !rc; i++) {
+		for (int i = 0; i < g->n_inits; i++) {
 			struct ir_value *v = g->inits[i];
 			if (v->is_input || !v->init)
 				continue;
@@ -47,12 +45,10 @@ int pass_apply(const struct ir_model *m, const struct pass *p, const struct pass
 			if ((v->type.kind == IR_TYPE_NONE &&
 			     ir_type_set_tensor(&v->type, v->init->dtype, v->init->rank, dims)) ||
 			    ir_graph_add_input(g, v))
-				rc = ir_diag_err(d, IR_ENOMEM, "out of memory");
+				return ir_diag_err(d, IR_ENOMEM, "out of memory");
 			v->has_type_proto = true;
 			v->type.has_elem = true;
 		}
-		if (rc)
-			goto fail;
 	}
 	struct ir_diag vd;
 	ir_diag_init(&vd);
@@ -60,17 +56,28 @@ int pass_apply(const struct ir_model *m, const struct pass *p, const struct pass
 		rc = ir_diag_err(d, IR_ERR, "pass '%s' broke the graph, rolled back: %s", p->name,
 				 vd.error ? vd.error : "?");
 		ir_diag_clear(&vd);
-		goto fail;
+		return rc;
 	}
 	ir_diag_clear(&vd);
-	ir_infer_clear(c->graph);
-	if (dry_run || !rep->changed) {
-		ir_model_free(c);
-		return 0;
+	return 0;
+}
+
+int pass_apply(const struct ir_model *m, const struct pass *p, const struct pass_arg *args, int n_args,
+	       bool dry_run, struct ir_model **out, struct pass_report *rep, struct ir_diag *d)
+{
+	*out = NULL;
+	struct ir_model *c = ir_model_clone(m);
+	if (!c) {
+		pass_report_init(rep, p->name);
+		return ir_diag_err(d, IR_ENOMEM, "out of memory");
 	}
+	int rc = pass_run(c, p, args, n_args, rep, d);
+	if (rc || dry_run || !rep->changed) {
+		ir_model_free(c);
+		return rc;
+	}
+	ir_infer_clear(c->graph);
+	c->infer_current = false;
 	*out = c;
 	return 0;
-fail:
-	ir_model_free(c);
-	return rc;
 }

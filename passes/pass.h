@@ -117,6 +117,10 @@ const char *pass_opt_str(const struct pass_ctx *c, const char *name);
 /* Helpers for writing passes (passes/util.c)                                */
 /* ------------------------------------------------------------------------ */
 
+/* Shape inference for the pass (ir_infer), skipped when the results are
+ * still those of the graph (an earlier pass of optimize changed nothing).
+ * 0 or an error code. */
+int pass_infer(struct pass_ctx *c);
 /* Readers of a value: node inputs (each slot), captures, and being a graph output. */
 int pass_n_readers(const struct ir_value *v);
 /* The only node reading v (through exactly one input slot), or NULL. */
@@ -186,6 +190,15 @@ const char *pass_bytes_text(double b, char *buf, size_t size);
 
 /* Checks options against the pass's table (known names, values of the right type). */
 int pass_check_args(const struct pass *p, const struct pass_arg *args, int n, struct ir_diag *d);
+
+/*
+ * Runs pass p on m in place: checks the options, runs it, lists new
+ * initializers as graph inputs before IR version 4, and verifies the
+ * result. On failure m is in an unknown state and must be thrown away (d
+ * says why: "pass 'x' broke the graph, rolled back: ..."). 0 or an error code.
+ */
+int pass_run(struct ir_model *m, const struct pass *p, const struct pass_arg *args, int n_args,
+	     struct pass_report *rep, struct ir_diag *d);
 
 /*
  * Runs pass p with options args on a clone of m. Checks the options, runs

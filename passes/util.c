@@ -129,3 +129,13 @@ void pass_drop_dead_consts(struct ir_value **vs, int n)
 		}
 	}
 }
+
+int pass_infer(struct pass_ctx *c)
+{
+	if (c->m->infer_current)
+		return 0;
+	int rc = ir_infer(c->m, NULL);
+	if (!rc)
+		c->m->infer_current = true;
+	return rc;
+}

@@ -369,6 +369,12 @@ int cmd_optimize(struct session *s, int argc, char **argv)
 	int first = s->hist.cur, passes = 0, rc = 0, rounds = 0;
 	double pass_ms = 0;
 	bool quiet = sh_flag(&a, "quiet");
+	/* the passes run in place on a working copy of the current stage; a
+	 * pass that changes it makes it a stage and the next one works on a
+	 * fresh copy; a pass that fails leaves the stages as they were */
+	struct ir_model *work = ir_model_clone(s->model);
+	if (!work)
+		return sh_error(s, "optimize: out of memory");
 	for (int round = 0; round < max_rounds && !rc; round++) {
 		bool changed = false;
 		rounds++;
@@ -381,12 +387,11 @@ int cmd_optimize(struct session *s, int argc, char **argv)
 				break;
 			}
 			struct pass_report rep;
-			struct ir_model *out = NULL;
 			struct ir_diag d;
 			ir_diag_init(&d);
 			struct timespec t0, t1;
 			clock_gettime(CLOCK_MONOTONIC, &t0);
-			int prc = pass_apply(s->model, p, NULL, 0, false, &out, &rep, &d);
+			int prc = pass_run(work, p, NULL, 0, &rep, &d);
 			clock_gettime(CLOCK_MONOTONIC, &t1);
 			pass_ms += (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
 			if (prc) {
@@ -396,7 +401,7 @@ int cmd_optimize(struct session *s, int argc, char **argv)
 				break;
 			}
 			ir_diag_clear(&d);
-			if (out) {
+			if (rep.changed) {
 				changed = true;
 				passes++;
 				if (!quiet)
@@ -404,16 +409,21 @@ int cmd_optimize(struct session *s, int argc, char **argv)
 				FILE *keep = s->out;
 				if (quiet)
 					s->out = fopen("/dev/null", "w");
-				rc = push_stage(s, out, p->name, &rep, false);
+				struct ir_model *stage = work;
+				work = NULL;
+				rc = push_stage(s, stage, p->name, &rep, false);
 				if (quiet && s->out)
 					fclose(s->out);
 				s->out = keep;
+				if (!rc && !(work = ir_model_clone(s->model)))
+					rc = sh_error(s, "optimize: out of memory");
 			}
 			pass_report_clear(&rep);
 		}
 		if (!changed)
 			break;
 	}
+	ir_model_free(work);
 	struct totals after;
 	model_totals(s->model, &after);
 	char d1[32], d2[32];
