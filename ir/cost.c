@@ -1042,6 +1042,161 @@ static void gemm(struct cx *c, const struct ir_node *n, const struct cx_entry *e
 	how(c, "FLOPs: 2 per multiply-add");
 }
 
+/* ------------------------------------------------------------------------ */
+/* ogsh's fused ops (ai.ogsh)                                                */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * FLOPs per element of a fused activation (the `activation` attribute),
+ * counted as the unfused op is (cx_elementwise, gelu); -1 when unknown.
+ */
+static double act_flops(const struct ir_node *n, const char **what)
+{
+	const char *a = attr_str(n, "activation", "");
+	static const struct { const char *name; double per; } t[] = {
+		{ "", 0 }, { "Relu", 1 }, { "Tanh", 1 }, { "Clip", 2 }, { "LeakyRelu", 2 }, { "Sigmoid", 4 },
+		{ "HardSigmoid", 4 }, { "HardSwish", 5 },
+	};
+	*what = a;
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		if (!strcmp(a, t[i].name))
+			return t[i].per;
+	if (!strcmp(a, "Gelu")) {
+		const struct ir_attr *p = ir_node_attr(n, "activation_params");
+		bool tanh_form = p && p->type == IR_ATTR_FLOATS && p->n >= 1 && p->floats[0] != 0;
+		*what = tanh_form ? "Gelu, tanh form" : "Gelu, erf form";
+		return tanh_form ? 9 : 5;
+	}
+	return -1;
+}
+
+/* FusedConv: the Conv, + 1 per output element for Z, + the activation. */
+static void fused_conv(struct cx *c, const struct ir_node *n, const struct cx_entry *e)
+{
+	(void)e;
+	const char *what;
+	double per = act_flops(n, &what);
+	if (per < 0) {
+		cx_unknown(c, "activation '%s' is not one ogsh knows", what);
+		return;
+	}
+	bool z = has_in(n, 3);
+	char text[200];
+	snprintf(text, sizeof(text), "%s%s%s%s", z ? "residual add" : "", z && *what ? " and " : "", *what ? what : "",
+		 *what ? " activation" : "");
+	conv_like(c, n, 1, 2, per + (z ? 1 : 0), text);
+}
+
+/* FusedGemm: the Gemm, + the activation per output element. */
+static void fused_gemm(struct cx *c, const struct ir_node *n, const struct cx_entry *e)
+{
+	NUMBUFS;
+	const char *what;
+	double per = act_flops(n, &what);
+	if (per < 0) {
+		cx_unknown(c, "activation '%s' is not one ogsh knows", what);
+		return;
+	}
+	gemm(c, n, e);
+	struct shp y;
+	if (c->unknown || !per || !out_shape(c, n, 0, &y))
+		return;
+	c->flops += per * y.numel;
+	how(c, "%s activation: %s FLOP%s per output element", what, N1(per), per == 1 ? "" : "s");
+}
+
+/*
+ * The FLOPs per element of a Pointwise expression (its language is in
+ * kernels/cpu/k_fused.c): 1 per operator and function, 4 for sigmoid (as
+ * the Sigmoid op); a minus sign that is part of a literal costs nothing.
+ * -1 (with why) when the text is not an expression ogsh can read.
+ */
+static double expr_flops(const char *s, char *why, size_t size)
+{
+	static const char *const fns[] = { "abs", "neg", "exp", "log", "sqrt", "sigmoid", "tanh", "relu", "erf",
+					   "pow", "max", "min" };
+	double per = 0;
+	bool operand = false;   /* the last token ends an operand (a binary minus may follow) */
+	for (const char *p = s; *p;) {
+		char ch = *p;
+		if (ch == ' ' || ch == '\t') {
+			p++;
+		} else if ((ch >= '0' && ch <= '9') || ch == '.') {
+			while ((*p >= '0' && *p <= '9') || *p == '.' || *p == 'e' || *p == 'E' ||
+			       ((*p == '+' || *p == '-') && (p[-1] == 'e' || p[-1] == 'E')))
+				p++;
+			operand = true;
+		} else if (ch >= 'a' && ch <= 'z') {
+			const char *q = p;
+			while ((*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9'))
+				q++;
+			size_t len = (size_t)(q - p);
+			if (ch == 'x' && len > 1 && strspn(p + 1, "0123456789") == len - 1) {
+				operand = true;
+			} else {
+				size_t f = 0;
+				while (f < sizeof(fns) / sizeof(fns[0]) && (strlen(fns[f]) != len || strncmp(fns[f], p, len)))
+					f++;
+				if (f == sizeof(fns) / sizeof(fns[0])) {
+					snprintf(why, size, "its expr has an unknown name '%.*s'", (int)(len < 40 ? len : 40), p);
+					return -1;
+				}
+				per += strcmp(fns[f], "sigmoid") ? 1 : 4;
+				operand = false;
+			}
+			p = q;
+		} else if (ch == '(' || ch == ',') {
+			operand = false;
+			p++;
+		} else if (ch == ')') {
+			operand = true;
+			p++;
+		} else if (ch == '+' || ch == '*' || ch == '/') {
+			per += 1;
+			operand = false;
+			p++;
+		} else if (ch == '-') {
+			const char *q = p + 1;
+			while (*q == ' ')
+				q++;
+			/* binary, or a negation of something other than a literal */
+			if (operand || !((*q >= '0' && *q <= '9') || *q == '.'))
+				per += 1;
+			operand = false;
+			p++;
+		} else {
+			snprintf(why, size, "its expr has an unexpected character '%c'", ch);
+			return -1;
+		}
+	}
+	return per;
+}
+
+/* Pointwise: its expression's FLOPs per output element. */
+static void pointwise(struct cx *c, const struct ir_node *n, const struct cx_entry *e)
+{
+	NUMBUFS;
+	(void)e;
+	const char *expr = attr_str(n, "expr", NULL);
+	char why[200];
+	if (!expr) {
+		cx_unknown(c, "it has no expr");
+		return;
+	}
+	double per = expr_flops(expr, why, sizeof(why));
+	if (per < 0) {
+		cx_unknown(c, "%s", why);
+		return;
+	}
+	double y;
+	if (!out_numel(c, n, 0, &y))
+		return;
+	c->flops = per * y;
+	how(c, "%s FLOP%s per output element (the operators and functions of '%.200s'; sigmoid 4) x %s elements",
+	    N1(per), per == 1 ? "" : "s", expr, N2(y));
+	how(c, "bytes: only its own inputs and output (the fused intermediates are never stored)");
+}
+
 /* MatMul and its integer forms: output elements x K. */
 static void matmul_like(struct cx *c, const struct ir_node *n, int a_in, int b_in, double extra_per_out,
 			const char *extra_what)
@@ -1970,6 +2125,8 @@ static const struct cx_entry cx_nn[] = {
 	{ IR_OP_NegativeLogLikelihoodLoss, nll_loss, 0, "negative log-likelihood" },
 	{ IR_OP_SoftmaxCrossEntropyLoss, nll_loss, 0, "cross entropy" },
 	{ IR_OP_NonMaxSuppression, data_dependent, 0, "how many boxes are compared depends on the scores" },
+	{ IR_OP_ogsh_FusedConv, fused_conv, 0, NULL }, { IR_OP_ogsh_FusedGemm, fused_gemm, 0, NULL },
+	{ IR_OP_ogsh_Pointwise, pointwise, 0, NULL },
 	{ -1, NULL, 0, NULL },
 };
 

@@ -81,37 +81,91 @@ static void broadcast(struct ir_infer *x, struct ir_node *n, int first, int last
 	sx_out(x, n, 0, elem, r, acc);
 }
 
-/* Known integer values through elementwise arithmetic (shape computations). */
+/*
+ * The dims of input i as numbers when all are known, with their product;
+ * false otherwise (a symbol, an unknown dim, an unknown shape).
+ */
+static bool number_dims(struct ir_infer *x, const struct ir_node *n, int i, int64_t *dims, int *rank, int64_t *numel)
+{
+	int r = sx_rank(x, n, i);
+	const struct ir_dim *d = sx_dims(x, n, i);
+	if (r < 0 || r > IR_MAX_RANK || (r > 0 && !d))
+		return false;
+	int64_t p = 1;
+	for (int k = 0; k < r; k++) {
+		if (d[k].kind != IR_DIM_VALUE || d[k].value < 0 || __builtin_mul_overflow(p, d[k].value, &p))
+			return false;
+		dims[k] = d[k].value;
+	}
+	*rank = r;
+	*numel = p;
+	return true;
+}
+
+/*
+ * Known integer values through elementwise arithmetic (shape computations).
+ * The values follow numpy broadcasting: both inputs' shapes must be known
+ * numbers (int64[1,4] - int64[4,1] has 16 values, taken by index), else
+ * nothing is known.
+ */
 static void arith_vals(struct ir_infer *x, struct ir_node *n)
 {
 	int ca, cb;
 	const struct ir_dim *a = sx_vals(x, n, 0, &ca), *b = sx_vals(x, n, 1, &cb);
-	if (!a || !b || (ca != cb && ca != 1 && cb != 1))
+	if (!a || !b)
 		return;
-	int c = ca > cb ? ca : cb;
-	if (c > 64)
+	int64_t da[IR_MAX_RANK], db[IR_MAX_RANK], dout[IR_MAX_RANK];
+	int ra, rb;
+	int64_t na, nb;
+	if (!number_dims(x, n, 0, da, &ra, &na) || !number_dims(x, n, 1, db, &rb, &nb) || na != ca || nb != cb)
 		return;
+	int r = ra > rb ? ra : rb;
+	int64_t c = 1;
+	for (int k = 0; k < r; k++) {
+		int64_t p = k - (r - ra) >= 0 ? da[k - (r - ra)] : 1, q = k - (r - rb) >= 0 ? db[k - (r - rb)] : 1;
+		if (p != q && p != 1 && q != 1)
+			return;
+		dout[k] = p == 1 ? q : p;
+		c *= dout[k];
+		if (c > 64)
+			return;
+	}
 	struct ir_dim out[64];
-	for (int k = 0; k < c; k++) {
-		const struct ir_dim *p = &a[ca == 1 ? 0 : k], *q = &b[cb == 1 ? 0 : k];
+	for (int64_t e = 0; e < c; e++) {
+		/* the index of element e in each input: its output index with broadcast axes at 0 */
+		int64_t rem = e, ia = 0, ib = 0, sa = 1, sb = 1;
+		for (int k = r - 1; k >= 0; k--) {
+			int64_t i = dout[k] ? rem % dout[k] : 0;
+			rem = dout[k] ? rem / dout[k] : 0;
+			int ka = k - (r - ra), kb = k - (r - rb);
+			if (ka >= 0) {
+				ia += (da[ka] == 1 ? 0 : i) * sa;
+				sa *= da[ka];
+			}
+			if (kb >= 0) {
+				ib += (db[kb] == 1 ? 0 : i) * sb;
+				sb *= db[kb];
+			}
+		}
+		const struct ir_dim *p = &a[ia], *q = &b[ib];
 		switch (n->op) {
-		case IR_OP_Add: out[k] = sx_add(x, p, q); break;
-		case IR_OP_Sub: out[k] = sx_sub(x, p, q); break;
-		case IR_OP_Mul: out[k] = sx_mul(x, p, q); break;
+		case IR_OP_Add: out[e] = sx_add(x, p, q); break;
+		case IR_OP_Sub: out[e] = sx_sub(x, p, q); break;
+		case IR_OP_Mul: out[e] = sx_mul(x, p, q); break;
 		case IR_OP_Div:
 			if (p->kind == IR_DIM_VALUE && q->kind == IR_DIM_VALUE && q->value != 0 &&
 			    !(p->value == INT64_MIN && q->value == -1)) {
 				/* integer division truncates toward zero (C semantics, as ONNX kernels do) */
-				out[k] = sx_v(p->value / q->value);
+				out[e] = sx_v(p->value / q->value);
 			} else {
-				out[k] = sx_div(x, p, q);
+				out[e] = sx_div(x, p, q);
 			}
 			break;
 		default:
 			return;
 		}
 	}
-	sx_out_vals(x, n, 0, c, out);
+	sx_out_vals(x, n, 0, (int)c, out);
 }
 
 static void binary(struct ir_infer *x, struct ir_node *n)
@@ -250,6 +304,17 @@ static void layer_norm(struct ir_infer *x, struct ir_node *n)
 		sx_out(x, n, k, stash, r, s);
 }
 
+/* ogsh's Pointwise: its inputs broadcast (numpy rules); the element type is its 'dtype'. */
+static void pointwise(struct ir_infer *x, struct ir_node *n)
+{
+	int dt = (int)sx_attr_int(x, n, "dtype", 0);
+	if (dt && !ir_dtype_is_float(dt)) {
+		sx_fail(x, n, "'dtype' is not a float type (%d)", dt);
+		return;
+	}
+	broadcast(x, n, 0, n->n_inputs, dt ? dt : sx_elem(x, n, 0));
+}
+
 static void eye_like(struct ir_infer *x, struct ir_node *n)
 {
 	like_dtype_attr(x, n);
@@ -298,5 +363,7 @@ const struct sx_entry sx_elementwise[] = {
 	{ IR_OP_LayerNormalization, layer_norm },
 	{ IR_OP_RandomUniformLike, random_like }, { IR_OP_RandomNormalLike, random_like },
 	{ IR_OP_EyeLike, eye_like }, { IR_OP_Bernoulli, bernoulli },
+	/* ogsh's fused elementwise op */
+	{ IR_OP_ogsh_Pointwise, pointwise },
 	{ -1, NULL },
 };

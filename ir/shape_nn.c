@@ -705,6 +705,18 @@ static void gemm(struct ir_infer *x, struct ir_node *n)
 	out_dims(x, n, 0, elem, 2, out, "%s", sx_dims(x, n, 0) ? sx_why(x, n, 1) : sx_why(x, n, 0));
 }
 
+/* ogsh's FusedConv (X, W, B?, Z?): a Conv's output; Z is added to it, not broadcast over it. */
+static void fused_conv(struct ir_infer *x, struct ir_node *n)
+{
+	conv(x, n);
+}
+
+/* ogsh's FusedGemm (A, B, C?): a Gemm's output. */
+static void fused_gemm(struct ir_infer *x, struct ir_node *n)
+{
+	gemm(x, n);
+}
+
 /* Einsum: labels a-z A-Z, one "..." per term, spaces ignored. */
 static void einsum(struct ir_infer *x, struct ir_node *n)
 {
@@ -1612,5 +1624,7 @@ const struct sx_entry sx_nn[] = {
 	{ IR_OP_LinearAttention, linear_attention }, { IR_OP_preview_FlexAttention, flex_attention },
 	/* signal, grids */
 	{ IR_OP_DFT, dft }, { IR_OP_STFT, stft }, { IR_OP_AffineGrid, affine_grid }, { IR_OP_GridSample, grid_sample },
+	/* ogsh's fused ops */
+	{ IR_OP_ogsh_FusedConv, fused_conv }, { IR_OP_ogsh_FusedGemm, fused_gemm },
 	{ -1, NULL },
 };

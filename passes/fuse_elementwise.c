@@ -7,32 +7,13 @@
  * the explain text below documents it for users. The model-local function
  * helpers are in fuse_activation.c.
  */
-#include "passes/pass.h"
+#include "passes/fused.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- from fuse_activation.c (pass.h belongs to the pass manager) ---- */
-struct pass_fbody {
-	struct ir_graph *g;
-	int dtype;
-	int64_t opset;
-	int rc;
-	unsigned fresh;
-	struct ir_diag *d;
-};
-int64_t pass_fused_opset(const struct ir_model *m, char *why, size_t size);
-struct ir_value *pass_fb_input(struct pass_fbody *b, const char *name);
-struct ir_value *pass_fb_node(struct pass_fbody *b, const char *op, struct ir_value *const *in, int n_in,
-			      struct ir_node **node);
-struct ir_value *pass_fb_const(struct pass_fbody *b, double v);
-void pass_fb_output(struct pass_fbody *b, struct ir_value *v);
-int pass_fused_fn_use(struct pass_ctx *c, struct ir_node *n, const char *base, const char *key, const char *doc,
-		      const char *const *attrs, int n_attrs, int dtype,
-		      void (*build)(struct pass_fbody *b, void *arg), void *arg);
-int pass_fused_set_str(struct ir_node *n, const char *name, const char *value, struct ir_diag *d);
 
 #define MAX_OPS 64      /* ops in one Pointwise */
 #define MAX_DEPTH 24    /* nesting of its expression */
@@ -327,7 +308,6 @@ struct grow {
 	struct pass_ctx *c;
 	struct tree *t;
 	int depth;
-	bool capped;          /* something was left out because of max-inputs / size */
 	bool plain;           /* the operands of the node being grown are inputs (the second try) */
 };
 
@@ -356,7 +336,7 @@ static int operand(struct grow *G, struct ir_node *reader, struct ir_value *v, i
 {
 	struct tree *t = G->t;
 	struct ir_node *p = v->producer;
-	char why[300], pn[256], rn[256];
+	char why[300], rn[256];
 	double lit;
 	if (literal_of(v, rank, &lit))
 		return en_lit(t, lit);
@@ -385,7 +365,6 @@ static int operand(struct grow *G, struct ir_node *reader, struct ir_value *v, i
 			pass_rejected(G->c, p, "not fused into '%s': %s (it stays a separate node)",
 				      pass_node_name(reader, rn, sizeof(rn)), rt);
 		} else if (t->n_nodes >= MAX_OPS || G->depth >= MAX_DEPTH) {
-			G->capped = true;
 			pass_note(G->c, p, "not fused into '%s': one Pointwise holds at most %d ops nested %d deep",
 				  pass_node_name(reader, rn, sizeof(rn)), MAX_OPS, MAX_DEPTH);
 		} else {
@@ -399,11 +378,13 @@ static int operand(struct grow *G, struct ir_node *reader, struct ir_value *v, i
 			t->n_e = n_e;
 			t->n_ins = n_ins;
 			t->n_nodes = n_nodes;
+			if (t->full)
+				pass_note(G->c, p, "not fused into '%s': the expression would be too large",
+					  pass_node_name(reader, rn, sizeof(rn)));
+			else
+				pass_rejected(G->c, p, "not fused into '%s': the Pointwise would need more than max-inputs=%d inputs",
+					      pass_node_name(reader, rn, sizeof(rn)), t->max_ins);
 			t->full = false;
-			G->capped = true;
-			pass_rejected(G->c, p, "not fused into '%s': the Pointwise would need more than max-inputs=%d inputs",
-				      pass_node_name(reader, rn, sizeof(rn)), t->max_ins);
-			(void)pn;
 		}
 	}
 	int i = leaf(t, v);

@@ -36,8 +36,28 @@ ReduceProd ReduceSum ReduceSumSquare ArgMax ArgMin""".split()
 NORM = """BatchNormalization InstanceNormalization LayerNormalization GroupNormalization
 RMSNormalization LpNormalization MeanVarianceNormalization LRN""".split()
 
-# ogsh's own ops: (name, in_min, in_max, out_min, out_max, flags); filled in by later issues.
-OGSH_OPS = []
+# ogsh's own ops: (name, in_min, in_max, out_min, out_max, flags). Each is
+# written to saved models with a model-local ONNX function that says what it
+# computes in standard ops (passes/fuse_activation.c, fuse_elementwise.c).
+#   FusedConv(X, W, B?, Z?)  Y = act(Conv(X, W, B) + Z)
+#   FusedGemm(A, B, C?)      Y = act(alpha * A' * B' + beta * C)
+#   Pointwise(x0, x1, ...)   Y = expr(x0, x1, ...), elementwise with broadcasting
+OGSH_OPS = [
+    ("FusedConv", 2, 4, 1, 1, "0"),
+    ("FusedGemm", 2, 3, 1, 1, "0"),
+    ("Pointwise", 1, -1, 1, 1, "IR_OPF_ELEMENTWISE"),
+]
+
+# Their attributes: (op, name, type, required, default text or None).
+_ACT = [("activation", "STRING", False, ""), ("activation_params", "FLOATS", False, None)]
+OGSH_ATTRS = {
+    "FusedConv": [("auto_pad", "STRING", False, "NOTSET"), ("dilations", "INTS", False, None),
+                  ("group", "INT", False, "1"), ("kernel_shape", "INTS", False, None),
+                  ("pads", "INTS", False, None), ("strides", "INTS", False, None)] + _ACT,
+    "FusedGemm": [("alpha", "FLOAT", False, "1.0"), ("beta", "FLOAT", False, "1.0"),
+                  ("transA", "INT", False, "0"), ("transB", "INT", False, "0")] + _ACT,
+    "Pointwise": [("dtype", "INT", True, None), ("expr", "STRING", True, None)],
+}
 
 
 def flags_of(name, domain):
@@ -136,6 +156,11 @@ def attr_rows():
         idents[(dom, name)] = ident
     out = []
     for key, ident in idents.items():
+        if key[0] == "ai.ogsh":
+            for k, t, req, dt in sorted(OGSH_ATTRS.get(key[1], [])):
+                out.append(f'IR_ATTR_DEF({ident}, "{k}", IR_ATTR_{t}, {"true" if req else "false"}, '
+                           f'{c_str(dt) if dt is not None else "NULL"}, 1, 0)')
+            continue
         vs = sorted(versions.get(key, []), key=lambda x: x.since_version)
         names = sorted(set(k for v in vs for k in v.attributes))
         for k in names:

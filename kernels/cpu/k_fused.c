@@ -1,9 +1,732 @@
 /*
  * k_fused.c - CPU kernels: ogsh's fused ops (ai.ogsh FusedConv, FusedGemm,
  * Pointwise).
+ *
+ * FusedConv and FusedGemm run the Conv and Gemm kernels on the fused node
+ * itself (the attribute names are the same), then add the residual Z and
+ * apply the activation in place on the output. Pointwise compiles its
+ * `expr` once per call into a small postfix program and runs it over blocks
+ * of elements: float for float32, double for the other float types.
+ *
+ * The expression language (also in passes/fuse_elementwise.c's explain and
+ * docs/costs.md):
+ *   expr    := term (('+' | '-') term)*
+ *   term    := unary (('*' | '/') unary)*
+ *   unary   := '-' unary | primary
+ *   primary := NUMBER | 'x' DIGITS | NAME '(' expr (',' expr)* ')' | '(' expr ')'
+ * NUMBER is a decimal literal (digits, a point, an exponent); x0, x1...
+ * are the node's inputs; the functions are abs neg exp log sqrt sigmoid
+ * tanh relu erf (one argument) and pow max min (two).
  */
 #include "cpu.h"
 
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* ------------------------------------------------------------------------ */
+/* Activations                                                               */
+/* ------------------------------------------------------------------------ */
+
+enum { ACT_NONE, ACT_RELU, ACT_CLIP, ACT_LEAKY, ACT_SIGMOID, ACT_HSIGMOID, ACT_HSWISH, ACT_TANH, ACT_GELU };
+
+struct act {
+	int kind;
+	double p0, p1;   /* Clip: min, max; LeakyRelu: alpha; HardSigmoid: alpha, beta; Gelu: tanh form (0/1) */
+};
+
+static const struct {
+	const char *name;
+	int kind, n_params;
+} acts[] = {
+	{ "", ACT_NONE, 0 }, { "Relu", ACT_RELU, 0 }, { "Clip", ACT_CLIP, 2 }, { "LeakyRelu", ACT_LEAKY, 1 },
+	{ "Sigmoid", ACT_SIGMOID, 0 }, { "HardSigmoid", ACT_HSIGMOID, 2 }, { "HardSwish", ACT_HSWISH, 0 },
+	{ "Tanh", ACT_TANH, 0 }, { "Gelu", ACT_GELU, 1 },
+};
+
+/* Reads the node's activation; false with why when it is not one we run. */
+static bool act_of(const struct ir_node *n, struct act *a, char *why, size_t size)
+{
+	const struct ir_attr *s = ir_node_attr(n, "activation");
+	const char *name = s && s->type == IR_ATTR_STRING && s->s.data ? s->s.data : "";
+	const struct ir_attr *p = ir_node_attr(n, "activation_params");
+	size_t np = p && p->type == IR_ATTR_FLOATS ? p->n : 0;
+	if (s && s->type != IR_ATTR_STRING) {
+		snprintf(why, size, "attribute 'activation' is not a string");
+		return false;
+	}
+	if (p && p->type != IR_ATTR_FLOATS) {
+		snprintf(why, size, "attribute 'activation_params' is not a list of floats");
+		return false;
+	}
+	for (size_t i = 0; i < sizeof(acts) / sizeof(acts[0]); i++) {
+		if (strcmp(acts[i].name, name))
+			continue;
+		if (np && np != (size_t)acts[i].n_params) {
+			snprintf(why, size, "activation '%s' takes %d parameters, not %zu", name, acts[i].n_params, np);
+			return false;
+		}
+		a->kind = acts[i].kind;
+		/* ONNX's defaults when the parameters are not given */
+		switch (a->kind) {
+		case ACT_CLIP: a->p0 = -INFINITY; a->p1 = INFINITY; break;
+		case ACT_LEAKY: a->p0 = 0.01f; a->p1 = 0; break;
+		case ACT_HSIGMOID: a->p0 = 0.2f; a->p1 = 0.5f; break;
+		default: a->p0 = a->p1 = 0; break;
+		}
+		if (np >= 1)
+			a->p0 = p->floats[0];
+		if (np >= 2)
+			a->p1 = p->floats[1];
+		if (a->kind == ACT_GELU && a->p0 != 0 && a->p0 != 1) {
+			snprintf(why, size, "Gelu's parameter (approximate) must be 0 or 1, not %g", a->p0);
+			return false;
+		}
+		return true;
+	}
+	snprintf(why, size, "activation '%s' is not supported", name);
+	return false;
+}
+
+static double act_f64(const struct act *a, double v)
+{
+	switch (a->kind) {
+	case ACT_RELU: return v < 0 ? 0 : v;   /* NaN stays NaN */
+	case ACT_CLIP: return v < a->p0 ? a->p0 : v > a->p1 ? a->p1 : v;
+	case ACT_LEAKY: return v < 0 ? a->p0 * v : v;
+	case ACT_SIGMOID: return 1 / (1 + exp(-v));
+	case ACT_HSIGMOID: {
+		double t = a->p0 * v + a->p1;
+		return t < 0 ? 0 : t > 1 ? 1 : t;
+	}
+	case ACT_HSWISH: {
+		double t = v / 6 + 0.5;
+		return v * (t < 0 ? 0 : t > 1 ? 1 : t);
+	}
+	case ACT_TANH: return tanh(v);
+	case ACT_GELU:
+		if (a->p0 != 0)
+			return 0.5 * v * (1 + tanh(0.79788456080286535588 * (v + 0.044715 * v * v * v)));
+		return 0.5 * v * (1 + erf(v / sqrt(2.0)));
+	default: return v;
+	}
+}
+
+static void act_f32(const struct act *a, float *y, uint64_t n)
+{
+	float lo = (float)a->p0, hi = (float)a->p1, al = (float)a->p0, be = (float)a->p1;
+	switch (a->kind) {
+	case ACT_NONE: return;
+	case ACT_RELU:
+		for (uint64_t i = 0; i < n; i++)
+			y[i] = y[i] < 0 ? 0 : y[i];
+		return;
+	case ACT_CLIP:
+		for (uint64_t i = 0; i < n; i++)
+			y[i] = y[i] < lo ? lo : y[i] > hi ? hi : y[i];
+		return;
+	case ACT_LEAKY:
+		for (uint64_t i = 0; i < n; i++)
+			y[i] = y[i] < 0 ? al * y[i] : y[i];
+		return;
+	case ACT_SIGMOID:
+		for (uint64_t i = 0; i < n; i++)
+			y[i] = 1.0f / (1.0f + expf(-y[i]));
+		return;
+	case ACT_HSIGMOID:
+		for (uint64_t i = 0; i < n; i++) {
+			float t = al * y[i] + be;
+			y[i] = t < 0 ? 0 : t > 1 ? 1 : t;
+		}
+		return;
+	case ACT_HSWISH:
+		for (uint64_t i = 0; i < n; i++) {
+			float t = y[i] / 6.0f + 0.5f;
+			y[i] = y[i] * (t < 0 ? 0 : t > 1 ? 1 : t);
+		}
+		return;
+	case ACT_TANH:
+		for (uint64_t i = 0; i < n; i++)
+			y[i] = tanhf(y[i]);
+		return;
+	default:
+		for (uint64_t i = 0; i < n; i++)
+			y[i] = (float)act_f64(a, y[i]);
+		return;
+	}
+}
+
+static bool supports_fused(const struct ir_node *n, char *why, size_t size)
+{
+	struct act a;
+	return act_of(n, &a, why, size);
+}
+
+/*
+ * Adds Z (input zi, when present) and applies the activation to output 0
+ * in place. Z must have Y's element type and broadcast to Y's shape.
+ */
+static int finish(struct cpu_kctx *k, int zi)
+{
+	char why[200];
+	struct act a;
+	if (!act_of(k->node, &a, why, sizeof(why)))
+		return kerr(k, "%s", why);
+	struct ir_tensor *y = k->out[0].kind == KV_TENSOR ? k->out[0].t : NULL;
+	if (!y)
+		return kerr(k, "the fused op made no output");
+	int dt = y->dtype;
+	if (!ir_dtype_is_float(dt))
+		return kerr(k, "a fused activation needs a floating-point output, not %s", ir_dtype_name(dt));
+	void *yd = kwdata(y);
+	if (!y->numel || !yd)
+		return 0;
+	const struct ir_tensor *z = zi >= 0 ? kin(k, zi) : NULL;
+	if (z) {
+		if (z->dtype != dt)
+			return kerr(k, "Z is %s but the output is %s", ir_dtype_name(z->dtype), ir_dtype_name(dt));
+		bool ok = z->rank <= y->rank;
+		for (int j = 0; ok && j < z->rank; j++) {
+			int64_t d = z->dims[j], o = y->dims[y->rank - z->rank + j];
+			ok = d == o || d == 1;
+		}
+		if (!ok)
+			return kerr(k, "Z of shape %s does not broadcast to the output's shape", kshape(z));
+		const void *zd = kdata(z);
+		if (z->numel == y->numel) {
+			if (dt == IR_FLOAT)
+				for (uint64_t i = 0; i < y->numel; i++)
+					((float *)yd)[i] += ((const float *)zd)[i];
+			else
+				for (uint64_t i = 0; i < y->numel; i++)
+					kst(dt, yd, i, kld(dt, yd, i) + kld(dt, zd, i));
+		} else if (z->numel) {
+			struct kiter it;
+			int64_t st[IR_MAX_RANK];
+			kbcast_strides(z, y->rank, y->dims, st);
+			kiter_init(&it, y->rank, y->dims);
+			int op = kiter_add(&it, st);
+			for (uint64_t i = 0; i < y->numel; i++, kiter_next(&it)) {
+				uint64_t o = (uint64_t)it.off[op];
+				if (dt == IR_FLOAT)
+					((float *)yd)[i] += ((const float *)zd)[o];
+				else
+					kst(dt, yd, i, kld(dt, yd, i) + kld(dt, zd, o));
+			}
+		}
+	}
+	if (a.kind == ACT_NONE)
+		return 0;
+	if (dt == IR_FLOAT)
+		act_f32(&a, yd, y->numel);
+	else
+		for (uint64_t i = 0; i < y->numel; i++)
+			kst(dt, yd, i, act_f64(&a, kld(dt, yd, i)));
+	return 0;
+}
+
+/* The fused node run as the op it extends (inputs [0, n_in) only). */
+static int run_as(struct cpu_kctx *k, int op, int n_in)
+{
+	cpu_kernel_fn fn = cpu_kernel(op);
+	if (!fn)
+		return kerr(k, "no %s kernel", ir_ops[op].name);
+	struct cpu_kctx sub = *k;
+	if (sub.n_in > n_in)
+		sub.n_in = n_in;
+	return fn(&sub);
+}
+
+static int k_fusedconv(struct cpu_kctx *k)
+{
+	int rc = run_as(k, IR_OP_Conv, 3);
+	return rc ? rc : finish(k, 3);
+}
+
+static int k_fusedgemm(struct cpu_kctx *k)
+{
+	int rc = run_as(k, IR_OP_Gemm, 3);
+	return rc ? rc : finish(k, -1);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Pointwise: the expression                                                 */
+/* ------------------------------------------------------------------------ */
+
+enum {
+	PW_IN, PW_LIT,
+	/* unary */
+	PW_NEG, PW_ABS, PW_EXP, PW_LOG, PW_SQRT, PW_SIGMOID, PW_TANH, PW_RELU, PW_ERF,
+	/* binary */
+	PW_ADD, PW_SUB, PW_MUL, PW_DIV, PW_POW, PW_MAX, PW_MIN,
+};
+
+static const struct {
+	const char *name;
+	int op, arity;
+} pw_funcs[] = {
+	{ "abs", PW_ABS, 1 }, { "neg", PW_NEG, 1 }, { "exp", PW_EXP, 1 }, { "log", PW_LOG, 1 },
+	{ "sqrt", PW_SQRT, 1 }, { "sigmoid", PW_SIGMOID, 1 }, { "tanh", PW_TANH, 1 }, { "relu", PW_RELU, 1 },
+	{ "erf", PW_ERF, 1 }, { "pow", PW_POW, 2 }, { "max", PW_MAX, 2 }, { "min", PW_MIN, 2 },
+};
+
+#define PW_MAX_CODE 4096
+#define PW_MAX_NEST 200
+
+struct pw_ins {
+	int op;
+	int in;          /* PW_IN: the input */
+	double lit;      /* PW_LIT */
+};
+
+struct pw_prog {
+	struct pw_ins code[PW_MAX_CODE];
+	int n;
+	int depth, max_depth;   /* stack while compiling, and its maximum */
+	int max_in;             /* the highest input used, -1: none */
+	const char *s, *p;      /* the text and the parse position */
+	int nest;
+	char err[160];
+};
+
+static void pw_skip(struct pw_prog *P)
+{
+	while (*P->p == ' ' || *P->p == '\t')
+		P->p++;
+}
+
+static bool pw_fail(struct pw_prog *P, const char *what)
+{
+	if (!P->err[0])
+		snprintf(P->err, sizeof(P->err), "%s at offset %d of the expression", what, (int)(P->p - P->s));
+	return false;
+}
+
+static bool pw_emit(struct pw_prog *P, int op, int in, double lit)
+{
+	if (P->n >= PW_MAX_CODE)
+		return pw_fail(P, "the expression is too long");
+	/* a literal negated is a literal */
+	if (op == PW_NEG && P->n && P->code[P->n - 1].op == PW_LIT) {
+		P->code[P->n - 1].lit = -P->code[P->n - 1].lit;
+		return true;
+	}
+	P->code[P->n++] = (struct pw_ins){ op, in, lit };
+	if (op == PW_IN || op == PW_LIT) {
+		if (++P->depth > P->max_depth)
+			P->max_depth = P->depth;
+	} else if (op >= PW_ADD) {
+		P->depth--;
+	}
+	return true;
+}
+
+static bool pw_expr(struct pw_prog *P);
+
+static bool pw_primary(struct pw_prog *P)
+{
+	pw_skip(P);
+	const char *p = P->p;
+	if ((*p >= '0' && *p <= '9') || *p == '.') {
+		/* digits [. digits] [e [+-] digits] */
+		const char *q = p;
+		int digits = 0;
+		while (*q >= '0' && *q <= '9')
+			q++, digits++;
+		if (*q == '.') {
+			q++;
+			while (*q >= '0' && *q <= '9')
+				q++, digits++;
+		}
+		if (!digits)
+			return pw_fail(P, "a number has no digits");
+		if (*q == 'e' || *q == 'E') {
+			const char *e = q + 1;
+			if (*e == '+' || *e == '-')
+				e++;
+			if (!(*e >= '0' && *e <= '9'))
+				return pw_fail(P, "a number's exponent has no digits");
+			while (*e >= '0' && *e <= '9')
+				e++;
+			q = e;
+		}
+		char buf[64];
+		if ((size_t)(q - p) >= sizeof(buf))
+			return pw_fail(P, "a number is too long");
+		memcpy(buf, p, (size_t)(q - p));
+		buf[q - p] = 0;
+		P->p = q;
+		return pw_emit(P, PW_LIT, 0, strtod(buf, NULL));
+	}
+	if (*p == '(') {
+		P->p++;
+		if (!pw_expr(P))
+			return false;
+		pw_skip(P);
+		if (*P->p != ')')
+			return pw_fail(P, "')' expected");
+		P->p++;
+		return true;
+	}
+	if (*p == 'x' && p[1] >= '0' && p[1] <= '9') {
+		const char *q = p + 1;
+		long v = 0;
+		while (*q >= '0' && *q <= '9' && v < 100000)
+			v = v * 10 + (*q++ - '0');
+		if ((*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9') || *q == '_')
+			return pw_fail(P, "bad input name");
+		P->p = q;
+		if (v > P->max_in)
+			P->max_in = (int)v;
+		return pw_emit(P, PW_IN, (int)v, 0);
+	}
+	if (*p >= 'a' && *p <= 'z') {
+		const char *q = p;
+		while ((*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9'))
+			q++;
+		size_t len = (size_t)(q - p);
+		for (size_t f = 0; f < sizeof(pw_funcs) / sizeof(pw_funcs[0]); f++) {
+			if (strlen(pw_funcs[f].name) != len || strncmp(pw_funcs[f].name, p, len))
+				continue;
+			P->p = q;
+			pw_skip(P);
+			if (*P->p != '(')
+				return pw_fail(P, "'(' expected after a function name");
+			P->p++;
+			for (int a = 0; a < pw_funcs[f].arity; a++) {
+				if (a) {
+					pw_skip(P);
+					if (*P->p != ',')
+						return pw_fail(P, "',' expected (too few arguments)");
+					P->p++;
+				}
+				if (!pw_expr(P))
+					return false;
+			}
+			pw_skip(P);
+			if (*P->p != ')')
+				return pw_fail(P, "')' expected (too many arguments?)");
+			P->p++;
+			return pw_emit(P, pw_funcs[f].op, 0, 0);
+		}
+		return pw_fail(P, "unknown function");
+	}
+	return pw_fail(P, *p ? "unexpected character" : "unexpected end");
+}
+
+static bool pw_unary(struct pw_prog *P)
+{
+	pw_skip(P);
+	if (*P->p == '-') {
+		P->p++;
+		if (++P->nest > PW_MAX_NEST)
+			return pw_fail(P, "the expression nests too deeply");
+		bool ok = pw_unary(P) && pw_emit(P, PW_NEG, 0, 0);
+		P->nest--;
+		return ok;
+	}
+	return pw_primary(P);
+}
+
+static bool pw_term(struct pw_prog *P)
+{
+	if (!pw_unary(P))
+		return false;
+	for (;;) {
+		pw_skip(P);
+		char c = *P->p;
+		if (c != '*' && c != '/')
+			return true;
+		P->p++;
+		if (!pw_unary(P) || !pw_emit(P, c == '*' ? PW_MUL : PW_DIV, 0, 0))
+			return false;
+	}
+}
+
+static bool pw_expr(struct pw_prog *P)
+{
+	if (++P->nest > PW_MAX_NEST)
+		return pw_fail(P, "the expression nests too deeply");
+	if (!pw_term(P))
+		return false;
+	for (;;) {
+		pw_skip(P);
+		char c = *P->p;
+		if (c != '+' && c != '-')
+			break;
+		P->p++;
+		if (!pw_term(P) || !pw_emit(P, c == '+' ? PW_ADD : PW_SUB, 0, 0))
+			return false;
+	}
+	P->nest--;
+	return true;
+}
+
+/* Compiles s; false with P->err. */
+static bool pw_compile(struct pw_prog *P, const char *s)
+{
+	memset(P, 0, offsetof(struct pw_prog, s));
+	P->max_in = -1;
+	P->s = P->p = s;
+	P->nest = 0;
+	P->err[0] = 0;
+	if (!pw_expr(P))
+		return false;
+	pw_skip(P);
+	if (*P->p)
+		return pw_fail(P, "unexpected text after the expression");
+	if (P->depth != 1)
+		return pw_fail(P, "internal error: unbalanced program");
+	return true;
+}
+
+static bool supports_pointwise(const struct ir_node *n, char *why, size_t size)
+{
+	const struct ir_attr *e = ir_node_attr(n, "expr");
+	if (!e || e->type != IR_ATTR_STRING || !e->s.data) {
+		snprintf(why, size, "has no 'expr' attribute");
+		return false;
+	}
+	struct pw_prog *P = malloc(sizeof(*P));
+	if (!P) {
+		snprintf(why, size, "out of memory");
+		return false;
+	}
+	bool ok = pw_compile(P, e->s.data);
+	if (!ok)
+		snprintf(why, size, "cannot read expr '%.60s': %s", e->s.data, P->err);
+	else if (n->n_inputs > 64) {
+		snprintf(why, size, "has %d inputs, more than 64", n->n_inputs);
+		ok = false;
+	} else if (P->max_in >= n->n_inputs) {
+		snprintf(why, size, "expr reads x%d but the node has %d inputs", P->max_in, n->n_inputs);
+		ok = false;
+	}
+	free(P);
+	if (!ok)
+		return false;
+	int64_t dt = ir_node_attr_int(n, "dtype", IR_FLOAT);
+	if (dt != IR_FLOAT && dt != IR_DOUBLE && dt != IR_FLOAT16 && dt != IR_BFLOAT16) {
+		snprintf(why, size, "dtype %lld is not float32, float64, float16 or bfloat16", (long long)dt);
+		return false;
+	}
+	return true;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Pointwise: running it                                                     */
+/* ------------------------------------------------------------------------ */
+
+#define PW_BLK 256
+
+/* The program over a block of nb elements; in[i] holds input i's block. */
+#define PW_RUN(NAME, T, EXP, LOG, SQRT, TANH, ERF, POW)                                                  \
+static void NAME(const struct pw_prog *P, T *const *in, T *st, int nb, T *out)                          \
+{                                                                                                       \
+	int sp = 0;                                                                                     \
+	for (int c = 0; c < P->n; c++) {                                                                \
+		const struct pw_ins *I = &P->code[c];                                                   \
+		T *b = st + (size_t)sp * PW_BLK, *a = sp > 0 ? b - PW_BLK : st;                         \
+		switch (I->op) {                                                                        \
+		case PW_IN: memcpy(b, in[I->in], (size_t)nb * sizeof(T)); sp++; break;                  \
+		case PW_LIT: for (int i = 0; i < nb; i++) b[i] = (T)I->lit; sp++; break;                \
+		case PW_NEG: for (int i = 0; i < nb; i++) a[i] = -a[i]; break;                          \
+		case PW_ABS: for (int i = 0; i < nb; i++) a[i] = a[i] < 0 ? -a[i] : a[i]; break;        \
+		case PW_EXP: for (int i = 0; i < nb; i++) a[i] = EXP(a[i]); break;                      \
+		case PW_LOG: for (int i = 0; i < nb; i++) a[i] = LOG(a[i]); break;                      \
+		case PW_SQRT: for (int i = 0; i < nb; i++) a[i] = SQRT(a[i]); break;                    \
+		case PW_SIGMOID: for (int i = 0; i < nb; i++) a[i] = (T)1 / ((T)1 + EXP(-a[i])); break; \
+		case PW_TANH: for (int i = 0; i < nb; i++) a[i] = TANH(a[i]); break;                    \
+		case PW_RELU: for (int i = 0; i < nb; i++) a[i] = a[i] < 0 ? 0 : a[i]; break;           \
+		case PW_ERF: for (int i = 0; i < nb; i++) a[i] = ERF(a[i]); break;                      \
+		default: {                                                                              \
+			T *r = a, *l = sp > 1 ? a - PW_BLK : st;                                        \
+			switch (I->op) {                                                                \
+			case PW_ADD: for (int i = 0; i < nb; i++) l[i] += r[i]; break;                  \
+			case PW_SUB: for (int i = 0; i < nb; i++) l[i] -= r[i]; break;                  \
+			case PW_MUL: for (int i = 0; i < nb; i++) l[i] *= r[i]; break;                  \
+			case PW_DIV: for (int i = 0; i < nb; i++) l[i] /= r[i]; break;                  \
+			case PW_POW: for (int i = 0; i < nb; i++) l[i] = POW(l[i], r[i]); break;        \
+			case PW_MAX:                                                                    \
+				for (int i = 0; i < nb; i++)                                            \
+					l[i] = isnan(l[i]) || isnan(r[i]) ? l[i] + r[i] : l[i] > r[i] ? l[i] : r[i]; \
+				break;                                                                  \
+			case PW_MIN:                                                                    \
+				for (int i = 0; i < nb; i++)                                            \
+					l[i] = isnan(l[i]) || isnan(r[i]) ? l[i] + r[i] : l[i] < r[i] ? l[i] : r[i]; \
+				break;                                                                  \
+			}                                                                               \
+			sp--;                                                                           \
+		}                                                                                       \
+		}                                                                                       \
+	}                                                                                               \
+	memcpy(out, st, (size_t)nb * sizeof(T));                                                        \
+}
+
+PW_RUN(pw_run_f32, float, expf, logf, sqrtf, tanhf, erff, powf)
+PW_RUN(pw_run_f64, double, exp, log, sqrt, tanh, erf, pow)
+
+/* How an input is read: as long as the output (same shape), one value, or broadcast. */
+enum { PW_FULL, PW_SCALAR, PW_BCAST };
+
+static int k_pointwise(struct cpu_kctx *k)
+{
+	char why[256];
+	if (!supports_pointwise(k->node, why, sizeof(why)))
+		return kerr(k, "%s", why);
+	int n_in = k->n_in;
+	if (n_in < 1)
+		return kerr(k, "pointwise needs inputs");
+	const struct ir_tensor **x = calloc((size_t)n_in, sizeof(*x));
+	struct pw_prog *P = malloc(sizeof(*P));
+	if (!x || !P) {
+		free(x);
+		free(P);
+		return kenomem(k);
+	}
+	int rc = 0;
+	void *stack = NULL, *inb = NULL;
+	int64_t(*strides)[IR_MAX_RANK] = NULL;
+	int *kind = NULL;
+	pw_compile(P, kattr_s(k, "expr", ""));
+	for (int i = 0; i < n_in; i++) {
+		if (!(x[i] = kin_req(k, i))) {
+			rc = IR_ERR;
+			goto out;
+		}
+		if (!ir_dtype_is_float(x[i]->dtype)) {
+			rc = kerr(k, "input %d is %s, not a float type", i, ir_dtype_name(x[i]->dtype));
+			goto out;
+		}
+	}
+	int dt = (int)kattr_i(k, "dtype", x[0]->dtype);
+	int rank;
+	int64_t dims[IR_MAX_RANK];
+	if ((rc = kbcast_shape(k, n_in, x, &rank, dims)))
+		goto out;
+	struct ir_tensor *o = kout(k, 0, dt, rank, dims);
+	if (!o) {
+		rc = IR_ERR;
+		goto out;
+	}
+	uint64_t total = o->numel;
+	if (!total)
+		goto out;
+	bool f32 = dt == IR_FLOAT;
+	for (int i = 0; f32 && i < n_in; i++)
+		f32 = x[i]->dtype == IR_FLOAT;
+	size_t esz = f32 ? sizeof(float) : sizeof(double);
+	int depth = P->max_depth > 0 ? P->max_depth : 1;
+	stack = malloc((size_t)depth * PW_BLK * esz);
+	inb = malloc((size_t)n_in * PW_BLK * esz);
+	strides = calloc((size_t)n_in, sizeof(*strides));
+	kind = calloc((size_t)n_in, sizeof(int));
+	void **inp = calloc((size_t)n_in, sizeof(void *));
+	if (!stack || !inb || !strides || !kind || !inp) {
+		free(inp);
+		rc = kenomem(k);
+		goto out;
+	}
+	for (int i = 0; i < n_in; i++) {
+		kind[i] = x[i]->numel == total ? PW_FULL : x[i]->numel == 1 ? PW_SCALAR : PW_BCAST;
+		if (kind[i] == PW_BCAST)
+			kbcast_strides(x[i], rank, dims, strides[i]);
+		inp[i] = (char *)inb + (size_t)i * PW_BLK * esz;
+	}
+	float ob32[PW_BLK];
+	double ob64[PW_BLK];
+	int64_t idx[IR_MAX_RANK];
+	int64_t off[64];
+	void *od = kwdata(o);
+	for (uint64_t base = 0; base < total; base += PW_BLK) {
+		int nb = (int)(total - base < PW_BLK ? total - base : PW_BLK);
+		/* the output index of `base`, for broadcast inputs */
+		bool any_bcast = false;
+		for (int i = 0; i < n_in; i++)
+			any_bcast = any_bcast || kind[i] == PW_BCAST;
+		if (any_bcast) {
+			uint64_t r = base;
+			for (int d = rank - 1; d >= 0; d--) {
+				idx[d] = dims[d] ? (int64_t)(r % (uint64_t)dims[d]) : 0;
+				r = dims[d] ? r / (uint64_t)dims[d] : 0;
+			}
+		}
+		for (int i = 0; i < n_in; i++) {
+			const void *src = kdata(x[i]);
+			if (kind[i] == PW_FULL) {
+				if (f32)
+					memcpy(inp[i], (const float *)src + base, (size_t)nb * sizeof(float));
+				else
+					for (int e = 0; e < nb; e++)
+						((double *)inp[i])[e] = kld(x[i]->dtype, src, base + (uint64_t)e);
+			} else if (kind[i] == PW_SCALAR) {
+				if (f32)
+					for (int e = 0; e < nb; e++)
+						((float *)inp[i])[e] = ((const float *)src)[0];
+				else {
+					double v = kld(x[i]->dtype, src, 0);
+					for (int e = 0; e < nb; e++)
+						((double *)inp[i])[e] = v;
+				}
+			}
+		}
+		if (any_bcast) {
+			/* walk the block's indices once, filling every broadcast input */
+			int nbi = 0, which[64];
+			for (int i = 0; i < n_in && nbi < 64; i++)
+				if (kind[i] == PW_BCAST)
+					which[nbi++] = i;
+			for (int q = 0; q < nbi; q++) {
+				int64_t s = 0;
+				for (int d = 0; d < rank; d++)
+					s += idx[d] * strides[which[q]][d];
+				off[q] = s;
+			}
+			for (int e = 0; e < nb; e++) {
+				for (int q = 0; q < nbi; q++) {
+					int i = which[q];
+					if (f32)
+						((float *)inp[i])[e] = ((const float *)kdata(x[i]))[off[q]];
+					else
+						((double *)inp[i])[e] = kld(x[i]->dtype, kdata(x[i]), (uint64_t)off[q]);
+				}
+				for (int d = rank - 1; d >= 0; d--) {
+					for (int q = 0; q < nbi; q++)
+						off[q] += strides[which[q]][d];
+					if (++idx[d] < dims[d])
+						break;
+					for (int q = 0; q < nbi; q++)
+						off[q] -= strides[which[q]][d] * dims[d];
+					idx[d] = 0;
+				}
+			}
+		}
+		if (f32) {
+			pw_run_f32(P, (float *const *)inp, stack, nb, ob32);
+			memcpy((float *)od + base, ob32, (size_t)nb * sizeof(float));
+		} else {
+			pw_run_f64(P, (double *const *)inp, stack, nb, ob64);
+			for (int e = 0; e < nb; e++)
+				kst(dt, od, base + (uint64_t)e, ob64[e]);
+		}
+		if ((base & ((1u << 20) - 1)) == 0 && (rc = kstop(k)))
+			break;
+	}
+	free(inp);
+out:
+	free(x);
+	free(P);
+	free(stack);
+	free(inb);
+	free(strides);
+	free(kind);
+	return rc;
+}
+
 const struct cpu_kernel cpu_kernels_fused[] = {
+	{ IR_OP_ogsh_FusedConv, k_fusedconv, supports_fused },
+	{ IR_OP_ogsh_FusedGemm, k_fusedgemm, supports_fused },
+	{ IR_OP_ogsh_Pointwise, k_pointwise, supports_pointwise },
 	{ -1, NULL, NULL },
 };

@@ -1,0 +1,296 @@
+/*
+ * fused.c - model-local functions for ogsh's fused ops: a body in standard
+ * ONNX ops per variant (overload), added to the model once (declared in
+ * fused.h).
+ */
+#include "passes/fused.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The ONNX opset the model imports when a fused op's function can be
+ * written for it, else 0 with why. */
+int64_t pass_fused_opset(const struct ir_model *m, char *why, size_t size)
+{
+	int64_t v = ir_model_opset(m, "");
+	if (v <= 0) {
+		snprintf(why, size, "the model imports no ONNX opset to write the fused op's function with");
+		return 0;
+	}
+	if (v < FUSED_MIN_OPSET) {
+		snprintf(why, size, "the model imports ONNX opset %lld: the fused op's function needs %d or later",
+			 (long long)v, FUSED_MIN_OPSET);
+		return 0;
+	}
+	return v;
+}
+
+static struct ir_value *fb_value(struct pass_fbody *b)
+{
+	char name[32];
+	snprintf(name, sizeof(name), "t%u", b->fresh++);
+	struct ir_value *v = ir_value_new(b->g, name, b->d);
+	if (!v)
+		b->rc = IR_ENOMEM;
+	return v;
+}
+
+/* A formal input of the body. */
+struct ir_value *pass_fb_input(struct pass_fbody *b, const char *name)
+{
+	if (b->rc)
+		return NULL;
+	struct ir_value *v = ir_value_new(b->g, name, b->d);
+	if (!v || ir_graph_add_input(b->g, v)) {
+		b->rc = IR_ENOMEM;
+		return NULL;
+	}
+	return v;
+}
+
+/* A node of the default domain reading in[] (NULL entries: omitted);
+ * returns its one output. */
+struct ir_value *pass_fb_node(struct pass_fbody *b, const char *op, struct ir_value *const *in, int n_in,
+			      struct ir_node **node)
+{
+	if (b->rc)
+		return NULL;
+	for (int i = 0; i < n_in; i++)
+		if (in[i] && in[i]->graph != b->g) {
+			b->rc = ir_diag_err(b->d, IR_ERR, "internal error: a function body reads a value of another graph");
+			return NULL;
+		}
+	char name[32];
+	snprintf(name, sizeof(name), "n%d_%s", b->g->next_id, op);
+	struct ir_node *n = ir_node_new(b->g, op, "", name, n_in, 1, NULL);
+	struct ir_value *out = n ? fb_value(b) : NULL;
+	if (!n || !out) {
+		b->rc = IR_ENOMEM;
+		return NULL;
+	}
+	for (int i = 0; i < n_in; i++)
+		if (ir_node_set_input(n, i, in[i])) {
+			b->rc = IR_ENOMEM;
+			return NULL;
+		}
+	if ((b->rc = ir_node_set_output(n, 0, out, b->d)))
+		return NULL;
+	if (node)
+		*node = n;
+	return out;
+}
+
+/* A scalar Constant of the body's element type. */
+struct ir_value *pass_fb_const(struct pass_fbody *b, double v)
+{
+	if (b->rc)
+		return NULL;
+	struct ir_tensor *t = pass_tensor_from_f64(b->dtype, 0, NULL, &v, b->d);
+	if (!t) {
+		b->rc = IR_ERR;
+		return NULL;
+	}
+	struct ir_node *n;
+	struct ir_value *out = pass_fb_node(b, "Constant", NULL, 0, &n);
+	if (!out) {
+		ir_tensor_unref(t);
+		return NULL;
+	}
+	struct ir_attr a = { 0 };
+	a.name = strdup("value");
+	a.type = IR_ATTR_TENSOR;
+	a.has_type = true;
+	a.t = t;
+	if (!a.name || ir_node_set_attr(n, &a, b->d)) {
+		ir_attr_clear(&a);
+		b->rc = IR_ENOMEM;
+	}
+	return out;
+}
+
+/* Attribute `name` of n refers to the calling node's attribute of that name. */
+void pass_fb_attr_ref(struct pass_fbody *b, struct ir_node *n, const char *name, enum ir_attr_type type)
+{
+	if (b->rc || !n)
+		return;
+	struct ir_attr a = { 0 };
+	a.name = strdup(name);
+	a.ref_attr_name = strdup(name);
+	a.type = type;
+	a.has_type = true;
+	if (!a.name || !a.ref_attr_name || ir_node_set_attr(n, &a, b->d)) {
+		ir_attr_clear(&a);
+		b->rc = IR_ENOMEM;
+	}
+}
+
+void pass_fb_attr_float(struct pass_fbody *b, struct ir_node *n, const char *name, double v)
+{
+	if (b->rc || !n)
+		return;
+	struct ir_attr a = { 0 };
+	a.name = strdup(name);
+	a.type = IR_ATTR_FLOAT;
+	a.has_type = true;
+	a.f = (float)v;
+	if (!a.name || ir_node_set_attr(n, &a, b->d)) {
+		ir_attr_clear(&a);
+		b->rc = IR_ENOMEM;
+	}
+}
+
+/* v (a node's output) becomes the body's output "Y". */
+void pass_fb_output(struct pass_fbody *b, struct ir_value *v)
+{
+	if (b->rc)
+		return;
+	if (!v || !v->producer) {
+		b->rc = ir_diag_err(b->d, IR_ERR, "internal error: a function body's output is not computed");
+		return;
+	}
+	if (ir_value_rename(v, "Y", b->d) || ir_graph_add_output(b->g, v))
+		b->rc = IR_ERR;
+}
+
+/* Sets a string attribute (a copy). */
+int pass_fused_set_str(struct ir_node *n, const char *name, const char *value, struct ir_diag *d)
+{
+	struct ir_attr a = { 0 };
+	a.name = strdup(name);
+	a.type = IR_ATTR_STRING;
+	a.has_type = true;
+	a.s.data = strdup(value);
+	a.s.len = strlen(value);
+	if (!a.name || !a.s.data) {
+		ir_attr_clear(&a);
+		return ir_diag_err(d, IR_ENOMEM, "out of memory");
+	}
+	return ir_node_set_attr(n, &a, d);
+}
+
+static const char *fn_key(const struct ir_function *f)
+{
+	for (size_t i = 0; i < f->n_meta; i++)
+		if (f->meta[i].key && !strcmp(f->meta[i].key, "ogsh.key"))
+			return f->meta[i].value;
+	return NULL;
+}
+
+static bool fn_overload_taken(const struct ir_model *m, const char *op, const char *overload)
+{
+	for (size_t i = 0; i < m->n_functions; i++) {
+		const struct ir_function *f = &m->functions[i];
+		if (f->name && !strcmp(f->name, op) && f->domain && !strcmp(f->domain, FUSED_DOMAIN) &&
+		    !strcmp(f->overload ? f->overload : "", overload))
+			return true;
+	}
+	return false;
+}
+
+/* IR version 10 (overloaded functions) and the ai.ogsh opset import. */
+static int fn_model_needs(struct ir_model *m, struct ir_diag *d)
+{
+	if (!m->has_ir_version || m->ir_version < 10) {
+		m->ir_version = 10;
+		m->has_ir_version = true;
+	}
+	for (size_t i = 0; i < m->n_opsets; i++)
+		if (m->opsets[i].domain && !strcmp(m->opsets[i].domain, FUSED_DOMAIN))
+			return 0;
+	struct ir_opset *o = realloc(m->opsets, (m->n_opsets + 1) * sizeof(*o));
+	if (!o)
+		return ir_diag_err(d, IR_ENOMEM, "out of memory");
+	m->opsets = o;
+	o[m->n_opsets].domain = strdup(FUSED_DOMAIN);
+	o[m->n_opsets].version = 1;
+	o[m->n_opsets].has_version = true;
+	if (!o[m->n_opsets].domain)
+		return ir_diag_err(d, IR_ENOMEM, "out of memory");
+	m->n_opsets++;
+	return 0;
+}
+
+/*
+ * Gives fused node n (op n->op_type of ai.ogsh) the model-local function
+ * for its variant: the one whose key (metadata "ogsh.key") is `key` when
+ * the model has it, else a new one whose body `build` writes (inputs,
+ * nodes, output) for the model's ONNX opset, with overload `base` (or
+ * base_2, base_3... when taken), attributes attrs[] and `doc`. Sets
+ * n->overload, the model's IR version (10) and its ai.ogsh import.
+ */
+int pass_fused_fn_use(struct pass_ctx *c, struct ir_node *n, const char *base, const char *key, const char *doc,
+		      const char *const *attrs, int n_attrs, int dtype,
+		      void (*build)(struct pass_fbody *b, void *arg), void *arg)
+{
+	struct ir_model *m = c->m;
+	const char *op = n->op_type;
+	const char *overload = NULL;
+	for (size_t i = 0; i < m->n_functions && !overload; i++) {
+		const struct ir_function *f = &m->functions[i];
+		const char *k = fn_key(f);
+		if (k && !strcmp(k, key) && f->name && !strcmp(f->name, op) && f->domain &&
+		    !strcmp(f->domain, FUSED_DOMAIN))
+			overload = f->overload ? f->overload : "";
+	}
+	char ov[200];
+	if (!overload) {
+		char why[200];
+		int64_t opset = pass_fused_opset(m, why, sizeof(why));
+		if (!opset)
+			return ir_diag_err(c->d, IR_ERR, "internal error: %s", why);
+		snprintf(ov, sizeof(ov), "%s", base);
+		for (int k = 2; fn_overload_taken(m, op, ov) && k < 100000; k++)
+			snprintf(ov, sizeof(ov), "%s_%d", base, k);
+		struct pass_fbody b = { .dtype = dtype, .opset = opset, .d = c->d };
+		if (!(b.g = ir_graph_new(op)))
+			return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
+		b.g->is_function = true;
+		build(&b, arg);
+		if (b.rc) {
+			ir_graph_free(b.g);
+			if (!c->d || !c->d->error)
+				ir_diag_err(c->d, IR_ERR, "cannot write the function of %s", op);
+			return IR_ERR;
+		}
+		struct ir_function *fs = realloc(m->functions, (m->n_functions + 1) * sizeof(*fs));
+		if (!fs) {
+			ir_graph_free(b.g);
+			return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
+		}
+		m->functions = fs;
+		struct ir_function *f = &fs[m->n_functions];
+		memset(f, 0, sizeof(*f));
+		f->body = b.g;
+		m->n_functions++;
+		f->name = strdup(op);
+		f->domain = strdup(FUSED_DOMAIN);
+		f->overload = strdup(ov);
+		f->doc = strdup(doc);
+		f->attr_names = calloc((size_t)(n_attrs ? n_attrs : 1), sizeof(char *));
+		f->opsets = calloc(1, sizeof(*f->opsets));
+		f->meta = calloc(1, sizeof(*f->meta));
+		if (!f->name || !f->domain || !f->overload || !f->doc || !f->attr_names || !f->opsets || !f->meta)
+			return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
+		for (int i = 0; i < n_attrs; i++)
+			if ((f->attr_names[f->n_attr_names] = strdup(attrs[i])))
+				f->n_attr_names++;
+		if ((f->opsets[0].domain = strdup("")))
+			f->n_opsets = 1;
+		f->opsets[0].version = opset;
+		f->opsets[0].has_version = true;
+		f->meta[0].key = strdup("ogsh.key");
+		f->meta[0].value = strdup(key);
+		f->n_meta = 1;
+		if (f->n_attr_names != (size_t)n_attrs || !f->n_opsets || !f->meta[0].key || !f->meta[0].value)
+			return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
+		overload = ov;
+	}
+	char *o = strdup(overload);
+	if (!o)
+		return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
+	free(n->overload);
+	n->overload = o;
+	return fn_model_needs(m, c->d);
+}

@@ -1,0 +1,37 @@
+/*
+ * fused.h - private to passes/: model-local ONNX functions for ogsh's fused
+ * ops (ai.ogsh FusedConv, FusedGemm, Pointwise), built by fused.c for
+ * fuse-activation and fuse-elementwise, so saved models run elsewhere.
+ */
+#ifndef OGSH_PASSES_FUSED_H
+#define OGSH_PASSES_FUSED_H
+
+#include "passes/pass.h"
+
+#define FUSED_DOMAIN "ai.ogsh"
+#define FUSED_MIN_OPSET 9    /* Erf, Max/Min with broadcasting, Constant tensors */
+
+/* A function body being built. */
+struct pass_fbody {
+	struct ir_graph *g;
+	int dtype;          /* of the constants it makes */
+	int64_t opset;      /* the ONNX opset the body is written for */
+	int rc;             /* the first error (the builders then do nothing) */
+	unsigned fresh;
+	struct ir_diag *d;
+};
+
+int64_t pass_fused_opset(const struct ir_model *m, char *why, size_t size);
+struct ir_value *pass_fb_input(struct pass_fbody *b, const char *name);
+struct ir_value *pass_fb_node(struct pass_fbody *b, const char *op, struct ir_value *const *in, int n_in,
+			      struct ir_node **node);
+struct ir_value *pass_fb_const(struct pass_fbody *b, double v);
+void pass_fb_attr_ref(struct pass_fbody *b, struct ir_node *n, const char *name, enum ir_attr_type type);
+void pass_fb_attr_float(struct pass_fbody *b, struct ir_node *n, const char *name, double v);
+void pass_fb_output(struct pass_fbody *b, struct ir_value *v);
+int pass_fused_fn_use(struct pass_ctx *c, struct ir_node *n, const char *base, const char *key, const char *doc,
+		      const char *const *attrs, int n_attrs, int dtype,
+		      void (*build)(struct pass_fbody *b, void *arg), void *arg);
+int pass_fused_set_str(struct ir_node *n, const char *name, const char *value, struct ir_diag *d);
+
+#endif
