@@ -146,9 +146,9 @@ static void add_tile(const float *acc, int ld, float alpha, float *c, int64_t ld
 			c[i * ldc + j] += alpha * acc[i * ld + j];
 }
 
-/* Portable micro-kernel (6 x 16): acc = A panel * B panel over kc, then added to C. */
-#define C_MR 6
-#define C_NR 16
+/* Portable micro-kernel (4 x 8: the accumulators fit in 8 SSE registers): acc = A panel * B panel over kc, then added to C. */
+#define C_MR 4
+#define C_NR 8
 static void ukr_c(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int mr, int nr)
 {
 	float acc[C_MR * C_NR] = { 0 };
