@@ -261,6 +261,16 @@ static int match(struct match *m, struct ir_node *sm)
 				 m->parts[i].n->name, ir_type_str(ts, a, sizeof(a)));
 			return -1;
 		}
+		/* Attention reads a mask whose last axis is shorter than the keys as
+		 * masking the keys it does not reach: a mask (or bias) broadcast
+		 * along the keys would change meaning */
+		const struct ir_type *tm = ir_value_type(m->parts[i].m);
+		if (!tm || tm->kind != IR_TYPE_TENSOR || tm->rank < 1 || !same_dim(tm, tm->rank - 1, ts, 3)) {
+			snprintf(m->why, sizeof(m->why), "the mask '%s' is not known to span the keys (its last axis must be "
+				 "the key length of the scores %s: Attention masks out keys a shorter mask does not reach)",
+				 m->parts[i].m->name, ir_type_str(ts, a, sizeof(a)));
+			return -1;
+		}
 	}
 	return 1;
 }
