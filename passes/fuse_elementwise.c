@@ -630,13 +630,31 @@ static int rewrite(struct pass_ctx *c, struct tree *t, int root_e, struct ir_nod
 	if (rc)
 		return rc;
 
-	/* what it was made from, in graph order */
+	/* what it was made from, producers first (a walk of the whole graph
+	 * per fused node would make the pass quadratic) */
 	struct ir_node *order[MAX_OPS];
+	bool placed[MAX_OPS] = { false };
 	int k = 0;
-	ir_for_each_node(g, n)
-		for (int i = 0; i < t->n_nodes; i++)
-			if (t->nodes[i] == n && k < MAX_OPS)
-				order[k++] = n;
+	while (k < t->n_nodes && k < MAX_OPS) {
+		int before = k;
+		for (int i = 0; i < t->n_nodes && i < MAX_OPS; i++) {
+			if (placed[i])
+				continue;
+			bool ready = true;
+			for (int j = 0; ready && j < t->nodes[i]->n_inputs; j++) {
+				const struct ir_value *v = t->nodes[i]->inputs[j];
+				for (int q = 0; v && q < t->n_nodes && q < MAX_OPS; q++)
+					if (!placed[q] && q != i && v->producer == t->nodes[q])
+						ready = false;
+			}
+			if (ready) {
+				placed[i] = true;
+				order[k++] = t->nodes[i];
+			}
+		}
+		if (k == before)
+			break;
+	}
 	pass_set_from(f, order, k);
 	char ops[600] = "";
 	for (int i = 0; i < k; i++)
