@@ -220,3 +220,41 @@ out:
 }
 
 /* ------------------------------------------------------------------------ */
+
+const char *fold_bias_layout(const struct ir_node *p, const struct ir_tensor *w, const char *pn,
+			     const struct ir_tensor **bias_out, struct layout *L, char *why, size_t size)
+{
+	const struct ir_tensor *bias = NULL;
+	*bias_out = NULL;
+	if (p->n_inputs > 2 && p->inputs[2]) {
+		bias = pass_const_input(p, 2);
+		if (!bias) {
+			snprintf(why, size, "%s's bias is not a constant", pn);
+			return why;
+		}
+		if (bias->dtype != w->dtype) {
+			snprintf(why, size, "%s's bias is %s but its weights are %s", pn, ir_dtype_name(bias->dtype),
+				 ir_dtype_name(w->dtype));
+			return why;
+		}
+	}
+	if (fold_weight_layout(p, w, L, why, size))
+		return why;
+	if (bias) {
+		bool ok;
+		if (L->kind == L_GEMM) {
+			int64_t last = bias->rank >= 1 ? bias->dims[bias->rank - 1] : 1;
+			ok = bias->rank <= 2 && bias->numel > 0 && (last == 1 || last == L->channels);
+		} else {
+			ok = bias->numel == (uint64_t)L->channels;
+		}
+		if (!ok) {
+			char ds[96];
+			snprintf(why, size, "%s's bias has shape %s, not one value per output channel (%lld)", pn,
+				 ir_dims_str(bias->rank, bias->dims, ds, sizeof(ds)), (long long)L->channels);
+			return why;
+		}
+	}
+	*bias_out = bias;
+	return NULL;
+}

@@ -49,4 +49,9 @@ void fold_base_name(char *buf, size_t size, const char *old, const char *suffix)
 int fold_affine(struct pass_ctx *c, struct ir_node *p, const struct layout *L, const struct ir_tensor *w,
 		const struct ir_tensor *bias_t, const double *mul, const double *add, const char *suffix);
 
+/* The constant bias of p (input 2; NULL when it has none) into *bias and
+ * the layout of its weights w into L, checked: NULL, or why not (written
+ * into why; pn names p in the message). */
+const char *fold_bias_layout(const struct ir_node *p, const struct ir_tensor *w, const char *pn,
+			     const struct ir_tensor **bias, struct layout *L, char *why, size_t size);
 #endif

@@ -85,37 +85,10 @@ static int try_bn(struct pass_ctx *c, struct ir_node *bn)
 		return 0;
 	}
 	const struct ir_tensor *bias = NULL;
-	if (p->n_inputs > 2 && p->inputs[2]) {
-		bias = pass_const_input(p, 2);
-		if (!bias) {
-			pass_rejected(c, bn, "%s's bias is not a constant", pn);
-			return 0;
-		}
-		if (bias->dtype != w->dtype) {
-			pass_rejected(c, bn, "%s's bias is %s but its weights are %s", pn, ir_dtype_name(bias->dtype),
-				      ir_dtype_name(w->dtype));
-			return 0;
-		}
-	}
 	struct layout L;
-	if (fold_weight_layout(p, w, &L, why, sizeof(why))) {
+	if (fold_bias_layout(p, w, pn, &bias, &L, why, sizeof(why))) {
 		pass_rejected(c, bn, "%s", why);
 		return 0;
-	}
-	if (bias) {
-		bool ok;
-		if (L.kind == L_GEMM) {
-			int64_t last = bias->rank >= 1 ? bias->dims[bias->rank - 1] : 1;
-			ok = bias->rank <= 2 && bias->numel > 0 && (last == 1 || last == L.channels);
-		} else {
-			ok = bias->numel == (uint64_t)L.channels;
-		}
-		if (!ok) {
-			char ds[96];
-			pass_rejected(c, bn, "%s's bias has shape %s, not one value per output channel (%lld)", pn,
-				      ir_dims_str(bias->rank, bias->dims, ds, sizeof(ds)), (long long)L.channels);
-			return 0;
-		}
 	}
 	for (int i = 1; i < 5; i++) {
 		const struct ir_tensor *t = pass_const_input(bn, i);
