@@ -412,6 +412,7 @@ static int read_floats(struct cpu_kctx *k, const struct ir_tensor *t, double *va
 
 static int rsz_parse(struct cpu_kctx *k, struct rsz_opts *o, bool legacy)
 {
+	memset(o, 0, sizeof(*o));   /* the legacy form sets only some options */
 	const char *m = kattr_s(k, "mode", "nearest");
 	if (!strcmp(m, "bilinear"))
 		m = "linear";

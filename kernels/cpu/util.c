@@ -90,6 +90,13 @@ int kout_share(struct cpu_kctx *k, int i, const struct ir_tensor *t, int rank, c
 				return ir_diag_err(k->d, IR_ENOMEM, "out of memory");
 			}
 		}
+	} else if (t->buf && ((uintptr_t)t->buf->data % 16)) {
+		/* bytes at an odd offset of a mapped file (a Constant's tensor):
+		 * kernels read aligned data, so this one is copied */
+		o = ir_tensor_new(t->dtype, rank, dims, k->d);
+		if (!o)
+			return IR_ERR;
+		memcpy(ir_tensor_mutable(o), t->buf->data, t->nbytes);
 	} else {
 		o = ir_tensor_wrap(t->dtype, rank, dims, t->buf, k->d);
 		if (!o)
