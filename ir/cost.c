@@ -2230,6 +2230,20 @@ static bool reads_no_data(int op)
 	       op == IR_OP_Constant;
 }
 
+/* Looks at value v (its shape into *s) and fills what the cost of a node
+ * says about it: name, type, element and byte counts. */
+static void fill_io(struct cx *c, const struct ir_value *v, struct ir_cost_io *io, struct shp *s)
+{
+	probe(c, v, s);
+	io->name = cx_str(c, vname(v));
+	io->type = type_text(c, v);
+	if (!io->name || !io->type)
+		c->oom = true;
+	io->known = s->ok && s->bytes_ok;
+	io->numel = s->ok ? s->numel : 0;
+	io->bytes = io->known ? s->bytes : 0;
+}
+
 static void cost_node(struct cx *c, const struct ir_node *n, struct ir_node_cost *o)
 {
 	build_table();
@@ -2260,15 +2274,8 @@ static void cost_node(struct cx *c, const struct ir_node *n, struct ir_node_cost
 		if (!v)
 			continue;
 		struct shp s;
-		probe(c, v, &s);
 		struct ir_cost_io *io = &o->outputs[k];
-		io->name = cx_str(c, vname(v));
-		io->type = type_text(c, v);
-		if (!io->name || !io->type)
-			c->oom = true;
-		io->known = s.ok && s.bytes_ok;
-		io->numel = s.ok ? s.numel : 0;
-		io->bytes = io->known ? s.bytes : 0;
+		fill_io(c, v, io, &s);
 		if (n->op == IR_OP_Constant)
 			continue;
 		if (!io->known && !io_why[0])
@@ -2282,15 +2289,8 @@ static void cost_node(struct cx *c, const struct ir_node *n, struct ir_node_cost
 		if (!v)
 			continue;
 		struct shp s;
-		probe(c, v, &s);
 		struct ir_cost_io *io = &o->inputs[i];
-		io->name = cx_str(c, vname(v));
-		io->type = type_text(c, v);
-		if (!io->name || !io->type)
-			c->oom = true;
-		io->known = s.ok && s.bytes_ok;
-		io->numel = s.ok ? s.numel : 0;
-		io->bytes = io->known ? s.bytes : 0;
+		fill_io(c, v, io, &s);
 		io->role = s.ok ? input_role(n, i, v, s.elem, s.numel) : is_const(v) ? IR_ROLE_PARAM : IR_ROLE_NONE;
 		if (io->role == IR_ROLE_PARAM && s.ok) {
 			o->params += s.numel;
