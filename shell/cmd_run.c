@@ -560,6 +560,30 @@ void sh_run_forget(struct session *s)
 {
 	exec_values_clear(&s->last_run);
 	s->last_run_all = false;
+	sh_node_values_clear(&s->node_time);
+	sh_node_values_clear(&s->node_err);
+}
+
+bool sh_node_values_reset(struct sh_node_values *vals, int stage, int n, const char *unit)
+{
+	sh_node_values_clear(vals);
+	if (n < 0)
+		n = 0;
+	vals->v = malloc(((size_t)n + 1) * sizeof(double));
+	if (!vals->v)
+		return false;
+	for (int i = 0; i < n; i++)
+		vals->v[i] = NAN;
+	vals->n = n;
+	vals->stage = stage;
+	snprintf(vals->unit, sizeof(vals->unit), "%s", unit);
+	return true;
+}
+
+void sh_node_values_clear(struct sh_node_values *vals)
+{
+	free(vals->v);
+	memset(vals, 0, sizeof(*vals));
 }
 
 struct prof_row {

@@ -23,6 +23,23 @@ struct sh_source {
 	struct sh_source *up;
 };
 
+/*
+ * Per-node figures measured on one stage (time from `profile`, error from
+ * `run --check`), for `dot --color-by time|error`: v[id] for node id n<id>
+ * of the main graph, NaN where there is no figure. Empty (v NULL) until
+ * measured; dropped with the last run's values (sh_run_forget: any stage
+ * change or edit).
+ */
+struct sh_node_values {
+	int stage;             /* the stage they belong to */
+	int n;                 /* entries in v (the graph's next_id when measured) */
+	double *v;
+	char unit[16];         /* "ms", "max abs" */
+};
+/* Sets vals to n entries (all NaN) for `stage`; false when out of memory. */
+bool sh_node_values_reset(struct sh_node_values *vals, int stage, int n, const char *unit);
+void sh_node_values_clear(struct sh_node_values *vals);
+
 struct session {
 	struct ir_model *model;
 	char *name;            /* shown in the prompt: file name or "demo" */
@@ -36,6 +53,8 @@ struct session {
 	int saved_stage;       /* the stage last saved or loaded (-1: none) */
 	bool edit_made;        /* set by sh_model_changed during a command */
 	bool last_run_all;     /* run --all-tensors: every value is kept */
+	struct sh_node_values node_time;   /* from `profile` */
+	struct sh_node_values node_err;    /* from `run --check` */
 
 	bool on_error_continue;
 	bool timer;
