@@ -125,6 +125,114 @@ int exec_run(const struct ir_model *m, const struct exec_values *inputs, const s
 	     struct exec_values *outputs, struct exec_values *all, struct exec_report *rep, struct ir_diag *d);
 
 /* ------------------------------------------------------------------------ */
+/* The GPU (exec/cuda.c): plans, runs, timing and profiles                   */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Whether GPU work can happen here: built with CUDA, a driver, a device,
+ * and not turned off by OGSH_DEVICE=cpu (which the golden tests set so
+ * their transcripts are the same on every machine). When false, `why` is
+ * one line: "ogsh was built without CUDA", "no CUDA driver found",
+ * "no GPU found", "the GPU is turned off (OGSH_DEVICE=cpu)".
+ */
+bool exec_gpu_available(char *why, size_t size);
+
+/* What `gpu` shows. */
+struct exec_gpu_info {
+	char name[256];
+	int cc_major, cc_minor;
+	int sm_count;
+	uint64_t mem_total, mem_free;      /* bytes */
+	int clock_mhz, mem_clock_mhz, bus_bits;
+	double peak_fp32_tflops;           /* estimates from SMs and clock, for `profile` */
+	double peak_fp16_tflops;           /* dense tensor cores */
+	double peak_gbps;                  /* memory bandwidth */
+	int driver_version, runtime_version;
+	long cudnn_version;
+	int cublaslt_version;
+};
+int exec_gpu_info(struct exec_gpu_info *info, struct ir_diag *d);
+
+struct exec_plan;   /* one stage, one set of input shapes */
+
+struct exec_plan_opts {
+	bool tf32;                 /* TF32 tensor cores for float32 (`set tf32 on`) */
+	bool no_graph;             /* never capture a CUDA graph */
+	const char *tune_path;     /* the tuning cache file; NULL: $XDG_CACHE_HOME/ogsh/tune (or ~/.cache) */
+	bool keep_all;             /* keep every value for exec_plan_run's `all` */
+	void (*progress)(void *arg, const char *what, int done, int total);   /* tuning, may be NULL */
+	void *progress_arg;
+};
+
+/* Where one node of the main graph runs, and why. */
+enum exec_place { EXEC_ON_GPU, EXEC_ON_CPU, EXEC_FOLDED };
+struct exec_plan_node {
+	const struct ir_node *node;        /* in the plan's model (the stage's) */
+	enum exec_place place;
+	char why[160];                     /* EXEC_ON_CPU: why not the GPU; EXEC_FOLDED: "inputs are constant" */
+	char impl[96];                     /* what computes it */
+	int copies_in;                     /* host<->device copies made before it */
+	uint64_t copy_bytes;
+	uint64_t out_bytes;                /* its outputs */
+	double flops;                      /* from the cost model (0 when unknown) */
+	double bytes;                      /* bytes read and written, from the cost model */
+};
+struct exec_plan_summary {
+	int n_gpu, n_cpu, n_folded;
+	int n_copies;                      /* per run */
+	uint64_t copy_bytes;
+	uint64_t arena_bytes;              /* the activation arena (liveness plan) */
+	uint64_t naive_bytes;              /* every activation in its own buffer */
+	uint64_t weight_bytes;             /* constants on the device */
+	uint64_t ws_bytes;                 /* the largest kernel workspace */
+	bool graph;                        /* runs replay a CUDA graph */
+	char graph_why[160];               /* why not, when not */
+	int tuned, tune_hits;              /* kernel choices timed now / found in the cache */
+	double plan_ms;
+};
+
+/*
+ * Plans the model's main graph for the input shapes of `inputs` (their
+ * values are not read): binds the dims, infers every shape, folds what is
+ * constant, places each node (GPU when a kernel supports it, else CPU with
+ * the copies planned), sizes one arena by liveness, uploads the constants,
+ * prepares kernels (timing choices not in the tuning cache). The plan keeps
+ * a reference to `m`, which must outlive it. 0, IR_ERR, IR_ENOMEM (naming
+ * the allocation) or IR_EINTR.
+ */
+int exec_plan_new(const struct ir_model *m, const struct exec_values *inputs, const struct exec_plan_opts *o,
+		  struct exec_plan **out, struct ir_diag *d);
+void exec_plan_free(struct exec_plan *p);
+/* Whether the plan was made for these inputs' shapes and dtypes. */
+bool exec_plan_fits(const struct exec_plan *p, const struct exec_values *inputs);
+/* The plan's nodes in order (n_nodes of them) and its figures. */
+const struct exec_plan_node *exec_plan_nodes(const struct exec_plan *p, int *n_nodes);
+void exec_plan_summary(const struct exec_plan *p, struct exec_plan_summary *s);
+
+/* Runs once: uploads inputs, runs, downloads outputs (and with keep_all,
+ * every value into `all`, which may then be NULL otherwise). */
+int exec_plan_run(struct exec_plan *p, const struct exec_values *inputs, struct exec_values *outputs,
+		  struct exec_values *all, struct exec_report *rep, struct ir_diag *d);
+
+struct exec_time_opts {
+	int iters, warmup;         /* 0: 100 and 10 */
+	bool no_graph;             /* launch node by node even when a graph was captured */
+	bool with_copies;          /* include uploading inputs and downloading outputs */
+};
+struct exec_time_result {
+	int iters;
+	double median_ms, p90_ms, min_ms, max_ms, mean_ms;
+	bool graph;                /* the runs replayed a CUDA graph */
+};
+/* Times whole runs with CUDA events; Ctrl-C stops between iterations (IR_EINTR). */
+int exec_plan_time(struct exec_plan *p, const struct exec_values *inputs, const struct exec_time_opts *o,
+		   struct exec_time_result *r, struct ir_diag *d);
+/* Per plan node (exec_plan_nodes order), the median time in ms over
+ * `iters` runs, events around each node; node_ms has n_nodes entries. */
+int exec_plan_profile(struct exec_plan *p, const struct exec_values *inputs, int iters, double *node_ms,
+		      struct ir_diag *d);
+
+/* ------------------------------------------------------------------------ */
 /* Inputs                                                                    */
 /* ------------------------------------------------------------------------ */
 

@@ -1,0 +1,4 @@
+/*
+ * cuda.c - the cuda backend: plans, runs, timing and profiles (exec.h).
+ */
+#include "exec/exec.h"

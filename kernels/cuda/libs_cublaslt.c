@@ -1,0 +1,4 @@
+/*
+ * libs_cublaslt.c
+ */
+#include "kernels/cuda/cuda.h"

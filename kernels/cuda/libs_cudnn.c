@@ -1,0 +1,4 @@
+/*
+ * libs_cudnn.c
+ */
+#include "kernels/cuda/cuda.h"

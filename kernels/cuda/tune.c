@@ -1,0 +1,4 @@
+/*
+ * tune.c
+ */
+#include "kernels/cuda/cuda.h"

@@ -1,0 +1,4 @@
+/*
+ * cmd_dot.c - dot: drawings through Graphviz.
+ */
+#include "shell.h"

@@ -1,0 +1,4 @@
+/*
+ * cmd_gpu.c - gpu, plan, time, profile.
+ */
+#include "shell.h"
