@@ -3,6 +3,12 @@
  * model.onnx and test_data_set_N/{input,output}_N.pb) and compares the
  * outputs under ONNX's tolerances. Each test runs in a child process with a
  * time limit, so a crash or a hang is a result, not the end of the run.
+ *
+ * On the cuda device each test's model goes through the GPU planner
+ * (exec_plan_new/exec_plan_run): nodes the GPU cannot run fall back to the
+ * CPU, and each result says how many nodes ran where. CUDA is never
+ * touched in the parent process (a CUDA context does not survive fork), so
+ * even the check for a GPU runs in a child.
  */
 #include "exec/exec.h"
 #include "exec/exec_io.h"
@@ -21,6 +27,12 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+/* What a child sends back. */
+struct conf_msg {
+	struct exec_conf_result r;
+	int n_gpu, n_cpu, n_folded;
+};
 
 const char *exec_conf_status_name(enum exec_conf_status s)
 {
@@ -227,9 +239,43 @@ static double test_rtol(const char *test)
 	return strstr(test, "densenet121") ? 2e-3 : 1e-3;
 }
 
-/* Runs one test in this process. */
-static void run_test(const char *dir, const struct exec_backend *be, struct exec_conf_result *res)
+/* Runs one data set: on the backend, or through the GPU planner (the plan
+ * is made on the first set and again when a set's shapes differ). */
+static int run_set(const struct ir_model *m, const struct exec_values *in, const struct exec_backend *be, bool gpu,
+		   struct exec_plan **plan, struct exec_values *got, struct conf_msg *cm, struct ir_diag *d)
 {
+	if (!gpu) {
+		struct exec_opts o = { .backend = be };
+		return exec_run(m, in, &o, got, NULL, NULL, d);
+	}
+	if (*plan && !exec_plan_fits(*plan, in)) {
+		exec_plan_free(*plan);
+		*plan = NULL;
+	}
+	if (!*plan) {
+		struct exec_plan_opts po = { .tf32 = false };
+		struct exec_plan *p = NULL;
+		int rc = exec_plan_new(m, in, &po, &p, d);
+		if (rc) {
+			ir_diag_prefix(d, "plan");
+			return rc;
+		}
+		*plan = p;
+		struct exec_plan_summary s;
+		memset(&s, 0, sizeof(s));
+		exec_plan_summary(p, &s);
+		cm->n_gpu = s.n_gpu;
+		cm->n_cpu = s.n_cpu;
+		cm->n_folded = s.n_folded;
+	}
+	return exec_plan_run(*plan, in, got, NULL, NULL, d);
+}
+
+/* Runs one test in this process. */
+static void run_test(const char *dir, const struct exec_backend *be, bool gpu, struct conf_msg *cm)
+{
+	struct exec_conf_result *res = &cm->r;
+	struct exec_plan *plan = NULL;
 	struct ir_diag d;
 	ir_diag_init(&d);
 	char path[4096];
@@ -261,7 +307,8 @@ static void run_test(const char *dir, const struct exec_backend *be, struct exec
 		if (!seen && len + strlen(tok) + 2 < sizeof(res->ops))
 			len += (size_t)snprintf(res->ops + len, sizeof(res->ops) - len, "%s%s", len ? " " : "", tok);
 	}
-	if (!exec_graph_runnable(m, be, res->detail, sizeof(res->detail))) {
+	/* on the GPU, what the GPU cannot run falls back to the CPU */
+	if (!exec_graph_runnable(m, gpu ? NULL : be, res->detail, sizeof(res->detail))) {
 		res->status = EXEC_CONF_UNSUPPORTED;
 		ir_model_free(m);
 		ir_diag_clear(&d);
@@ -282,7 +329,6 @@ static void run_test(const char *dir, const struct exec_backend *be, struct exec
 	for (int s = 0; sets && s < n_sets && res->status == EXEC_CONF_PASS; s++) {
 		struct exec_values in = { 0 }, want = { 0 }, got = { 0 };
 		snprintf(path, sizeof(path), "%s/%s", dir, sets[s]);
-		struct exec_opts o = { .backend = be };
 		struct timespec t0, t1;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		int rrc = light ? (light_inputs(m, &in, &d) || light_expected(m, dir, &want, &d))
@@ -290,7 +336,7 @@ static void run_test(const char *dir, const struct exec_backend *be, struct exec
 		if (rrc) {
 			res->status = EXEC_CONF_ERROR;
 			snprintf(res->detail, sizeof(res->detail), "%s: %s", sets[s], d.error);
-		} else if (exec_run(m, &in, &o, &got, NULL, NULL, &d)) {
+		} else if (run_set(m, &in, be, gpu, &plan, &got, cm, &d)) {
 			res->status = EXEC_CONF_ERROR;
 			snprintf(res->detail, sizeof(res->detail), "%s", d.error);
 		} else {
@@ -315,6 +361,8 @@ static void run_test(const char *dir, const struct exec_backend *be, struct exec
 		ir_diag_init(&d);
 	}
 	free_list(sets, n_sets);
+	if (plan)
+		exec_plan_free(plan);
 	ir_model_free(m);
 	ir_diag_clear(&d);
 }
@@ -335,11 +383,12 @@ static bool write_all(int fd, const void *p, size_t n)
 }
 
 /* Runs a test in a child; crash and time-out become results. */
-static void run_isolated(const char *dir, const struct exec_conf_opts *o, struct exec_conf_result *res)
+static void run_isolated(const char *dir, const struct exec_conf_opts *o, bool gpu, struct conf_msg *cm)
 {
+	struct exec_conf_result *res = &cm->r;
 	int p[2];
 	if (pipe(p)) {
-		run_test(dir, o->backend, res);
+		run_test(dir, o->backend, gpu, cm);
 		return;
 	}
 	fflush(NULL);
@@ -347,17 +396,17 @@ static void run_isolated(const char *dir, const struct exec_conf_opts *o, struct
 	if (pid < 0) {
 		close(p[0]);
 		close(p[1]);
-		run_test(dir, o->backend, res);
+		run_test(dir, o->backend, gpu, cm);
 		return;
 	}
 	if (pid == 0) {
 		close(p[0]);
 		signal(SIGINT, SIG_DFL);
-		run_test(dir, o->backend, res);
-		_exit(write_all(p[1], res, sizeof(*res)) ? 0 : 1);
+		run_test(dir, o->backend, gpu, cm);
+		_exit(write_all(p[1], cm, sizeof(*cm)) ? 0 : 1);
 	}
 	close(p[1]);
-	struct exec_conf_result got;
+	struct conf_msg got;
 	size_t have = 0;
 	int timeout_ms = o->timeout_s > 0 ? o->timeout_s * 1000 : 60000;
 	struct timespec t0, t1;
@@ -390,7 +439,7 @@ static void run_isolated(const char *dir, const struct exec_conf_opts *o, struct
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
 	if (have == sizeof(got)) {
-		*res = got;
+		*cm = got;
 		return;
 	}
 	if (timed_out) {
@@ -408,9 +457,89 @@ static void run_isolated(const char *dir, const struct exec_conf_opts *o, struct
 	}
 }
 
+/* Whether there is a GPU to run on; asked in a child unless in_process, so
+ * that this process never starts CUDA before forking the tests. */
+static bool gpu_check(bool in_process, char *why, size_t size)
+{
+	if (in_process)
+		return exec_gpu_available(why, size);
+	int p[2];
+	if (pipe(p)) {
+		snprintf(why, size, "cannot make a pipe");
+		return false;
+	}
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		snprintf(why, size, "cannot fork");
+		return false;
+	}
+	if (pid == 0) {
+		close(p[0]);
+		char w[256] = "";
+		bool ok = exec_gpu_available(w, sizeof(w));
+		_exit(write_all(p[1], w, sizeof(w)) && ok ? 0 : 1);
+	}
+	close(p[1]);
+	char w[256];
+	size_t have = 0;
+	while (have < sizeof(w)) {
+		ssize_t r = read(p[0], w + have, sizeof(w) - have);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		have += (size_t)r;
+	}
+	close(p[0]);
+	int st = 0;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		return true;
+	if (have == sizeof(w) && w[0]) {
+		w[sizeof(w) - 1] = 0;
+		snprintf(why, size, "%s", w);
+	} else {
+		snprintf(why, size, "the GPU check failed (%s)", WIFSIGNALED(st) ? strsignal(WTERMSIG(st)) : "no answer");
+	}
+	return false;
+}
+
+struct plain_each {
+	void (*each)(void *arg, const struct exec_conf_result *r);
+	void *arg;
+};
+
+static void plain_each(void *arg, const struct exec_conf_result *r, int n_gpu, int n_cpu, int n_folded)
+{
+	(void)n_gpu, (void)n_cpu, (void)n_folded;
+	struct plain_each *p = arg;
+	p->each(p->arg, r);
+}
+
 int exec_conformance(const char *dir, const struct exec_conf_opts *o,
 		     void (*each)(void *arg, const struct exec_conf_result *r), void *arg, struct ir_diag *d)
 {
+	struct plain_each p = { each, arg };
+	return exec_conformance_on(dir, o, "cpu", plain_each, &p, d);
+}
+
+int exec_conformance_on(const char *dir, const struct exec_conf_opts *o, const char *device,
+			void (*each)(void *arg, const struct exec_conf_result *r, int n_gpu, int n_cpu, int n_folded),
+			void *arg, struct ir_diag *d)
+{
+	bool gpu = false;
+	if (device && !strcmp(device, "cuda")) {
+		char why[256] = "";
+		if (!gpu_check(o->in_process, why, sizeof(why)))
+			return ir_diag_err(d, IR_ERR, "cannot run on the GPU: %s", *why ? why : "no GPU");
+		gpu = true;
+	} else if (device && strcmp(device, "cpu")) {
+		return ir_diag_err(d, IR_ERR, "no device '%s' (there is: cpu, cuda)", device);
+	}
 	regex_t re;
 	bool have_re = false;
 	if (o->filter && *o->filter) {
@@ -469,19 +598,20 @@ int exec_conformance(const char *dir, const struct exec_conf_opts *o,
 			rc = ir_diag_err(d, IR_EINTR, "stopped");
 			break;
 		}
-		struct exec_conf_result r;
-		memset(&r, 0, sizeof(r));
-		snprintf(r.test, sizeof(r.test), "%.255s", is_light_model(dir, name) ? lname : name);
+		struct conf_msg cm;
+		memset(&cm, 0, sizeof(cm));
+		struct exec_conf_result *r = &cm.r;
+		snprintf(r->test, sizeof(r->test), "%.255s", is_light_model(dir, name) ? lname : name);
 		char tdir[4096];
 		if (name == single)
 			snprintf(tdir, sizeof(tdir), "%s", dir);
 		else
 			snprintf(tdir, sizeof(tdir), "%s/%s", dir, name);
 		if (oo.in_process)
-			run_test(tdir, oo.backend, &r);
+			run_test(tdir, oo.backend, gpu, &cm);
 		else
-			run_isolated(tdir, &oo, &r);
-		each(arg, &r);
+			run_isolated(tdir, &oo, gpu, &cm);
+		each(arg, r, cm.n_gpu, cm.n_cpu, cm.n_folded);
 	}
 	free_list(tests, n);
 	if (have_re)

@@ -152,6 +152,10 @@ struct exec_gpu_info {
 	int cublaslt_version;
 };
 int exec_gpu_info(struct exec_gpu_info *info, struct ir_diag *d);
+/* The tuning cache file (`path`, NULL: the default one) written into `used`,
+ * and how many kernel choices it holds for this GPU and these library
+ * versions (0 when there is no file yet). 0 or IR_ERR. */
+int exec_gpu_tune_cache(const char *path, char *used, size_t size, int *entries, struct ir_diag *d);
 
 struct exec_plan;   /* one stage, one set of input shapes */
 
@@ -215,7 +219,7 @@ int exec_plan_run(struct exec_plan *p, const struct exec_values *inputs, struct 
 		  struct exec_values *all, struct exec_report *rep, struct ir_diag *d);
 
 struct exec_time_opts {
-	int iters, warmup;         /* 0: 100 and 10 */
+	int iters, warmup;         /* 0: 100 and 10; warmup < 0: none */
 	bool no_graph;             /* launch node by node even when a graph was captured */
 	bool with_copies;          /* include uploading inputs and downloading outputs */
 };
@@ -302,5 +306,12 @@ struct exec_conf_opts {
  */
 int exec_conformance(const char *dir, const struct exec_conf_opts *o,
 		     void (*each)(void *arg, const struct exec_conf_result *r), void *arg, struct ir_diag *d);
+
+/* The device variant of exec_conformance: `device` is "cpu" or "cuda"; each() also gets, per test, the plan's
+ * count of nodes on the GPU, on the CPU and folded at plan time (all 0 on
+ * the cpu device, or when the test did not get as far as a plan). */
+int exec_conformance_on(const char *dir, const struct exec_conf_opts *o, const char *device,
+			void (*each)(void *arg, const struct exec_conf_result *r, int n_gpu, int n_cpu, int n_folded),
+			void *arg, struct ir_diag *d);
 
 #endif

@@ -115,7 +115,7 @@ static bool symbol_value(const struct ir_model *m, const char *sym, const struct
 	if (s && s->rank == 0) {
 		/* "batch=4" parses as the 1-D dims [4] */
 	}
-	if (s && s->rank == 1) {
+	if (s && (s->rank == 1 || s->rank == -1)) {
 		*val = s->dims[0];
 		return true;
 	}

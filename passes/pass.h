@@ -246,6 +246,18 @@ struct ir_model *pass_history_model(const struct pass_history *h);
  */
 const char *pass_history_map(const struct pass_history *h, int to, int from, const char *name);
 
+/*
+ * Matching nodes between two stages, as `diff` and `dot --diff` do: nodes
+ * keep their ids across stages (clones) and new nodes get new ones, so node
+ * n of one stage is the node of `other` with its id and op type, or NULL
+ * (removed there). pass_node_same_io: the same input and output value names
+ * (else it was rewired). pass_node_same_attrs: the same attributes; when
+ * not, `which` gets the names of those that differ ("strides, pads").
+ */
+const struct ir_node *pass_stage_match(const struct ir_graph *other, const struct ir_node *n);
+bool pass_node_same_io(const struct ir_node *x, const struct ir_node *y);
+bool pass_node_same_attrs(const struct ir_node *x, const struct ir_node *y, char *which, size_t size);
+
 /* ------------------------------------------------------------------------ */
 /* Hand edits (passes/edit.c)                                                */
 /* ------------------------------------------------------------------------ */

@@ -4,6 +4,7 @@
  */
 #include "passes/pass.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -120,4 +121,55 @@ const char *pass_history_map(const struct pass_history *h, int to, int from, con
 		return name;
 	}
 	return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Matching nodes between stages (diff, dot --diff)                          */
+/* ------------------------------------------------------------------------ */
+
+const struct ir_node *pass_stage_match(const struct ir_graph *other, const struct ir_node *n)
+{
+	const struct ir_node *m = ir_node_by_id(other, n->id);
+	if (!m || strcmp(m->op_type, n->op_type))
+		return NULL;
+	return m;
+}
+
+bool pass_node_same_io(const struct ir_node *x, const struct ir_node *y)
+{
+	if (x->n_inputs != y->n_inputs || x->n_outputs != y->n_outputs)
+		return false;
+	for (int i = 0; i < x->n_inputs; i++) {
+		const char *p = x->inputs[i] ? x->inputs[i]->name : "", *q = y->inputs[i] ? y->inputs[i]->name : "";
+		if (strcmp(p, q))
+			return false;
+	}
+	for (int i = 0; i < x->n_outputs; i++) {
+		const char *p = x->outputs[i] ? x->outputs[i]->name : "", *q = y->outputs[i] ? y->outputs[i]->name : "";
+		if (strcmp(p, q))
+			return false;
+	}
+	return true;
+}
+
+bool pass_node_same_attrs(const struct ir_node *x, const struct ir_node *y, char *which, size_t size)
+{
+	char b1[256], b2[256];
+	if (size)
+		which[0] = 0;
+	size_t k = 0;
+	bool same = true;
+	for (int i = 0; i < x->n_attrs; i++) {
+		const struct ir_attr *ya = ir_node_attr(y, x->attrs[i].name);
+		if (!ya || strcmp(ir_attr_str(&x->attrs[i], b1, sizeof(b1)), ir_attr_str(ya, b2, sizeof(b2)))) {
+			same = false;
+			k += (size_t)snprintf(which + k, k < size ? size - k : 0, "%s%s", k ? ", " : "", x->attrs[i].name);
+		}
+	}
+	for (int i = 0; i < y->n_attrs; i++)
+		if (!ir_node_attr(x, y->attrs[i].name)) {
+			same = false;
+			k += (size_t)snprintf(which + k, k < size ? size - k : 0, "%s%s", k ? ", " : "", y->attrs[i].name);
+		}
+	return same;
 }

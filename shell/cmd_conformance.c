@@ -1,6 +1,9 @@
 /*
  * cmd_conformance.c - `conformance DIR`: runs ONNX backend test folders on
- * a backend, prints what did not pass, and writes a per-op report.
+ * a backend, prints what did not pass, and writes a per-op report. With
+ * `--device cuda` each model goes through the GPU planner (what the GPU
+ * cannot run falls back to the CPU) and the tests that ran entirely on the
+ * CPU are counted apart as "cpu-only".
  */
 #include "shell.h"
 #include "exec/exec.h"
@@ -21,6 +24,7 @@ struct op_row {
 struct suite_row {
 	char name[128];
 	int total, counts[EXEC_CONF_TIMEOUT + 1];
+	int on_gpu, passed_on_gpu, cpu_only;   /* --device cuda */
 };
 
 struct conf_state {
@@ -28,9 +32,11 @@ struct conf_state {
 	struct suite_row suites[16];
 	int n_suites;
 	bool verbose, json;
+	bool gpu;               /* --device cuda */
 	struct sh_json j;
 	int counts[EXEC_CONF_TIMEOUT + 1];
 	int total;
+	int on_gpu, passed_on_gpu, cpu_only;
 	struct op_row *ops;
 	int n_ops, cap_ops;
 	/* the results, for the report */
@@ -58,7 +64,7 @@ static struct op_row *op_row(struct conf_state *c, const char *op)
 	return r;
 }
 
-static void each(void *arg, const struct exec_conf_result *r)
+static void each(void *arg, const struct exec_conf_result *r, int n_gpu, int n_cpu, int n_folded)
 {
 	struct conf_state *c = arg;
 	struct session *s = c->s;
@@ -67,6 +73,25 @@ static void each(void *arg, const struct exec_conf_result *r)
 	struct suite_row *su = &c->suites[c->n_suites - 1];
 	su->total++;
 	su->counts[r->status]++;
+	/* a test that got a plan: some nodes on the GPU, or none (cpu-only) */
+	bool planned = n_gpu + n_cpu + n_folded > 0;
+	if (c->gpu && planned) {
+		if (n_gpu > 0) {
+			c->on_gpu++;
+			su->on_gpu++;
+			if (r->status == EXEC_CONF_PASS) {
+				c->passed_on_gpu++;
+				su->passed_on_gpu++;
+			}
+		} else {
+			c->cpu_only++;
+			su->cpu_only++;
+		}
+	}
+	char where[96] = "";
+	if (c->gpu && planned)
+		snprintf(where, sizeof(where), n_gpu ? "; %d of %d nodes on the GPU" : "; cpu-only (%d of %d nodes on the GPU)",
+			 n_gpu, n_gpu + n_cpu);
 	char ops[sizeof(r->ops)];
 	snprintf(ops, sizeof(ops), "%s", r->ops);
 	for (char *save = NULL, *tok = strtok_r(ops, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
@@ -104,17 +129,22 @@ static void each(void *arg, const struct exec_conf_result *r)
 		sh_json_kstr(&c->j, "ops", r->ops);
 		sh_json_knum(&c->j, "max_abs_err", r->max_err);
 		sh_json_knum(&c->j, "ms", r->ms);
+		if (c->gpu) {
+			sh_json_kint(&c->j, "gpu_nodes", n_gpu);
+			sh_json_kint(&c->j, "cpu_nodes", n_cpu);
+			sh_json_kint(&c->j, "folded_nodes", n_folded);
+		}
 		sh_json_obj_end(&c->j);
 	} else if (r->status != EXEC_CONF_PASS || c->verbose) {
 		if (s->interactive)
 			sh_progress_done();
 		const char *col = r->status == EXEC_CONF_PASS ? SH_GREEN : r->status == EXEC_CONF_UNSUPPORTED ? SH_YELLOW : SH_RED;
 		if (r->status == EXEC_CONF_PASS)
-			sh_printf(s, "%s: %s%s%s (max abs err %.3g, %.1f ms)\n", sh_esc(r->test), sh_c(s, col),
-				  exec_conf_status_name(r->status), sh_c(s, SH_RESET), r->max_err, r->ms);
+			sh_printf(s, "%s: %s%s%s (max abs err %.3g, %.1f ms%s)\n", sh_esc(r->test), sh_c(s, col),
+				  exec_conf_status_name(r->status), sh_c(s, SH_RESET), r->max_err, r->ms, where);
 		else
-			sh_printf(s, "%s: %s%s%s: %s\n", sh_esc(r->test), sh_c(s, col), exec_conf_status_name(r->status),
-				  sh_c(s, SH_RESET), sh_esc(r->detail));
+			sh_printf(s, "%s: %s%s%s: %s%s%s%s\n", sh_esc(r->test), sh_c(s, col), exec_conf_status_name(r->status),
+				  sh_c(s, SH_RESET), sh_esc(r->detail), *where ? " (" : "", *where ? where + 2 : "", *where ? ")" : "");
 	}
 	if (s->interactive) {
 		fprintf(stderr, "\r%d tests, %d passed", c->total, c->counts[EXEC_CONF_PASS]);
@@ -142,11 +172,13 @@ static int write_report(struct session *s, struct conf_state *c, const char *pat
 	FILE *f = fopen(tmp, "w");
 	if (!f)
 		return sh_error(s, "cannot write '%s': %s", sh_esc(path), sh_strerror(errno));
-	fprintf(f, "# Conformance\n\n");
-	fprintf(f, "Written by `ogsh -c 'conformance DIR... --report FILE'` (tests/conformance/run.py --update; do not "
-		   "edit by hand). Each test's model runs on the cpu backend for every test_data_set_N; outputs are "
+	fprintf(f, "# Conformance%s\n\n", c->gpu ? " on the GPU" : "");
+	fprintf(f, "Written by `ogsh -c 'conformance DIR... --report FILE%s'` (tests/conformance/run.py --update; do not "
+		   "edit by hand). Each test's model runs %s for every test_data_set_N; outputs are "
 		   "compared with |a-b| <= atol + rtol*|b| at rtol 1e-3, atol 1e-7 (ONNX's defaults; densenet121 rtol "
-		   "2e-3 as in ONNX's test list; integers exact). The data is the onnx package's backend test data.\n\n");
+		   "2e-3 as in ONNX's test list; integers exact). The data is the onnx package's backend test data.\n\n",
+		c->gpu ? " --device cuda" : "",
+		c->gpu ? "through the GPU planner (nodes the GPU cannot run fall back to the CPU; TF32 off)" : "on the cpu backend");
 	if (filter)
 		fprintf(f, "Filter: `%s`\n\n", filter);
 	fprintf(f, "| suite | tests | passed | failed | unsupported | error | crashed | timed out | pass rate |\n");
@@ -156,6 +188,17 @@ static int write_report(struct session *s, struct conf_state *c, const char *pat
 	if (c->n_suites > 1)
 		report_counts(f, "all", c->total, c->counts);
 	fprintf(f, "\n");
+	if (c->gpu) {
+		fprintf(f, "Where the tests ran: \"on the GPU\" tests had at least one node on the GPU; \"cpu-only\" "
+			   "tests were planned with every node on the CPU (or folded at plan time).\n\n");
+		fprintf(f, "| suite | tests | on the GPU | passed on the GPU | cpu-only |\n|---|---:|---:|---:|---:|\n");
+		for (int i = 0; i < c->n_suites; i++)
+			fprintf(f, "| %s | %d | %d | %d | %d |\n", c->suites[i].name, c->suites[i].total, c->suites[i].on_gpu,
+				c->suites[i].passed_on_gpu, c->suites[i].cpu_only);
+		if (c->n_suites > 1)
+			fprintf(f, "| all | %d | %d | %d | %d |\n", c->total, c->on_gpu, c->passed_on_gpu, c->cpu_only);
+		fprintf(f, "\n");
+	}
 	fprintf(f, "## Per op type\n\nA test counts for every op type its model uses.\n\n");
 	fprintf(f, "| op | tests | passed | failed | unsupported | error |\n|---|---:|---:|---:|---:|---:|\n");
 	qsort(c->ops, (size_t)c->n_ops, sizeof(*c->ops), cmp_op);
@@ -196,8 +239,35 @@ static int write_report(struct session *s, struct conf_state *c, const char *pat
 
 int cmd_conformance(struct session *s, int argc, char **argv)
 {
+	/* --device cpu|cuda is taken out here, so it works whether or not the
+	 * command table lists it */
+	const char *device = "cpu";
+	char **av = calloc((size_t)argc + 1, sizeof(*av));
+	if (!av)
+		return sh_error(s, "conformance: out of memory");
+	int ac = 0;
+	bool opts_done = false;
+	for (int i = 0; i < argc; i++) {
+		if (i > 0 && !opts_done && !strcmp(argv[i], "--"))
+			opts_done = true;
+		if (i > 0 && !opts_done && !strcmp(argv[i], "--device")) {
+			if (i + 1 >= argc) {
+				free(av);
+				return sh_error(s, "conformance: option '--device' needs a value");
+			}
+			device = argv[++i];
+			continue;
+		}
+		if (i > 0 && !opts_done && !strncmp(argv[i], "--device=", 9)) {
+			device = argv[i] + 9;
+			continue;
+		}
+		av[ac++] = argv[i];
+	}
 	struct sh_args a;
-	if (sh_parse_args(s, sh_find_command(argv[0]), argc, argv, &a))
+	int prc = sh_parse_args(s, sh_find_command(argv[0]), ac, av, &a);
+	free(av);   /* a.pos and the options point into argv's strings */
+	if (prc)
 		return -1;
 	if (a.npos < 1 || a.npos > 16)
 		return sh_usage(s, argv[0]);
@@ -217,10 +287,14 @@ int cmd_conformance(struct session *s, int argc, char **argv)
 		if (*end || floor_n < 0)
 			return sh_error(s, "conformance: --floor must be a count of tests, not '%s'", sh_esc(v));
 	}
-	if ((v = sh_opt(&a, "backend")) && !(o.backend = exec_backend_find(v)))
+	if ((v = sh_opt(&a, "backend")) && !strcmp(v, "cuda"))
+		device = "cuda";   /* the GPU is a device of the planner, not a backend of exec_run */
+	else if (v && !(o.backend = exec_backend_find(v)))
 		return sh_error(s, "conformance: no backend '%s' (there is: cpu)", sh_esc(v));
+	if (strcmp(device, "cpu") && strcmp(device, "cuda"))
+		return sh_error(s, "conformance: no device '%s' (there is: cpu, cuda)", sh_esc(device));
 	struct conf_state c = { .s = s, .verbose = sh_flag(&a, "verbose"), .json = sh_flag(&a, "json"),
-				.keep = sh_opt(&a, "report") != NULL };
+				.keep = sh_opt(&a, "report") != NULL, .gpu = !strcmp(device, "cuda") };
 	if (c.json) {
 		sh_json_begin(&c.j, s->out);
 		sh_json_obj(&c.j);
@@ -235,7 +309,7 @@ int cmd_conformance(struct session *s, int argc, char **argv)
 		base = base && base[1] ? base + 1 : a.pos[i];
 		snprintf(c.suites[i].name, sizeof(c.suites[i].name), "%s", base);
 		c.n_suites = i + 1;
-		rc = exec_conformance(a.pos[i], &o, each, &c, &d);
+		rc = exec_conformance_on(a.pos[i], &o, device, each, &c, &d);
 	}
 	if (s->interactive)
 		sh_progress_done();
@@ -249,12 +323,23 @@ int cmd_conformance(struct session *s, int argc, char **argv)
 			sh_json_kint(&c.j, "total", c.suites[i].total);
 			for (int k = 0; k <= EXEC_CONF_TIMEOUT; k++)
 				sh_json_kint(&c.j, exec_conf_status_name(k), c.suites[i].counts[k]);
+			if (c.gpu) {
+				sh_json_kint(&c.j, "on_gpu", c.suites[i].on_gpu);
+				sh_json_kint(&c.j, "passed_on_gpu", c.suites[i].passed_on_gpu);
+				sh_json_kint(&c.j, "cpu_only", c.suites[i].cpu_only);
+			}
 			sh_json_obj_end(&c.j);
 		}
 		sh_json_obj_end(&c.j);
 		sh_json_kint(&c.j, "total", c.total);
 		for (int i = 0; i <= EXEC_CONF_TIMEOUT; i++)
 			sh_json_kint(&c.j, exec_conf_status_name(i), c.counts[i]);
+		if (c.gpu) {
+			sh_json_kstr(&c.j, "device", "cuda");
+			sh_json_kint(&c.j, "on_gpu", c.on_gpu);
+			sh_json_kint(&c.j, "passed_on_gpu", c.passed_on_gpu);
+			sh_json_kint(&c.j, "cpu_only", c.cpu_only);
+		}
 		sh_json_obj_end(&c.j);
 		sh_json_end(&c.j);
 	}
@@ -270,6 +355,9 @@ int cmd_conformance(struct session *s, int argc, char **argv)
 			  c.total, c.total == 1 ? "" : "s", c.counts[EXEC_CONF_PASS], c.counts[EXEC_CONF_FAIL], c.counts[EXEC_CONF_UNSUPPORTED],
 			  c.counts[EXEC_CONF_ERROR], c.counts[EXEC_CONF_CRASH], c.counts[EXEC_CONF_TIMEOUT],
 			  c.total ? 100.0 * c.counts[EXEC_CONF_PASS] / c.total : 0.0);
+	if (!c.json && c.gpu)
+		sh_printf(s, "on the GPU: %d test%s had nodes on the GPU (%d passed), %d ran entirely on the CPU (cpu-only)\n",
+			  c.on_gpu, c.on_gpu == 1 ? "" : "s", c.passed_on_gpu, c.cpu_only);
 	int ret = 0;
 	if (sh_opt(&a, "report") && write_report(s, &c, sh_opt(&a, "report"), o.filter))
 		ret = -1;

@@ -369,6 +369,28 @@ static const char *index_str(const struct ir_tensor *t, uint64_t flat, char *buf
 	return ir_dims_str(t->rank, idx, buf, size);
 }
 
+/*
+ * Tolerances for GPU results against the CPU reference: other summation
+ * orders (and TF32) make float32 differ by more than ONNX's 1e-7 absolute
+ * near zero, so atol follows the tensor's scale.
+ */
+static void gpu_tolerance(const struct ir_tensor *b, bool tf32, struct exec_cmp_opts *o)
+{
+	struct kern_stats st;
+	double amax = 0;
+	if (b->dtype != IR_STRING && !exec_tensor_stats(b, &st, NULL) && isfinite(st.abs_max))
+		amax = st.abs_max;
+	if (b->dtype == IR_FLOAT) {
+		o->rtol = tf32 ? 1e-2 : 1e-3;
+		if (o->atol < 1e-4 * amax)
+			o->atol = (tf32 ? 1e-3 : 1e-4) * amax;
+	} else if (b->dtype == IR_FLOAT16) {
+		o->rtol = 1e-2;
+		if (o->atol < 1e-3 * amax)
+			o->atol = 1e-3 * amax;
+	}
+}
+
 struct cmp_out {
 	struct sh_table t;
 	struct sh_json j;
@@ -379,7 +401,7 @@ struct cmp_out {
 
 /* Compares one actual value with an expected one and adds the row. */
 static int compare_one(struct session *s, struct cmp_out *c, const char *name, const struct kern_value *a,
-		       const struct kern_value *b, const struct exec_cmp_opts *user)
+		       const struct kern_value *b, const struct exec_cmp_opts *user, int gpu_tol)
 {
 	if (a->kind != KV_TENSOR || b->kind != KV_TENSOR) {
 		if (c->json) {
@@ -395,6 +417,8 @@ static int compare_one(struct session *s, struct cmp_out *c, const char *name, c
 	}
 	struct exec_cmp_opts o;
 	exec_cmp_defaults(b->t->dtype, &o);
+	if (gpu_tol)
+		gpu_tolerance(b->t, gpu_tol > 1, &o);
 	if (user->atol >= 0)
 		o.atol = user->atol;
 	if (user->rtol >= 0)
@@ -471,7 +495,7 @@ static int compare_one(struct session *s, struct cmp_out *c, const char *name, c
  * Returns 0 when everything compared passes, 1 when something fails, -1 on error.
  */
 static int compare_sets(struct session *s, const struct exec_values *actual, const struct exec_values *expected,
-			const struct exec_cmp_opts *user, bool json)
+			const struct exec_cmp_opts *user, bool json, int gpu_tol)
 {
 	struct cmp_out c = { .json = json };
 	bool by_pos = true;
@@ -498,7 +522,7 @@ static int compare_sets(struct session *s, const struct exec_values *actual, con
 				sh_table_row(&c.t, sh_esc(expected->a[i].name), "-", "", "", "", "", "", "", "no such value here");
 			continue;
 		}
-		rc = compare_one(s, &c, expected->a[i].name, a, &expected->a[i].v, user);
+		rc = compare_one(s, &c, expected->a[i].name, a, &expected->a[i].v, user, gpu_tol);
 	}
 	if (json) {
 		sh_json_arr_end(&c.j);
@@ -556,12 +580,51 @@ static int parse_double_opt(struct session *s, const char *cmd, const char *name
 	return 0;
 }
 
-void sh_run_forget(struct session *s)
+/* Forgets the last run's values, keeping the GPU plan (a new run of the same stage). */
+static void forget_values(struct session *s)
 {
 	exec_values_clear(&s->last_run);
 	s->last_run_all = false;
 	sh_node_values_clear(&s->node_time);
 	sh_node_values_clear(&s->node_err);
+}
+
+void sh_run_forget(struct session *s)
+{
+	forget_values(s);
+	sh_gpu_plan_free(s);
+}
+
+/*
+ * Per-node errors of a checked run: for each node of the current stage, the
+ * largest |a-b| over its outputs found in both sets (by name).
+ */
+static void node_errors(struct session *s, const struct exec_values *mine, const struct exec_values *ref)
+{
+	const struct ir_graph *g = s->model->graph;
+	if (!sh_node_values_reset(&s->node_err, s->stage, g->next_id, "max abs"))
+		return;
+	ir_for_each_node(g, n) {
+		double worst = NAN;
+		for (int i = 0; i < n->n_outputs; i++) {
+			if (!n->outputs[i])
+				continue;
+			const struct kern_value *x = exec_values_find(mine, n->outputs[i]->name);
+			const struct kern_value *y = exec_values_find(ref, n->outputs[i]->name);
+			if (!x || !y || x->kind != KV_TENSOR || y->kind != KV_TENSOR || x->t->dtype == IR_STRING)
+				continue;
+			struct exec_cmp r;
+			struct exec_cmp_opts o;
+			exec_cmp_defaults(y->t->dtype, &o);
+			o.topk = 0;
+			if (exec_compare(x->t, y->t, &o, &r, NULL) || !r.shape_ok)
+				continue;
+			if (isnan(worst) || r.max_abs > worst)
+				worst = r.max_abs;
+		}
+		if (n->id >= 0 && n->id < s->node_err.n)
+			s->node_err.v[n->id] = worst;
+	}
 }
 
 bool sh_node_values_reset(struct sh_node_values *vals, int stage, int n, const char *unit)
@@ -660,8 +723,21 @@ int cmd_run(struct session *s, int argc, char **argv)
 	struct sh_args a;
 	if (sh_parse_args(s, sh_find_command(argv[0]), argc, argv, &a))
 		return -1;
-	if (a.npos)
+	/* --check stage N: N is the word after it */
+	const char *check = sh_opt(&a, "check");
+	int check_stage = -1;
+	if (check && strcmp(check, "cpu") && strcmp(check, "stage"))
+		return sh_error(s, "run: --check must be cpu or stage N, not '%s'", sh_esc(check));
+	if (check && !strcmp(check, "stage")) {
+		if (a.npos != 1)
+			return sh_error(s, "run: --check stage needs a stage number (--check stage N)");
+		if (!sh_need_model(s))
+			return -1;
+		if ((check_stage = sh_stage_arg(s, "run", a.pos[0])) < 0)
+			return -1;
+	} else if (a.npos) {
 		return sh_usage(s, argv[0]);
+	}
 	if (!sh_need_model(s))
 		return -1;
 	struct ir_model *m = s->model;
@@ -683,12 +759,30 @@ int cmd_run(struct session *s, int argc, char **argv)
 	const struct exec_backend *be = &exec_backend_cpu;
 	if ((v = sh_opt(&a, "backend")) && !(be = exec_backend_find(v)))
 		return sh_error(s, "run: no backend '%s' (there is: cpu)", sh_esc(v));
+	/* the device: cuda when there is a GPU, unless --device or --backend says otherwise */
+	char gwhy[200];
+	bool gpu_ok = exec_gpu_available(gwhy, sizeof(gwhy)), gpu = gpu_ok && !sh_opt(&a, "backend");
+	if ((v = sh_opt(&a, "device"))) {
+		if (!strcmp(v, "cpu")) {
+			gpu = false;
+		} else if (!strcmp(v, "cuda")) {
+			if (sh_opt(&a, "backend"))
+				return sh_error(s, "run: --backend is for --device cpu");
+			if (!gpu_ok)
+				return sh_error(s, "run: --device cuda: %s", gwhy);
+			gpu = true;
+		} else {
+			return sh_error(s, "run: --device must be cpu or cuda, not '%s'", sh_esc(v));
+		}
+	}
+	if (check && sh_opt(&a, "expect"))
+		return sh_error(s, "run: --check and --expect do not go together");
 	bool json = sh_flag(&a, "json"), all = sh_flag(&a, "all-tensors");
 	struct exec_shape shapes[32];
 	int n_shapes = 0, ret = -1;
 	struct ir_diag d;
 	ir_diag_init(&d);
-	struct exec_values in = { 0 }, out = { 0 }, keep = { 0 }, want = { 0 };
+	struct exec_values in = { 0 }, out = { 0 }, keep = { 0 }, want = { 0 }, ref_all = { 0 };
 	struct exec_report rep = { 0 };
 	for (int i = 0; i < a.nopt; i++) {
 		if (strcmp(a.opt_name[i], "shape"))
@@ -732,9 +826,29 @@ int cmd_run(struct session *s, int argc, char **argv)
 	struct prog pg = { .shown = false };
 	clock_gettime(CLOCK_MONOTONIC, &pg.t0);
 	bool profile = sh_flag(&a, "profile");
-	struct exec_opts o = { .backend = be, .keep_all = all, .progress = s->interactive ? run_progress : NULL,
-			       .progress_arg = &pg, .time_nodes = profile };
-	int rc = exec_run(m, &in, &o, &out, &keep, &rep, &d);
+	bool keep_all = all || check;
+	int rc;
+	struct exec_plan_summary psum;
+	memset(&psum, 0, sizeof(psum));
+	if (gpu) {
+		struct exec_plan *p;
+		if (sh_gpu_plan(s, "run", &in, keep_all, &p))
+			goto out;
+		rc = exec_plan_run(p, &in, &out, &keep, &rep, &d);
+		if (!rc && profile) {
+			int np;
+			exec_plan_nodes(p, &np);
+			double *ms = calloc((size_t)(np ? np : 1), sizeof(double));
+			rc = ms ? exec_plan_profile(p, &in, 5, ms, &d) : ir_diag_err(&d, IR_ENOMEM, "out of memory");
+			rep.node_ms = ms;
+			rep.n_node_ms = ms ? np : 0;
+		}
+		exec_plan_summary(p, &psum);
+	} else {
+		struct exec_opts o = { .backend = be, .keep_all = keep_all, .progress = s->interactive ? run_progress : NULL,
+				       .progress_arg = &pg, .time_nodes = profile };
+		rc = exec_run(m, &in, &o, &out, &keep, &rep, &d);
+	}
 	if (pg.shown)
 		fputs("\r\033[K", stderr);
 	if (rc) {
@@ -742,8 +856,38 @@ int cmd_run(struct session *s, int argc, char **argv)
 		sh_diag(s, &d);
 		goto out;
 	}
+	/* the reference of --check: the CPU, on this stage or stage N */
+	if (check) {
+		const struct ir_model *rm = check_stage >= 0 ? s->hist.st[check_stage].m : m;
+		struct exec_opts o = { .backend = &exec_backend_cpu, .keep_all = true,
+				       .progress = s->interactive ? run_progress : NULL, .progress_arg = &pg };
+		struct exec_values ins = { 0 };
+		/* stage N may not take every input this stage takes (an input a pass removed) */
+		for (int i = 0; i < in.n; i++) {
+			const struct ir_value *iv = ir_value_find(rm->graph, in.a[i].name);
+			struct kern_value c;
+			if (!iv || !iv->is_input || kern_value_copy(&c, &in.a[i].v))
+				continue;
+			if (exec_values_add(&ins, in.a[i].name, &c))
+				kern_value_clear(&c);
+		}
+		pg.shown = false;
+		clock_gettime(CLOCK_MONOTONIC, &pg.t0);
+		rc = exec_run(rm, &ins, &o, &want, &ref_all, NULL, &d);
+		exec_values_clear(&ins);
+		if (pg.shown)
+			fputs("\r\033[K", stderr);
+		if (rc) {
+			if (check_stage >= 0)
+				ir_diag_prefix(&d, "run: --check stage %d", check_stage);
+			else
+				ir_diag_prefix(&d, "run: --check cpu");
+			sh_diag(s, &d);
+			goto out;
+		}
+	}
 	/* what the session keeps for later commands: outputs, or every value */
-	sh_run_forget(s);
+	forget_values(s);
 	for (int i = 0; i < in.n; i++) {
 		struct kern_value c;
 		if (!kern_value_copy(&c, &in.a[i].v) && exec_values_add(&s->last_run, in.a[i].name, &c))
@@ -756,6 +900,8 @@ int cmd_run(struct session *s, int argc, char **argv)
 			kern_value_clear(&c);
 	}
 	s->last_run_all = all;
+	if (check)
+		node_errors(s, &keep, &ref_all);
 	if ((v = sh_opt(&a, "save-outputs"))) {
 		if (write_set(v, all ? &keep : &out, &d)) {
 			ir_diag_prefix(&d, "run: --save-outputs");
@@ -763,16 +909,26 @@ int cmd_run(struct session *s, int argc, char **argv)
 			goto out;
 		}
 	}
+	const char *dev = gpu ? "cuda" : be->name;
 	char b1[32], b2[32];
 	if (json && !want.n) {
 		struct sh_json j;
 		sh_json_begin(&j, s->out);
 		sh_json_obj(&j);
-		sh_json_kstr(&j, "backend", be->name);
+		sh_json_kstr(&j, "backend", dev);
 		sh_json_knum(&j, "ms", rep.ms);
-		sh_json_kuint(&j, "peak_activation_bytes", rep.peak_bytes);
-		sh_json_kuint(&j, "buffers", rep.n_allocs);
-		sh_json_kuint(&j, "buffers_reused", rep.n_reused);
+		if (gpu) {
+			sh_json_kint(&j, "nodes_gpu", psum.n_gpu);
+			sh_json_kint(&j, "nodes_cpu", psum.n_cpu);
+			sh_json_kint(&j, "nodes_folded", psum.n_folded);
+			sh_json_kuint(&j, "arena_bytes", psum.arena_bytes);
+			sh_json_kuint(&j, "naive_bytes", psum.naive_bytes);
+			sh_json_kbool(&j, "graph", psum.graph);
+		} else {
+			sh_json_kuint(&j, "peak_activation_bytes", rep.peak_bytes);
+			sh_json_kuint(&j, "buffers", rep.n_allocs);
+			sh_json_kuint(&j, "buffers_reused", rep.n_reused);
+		}
 		sh_json_key(&j, "inputs");
 		sh_json_arr(&j);
 		for (int i = 0; i < in.n; i++)
@@ -797,21 +953,32 @@ int cmd_run(struct session *s, int argc, char **argv)
 			print_value_row(&t, out.a[i].name, &out.a[i].v);
 		sh_table_print(s, &t, true);
 		sh_table_free(&t);
-		sh_printf(s, "ran %d nodes on %s in %.1f ms; activations: peak %s live, %s made in %" PRIu64
-			  " buffers (%" PRIu64 " reused)%s\n", rep.n_nodes, be->name, rep.ms,
-			  sh_bytes(rep.peak_bytes, b1, sizeof(b1)), sh_bytes(rep.total_bytes, b2, sizeof(b2)), rep.n_allocs,
-			  rep.n_reused, all ? "; every value kept for compare" : "");
+		if (gpu)
+			sh_printf(s, "ran %d nodes on cuda in %.1f ms (%d on the GPU, %d on the CPU, %d folded); activations: "
+				  "%s arena, %s without reuse%s\n", rep.n_nodes, rep.ms, psum.n_gpu, psum.n_cpu, psum.n_folded,
+				  sh_bytes(psum.arena_bytes, b1, sizeof(b1)), sh_bytes(psum.naive_bytes, b2, sizeof(b2)),
+				  all ? "; every value kept for compare" : "");
+		else
+			sh_printf(s, "ran %d nodes on %s in %.1f ms; activations: peak %s live, %s made in %" PRIu64
+				  " buffers (%" PRIu64 " reused)%s\n", rep.n_nodes, be->name, rep.ms,
+				  sh_bytes(rep.peak_bytes, b1, sizeof(b1)), sh_bytes(rep.total_bytes, b2, sizeof(b2)),
+				  rep.n_allocs, rep.n_reused, all ? "; every value kept for compare" : "");
 		if (profile)
 			print_profile(s, m, &rep, NULL);
 	}
 	if (want.n) {
 		if (!json)
 			sh_printf(s, "\n");
-		int c = compare_sets(s, &out, &want, &user, json);
+		int c = compare_sets(s, &out, &want, &user, json, check && gpu ? (s->tf32 ? 2 : 1) : 0);
 		if (c < 0)
 			goto out;
 		if (c > 0) {
-			ret = sh_error(s, "run: the outputs do not match '%s'", sh_esc(sh_opt(&a, "expect")));
+			if (check_stage >= 0)
+				ret = sh_error(s, "run: the outputs differ from stage %d's", check_stage);
+			else if (check)
+				ret = sh_error(s, "run: the outputs on %s differ from the CPU reference's", dev);
+			else
+				ret = sh_error(s, "run: the outputs do not match '%s'", sh_esc(sh_opt(&a, "expect")));
 			goto out;
 		}
 	}
@@ -823,6 +990,7 @@ out:
 	exec_values_clear(&out);
 	exec_values_clear(&keep);
 	exec_values_clear(&want);
+	exec_values_clear(&ref_all);
 	exec_report_clear(&rep);
 	ir_diag_clear(&d);
 	return ret;
@@ -878,7 +1046,7 @@ int cmd_compare(struct session *s, int argc, char **argv)
 		sh_diag(s, &d);
 		goto out;
 	}
-	int c = compare_sets(s, &x, &y, &user, sh_flag(&a, "json"));
+	int c = compare_sets(s, &x, &y, &user, sh_flag(&a, "json"), 0);
 	if (c < 0)
 		goto out;
 	if (c > 0) {

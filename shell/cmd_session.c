@@ -197,8 +197,8 @@ int cmd_set(struct session *s, int argc, char **argv)
 	if (sh_parse_args(s, sh_find_command(argv[0]), argc, argv, &a))
 		return -1;
 	if (a.npos == 0) {
-		sh_printf(s, "on-error  %s\ntimer     %s\ncolor     %s\n", s->on_error_continue ? "continue" : "stop",
-			  on_off(s->timer), on_off(s->color));
+		sh_printf(s, "on-error  %s\ntimer     %s\ncolor     %s\ntf32      %s\n",
+			  s->on_error_continue ? "continue" : "stop", on_off(s->timer), on_off(s->color), on_off(s->tf32));
 		return 0;
 	}
 	const char *name = a.pos[0], *v = a.npos > 1 ? a.pos[1] : NULL;
@@ -233,7 +233,14 @@ int cmd_set(struct session *s, int argc, char **argv)
 		}
 		return parse_bool(s, name, v, &s->color);
 	}
-	return sh_error(s, "unknown setting '%s' (settings: on-error, timer, color)", sh_esc(name));
+	if (strcmp(name, "tf32") == 0) {
+		if (!v) {
+			sh_printf(s, "tf32      %s\n", on_off(s->tf32));
+			return 0;
+		}
+		return parse_bool(s, name, v, &s->tf32);
+	}
+	return sh_error(s, "unknown setting '%s' (settings: on-error, timer, color, tf32)", sh_esc(name));
 }
 
 int cmd_quit(struct session *s, int argc, char **argv)

@@ -561,44 +561,6 @@ int cmd_checkout(struct session *s, int argc, char **argv)
 /* diff                                                                      */
 /* ------------------------------------------------------------------------ */
 
-static bool same_inputs(const struct ir_node *x, const struct ir_node *y)
-{
-	if (x->n_inputs != y->n_inputs || x->n_outputs != y->n_outputs)
-		return false;
-	for (int i = 0; i < x->n_inputs; i++) {
-		const char *p = x->inputs[i] ? x->inputs[i]->name : "", *q = y->inputs[i] ? y->inputs[i]->name : "";
-		if (strcmp(p, q))
-			return false;
-	}
-	for (int i = 0; i < x->n_outputs; i++) {
-		const char *p = x->outputs[i] ? x->outputs[i]->name : "", *q = y->outputs[i] ? y->outputs[i]->name : "";
-		if (strcmp(p, q))
-			return false;
-	}
-	return true;
-}
-
-static bool same_attrs(const struct ir_node *x, const struct ir_node *y, char *which, size_t size)
-{
-	char b1[256], b2[256];
-	which[0] = 0;
-	size_t k = 0;
-	bool same = true;
-	for (int i = 0; i < x->n_attrs; i++) {
-		const struct ir_attr *ya = ir_node_attr(y, x->attrs[i].name);
-		if (!ya || strcmp(ir_attr_str(&x->attrs[i], b1, sizeof(b1)), ir_attr_str(ya, b2, sizeof(b2)))) {
-			same = false;
-			k += (size_t)snprintf(which + k, k < size ? size - k : 0, "%s%s", k ? ", " : "", x->attrs[i].name);
-		}
-	}
-	for (int i = 0; i < y->n_attrs; i++)
-		if (!ir_node_attr(x, y->attrs[i].name)) {
-			same = false;
-			k += (size_t)snprintf(which + k, k < size ? size - k : 0, "%s%s", k ? ", " : "", y->attrs[i].name);
-		}
-	return same;
-}
-
 static void io_list(const struct ir_node *n, bool inputs, char *buf, size_t size)
 {
 	size_t k = 0;
@@ -672,11 +634,11 @@ int cmd_diff(struct session *s, int argc, char **argv)
 	} while (0)
 	/* nodes keep their ids across stages (clones); new nodes get new ones */
 	ir_for_each_node(ga, n) {
-		const struct ir_node *m = ir_node_by_id(gb, n->id);
+		const struct ir_node *m = pass_stage_match(gb, n);
 		snprintf(nb, sizeof(nb), "n%d", n->id);
 		char who[160];
 		snprintf(who, sizeof(who), "%s '%s' (%s)", nb, n->name ? n->name : "", n->op_type);
-		if (!m || strcmp(m->op_type, n->op_type)) {
+		if (!m) {
 			removed++;
 			io_list(n, true, buf, sizeof(buf));
 			char what[600];
@@ -684,7 +646,7 @@ int cmd_diff(struct session *s, int argc, char **argv)
 			CHANGE("removed", who, what);
 			continue;
 		}
-		if (!same_inputs(n, m)) {
+		if (!pass_node_same_io(n, m)) {
 			rewired++;
 			io_list(n, true, buf, sizeof(buf));
 			io_list(m, true, buf2, sizeof(buf2));
@@ -693,7 +655,7 @@ int cmd_diff(struct session *s, int argc, char **argv)
 			CHANGE("rewired", who, what);
 		}
 		char which[256];
-		if (!same_attrs(n, m, which, sizeof(which))) {
+		if (!pass_node_same_attrs(n, m, which, sizeof(which))) {
 			attrs++;
 			char what[300];
 			snprintf(what, sizeof(what), "attributes %s", which);
@@ -701,8 +663,7 @@ int cmd_diff(struct session *s, int argc, char **argv)
 		}
 	}
 	ir_for_each_node(gb, m) {
-		const struct ir_node *n = ir_node_by_id(ga, m->id);
-		if (n && !strcmp(m->op_type, n->op_type))
+		if (pass_stage_match(ga, m))
 			continue;
 		added++;
 		char who[160];

@@ -131,11 +131,14 @@ const struct sh_cmd sh_commands[] = {
 	  "parameter, FLOP and peak-activation changes. With no stages: the current stage against the one "
 	  "it was made from.",
 	  "diff 0 3", "--all --json", SH_C_NONE, SH_F_JSON, "passes" },
-	{ "run", cmd_run, "[--inputs=PATH] [--seed=N] [--shape=NAME=DIMS]... [--expect=PATH] [--atol=A] [--rtol=R] [--save-outputs=PATH] [--all-tensors] [--profile] [--backend=NAME] [--json]",
+	{ "run", cmd_run, "[--device=cpu|cuda] [--check=cpu|stage N] [--inputs=PATH] [--seed=N] [--shape=NAME=DIMS]... [--expect=PATH] [--atol=A] [--rtol=R] [--save-outputs=PATH] [--all-tensors] [--profile] [--backend=NAME] [--json]",
 	  "run the model and summarise or check its outputs",
-	  "Runs the current model on the cpu backend (the reference) and prints each output's dtype, "
-	  "shape, min, max, mean and std, the run time and the activation memory (peak live bytes; "
-	  "freed buffers are reused for later values of the same size). Inputs not given with --inputs "
+	  "Runs the current model and prints each output's dtype, shape, min, max, mean and std, the run "
+	  "time and the activation memory. --device picks where: cuda (the default when there is a GPU) "
+	  "runs each node on the GPU when a GPU kernel supports it and the rest on the CPU, with the "
+	  "plan that `plan` shows (kept for the next run of the same stage and shapes); cpu runs on the "
+	  "cpu backend, the reference (peak live bytes; freed buffers are reused for later values of the "
+	  "same size). Inputs not given with --inputs "
 	  "are random, from --seed (default 0): floats uniform in [-1, 1), signed integers in [-10, 10], "
 	  "unsigned in [0, 10]. --inputs reads an .npz file (entries named after inputs, or arr_0... "
 	  "in order), an .npy or .pb file (the first input), a folder of NAME.npy files, or an ONNX "
@@ -144,14 +147,56 @@ const struct sh_cmd sh_commands[] = {
 	  "it for several. --expect reads expected outputs the same way (output_N.pb in test folders) "
 	  "and compares: max abs and rel error, cosine similarity, SNR, top-1/top-5 agreement, elements "
 	  "outside |a-b| <= atol + rtol*|b| (defaults per dtype: float32 rtol 1e-3, atol 1e-7) and the "
-	  "worst element; the command fails when an output does not match. --save-outputs writes the "
+	  "worst element; the command fails when an output does not match. --check cpu runs the model "
+	  "on the CPU reference too and compares the outputs the same way (for GPU results: float32 "
+	  "rtol 1e-3 (1e-2 with tf32) and atol 1e-4 of the output's largest value, float16 rtol 1e-2); "
+	  "--check stage N compares with stage N run on the CPU on the same inputs. With --check every "
+	  "node's largest difference is kept for `dot --color-by error`. --save-outputs writes the "
 	  "outputs as NAME.npy files in a folder, or one .npz. --all-tensors keeps every intermediate "
 	  "value (saved too with --save-outputs), so `compare last FILE` can check them. --profile times "
 	  "every node and lists the time per op type, most first. Ctrl-C stops the run between nodes; "
 	  "progress shows after a second.",
-	  "run --inputs=test_data_set_0 --expect=test_data_set_0",
-	  "--inputs= --seed= --shape= --expect= --atol= --rtol= --save-outputs= --all-tensors --profile --backend= --json",
+	  "run --device=cuda --check=cpu",
+	  "--device= --check= --inputs= --seed= --shape= --expect= --atol= --rtol= --save-outputs= --all-tensors --profile --backend= --json",
 	  SH_C_FILE, SH_F_JSON, "run" },
+	{ "gpu", cmd_gpu, "[--json]", "the GPU: device, memory, clocks, peaks, library versions",
+	  "Shows the GPU ogsh runs on: its name, compute capability and SMs, memory (total and free), "
+	  "clocks and memory bus, peak estimates (fp32, fp16 tensor cores, memory bandwidth: computed "
+	  "from the SM count and clocks, used by `profile` for % of peak), the CUDA driver and runtime, "
+	  "cuDNN and cuBLASLt versions, and the tuning cache (kernel choices timed once per GPU and "
+	  "library versions). Without a GPU, says why in one line (OGSH_DEVICE=cpu turns the GPU off).",
+	  "gpu", "--json", SH_C_NONE, SH_F_JSON, "run" },
+	{ "plan", cmd_plan, "[--shape=NAME=DIMS]... [--json]", "where each node runs on the GPU, and the memory plan",
+	  "Plans the current stage for the GPU (random inputs' shapes, --shape as in run) and lists every "
+	  "node: where it runs (gpu; cpu, with why not the GPU: no GPU kernel, a type or attribute the "
+	  "kernel refuses, a shape known only when running; folded: its inputs are constant, so it ran "
+	  "once at plan time) and what computes it (the kernel, cuDNN algorithm or cuBLASLt choice). "
+	  "Then: nodes per place, the copies between CPU and GPU per run, the activation arena (values "
+	  "share memory when their lifetimes do not overlap) against every value in its own buffer, the "
+	  "weights and the workspace on the GPU, whether runs replay a CUDA graph (only when every node "
+	  "is on the GPU), the kernel choices timed now or found in the tuning cache, and the time planning "
+	  "took. run, time and profile reuse the plan.",
+	  "plan --shape=batch=8", "--shape= --json", SH_C_NONE, SH_F_JSON, "run" },
+	{ "time", cmd_time, "[--iters=N] [--warmup=N] [--batch=B] [--no-graph] [--with-copies] [--device=cpu|cuda] [--shape=NAME=DIMS]... [--json]",
+	  "time whole runs: median, p90, min, max, mean and throughput",
+	  "Runs the current stage on random inputs --warmup times (default 10 on the GPU, 1 on the CPU), "
+	  "then --iters times (default 100 on the GPU, 10 on the CPU), each timed with CUDA events (the "
+	  "host clock on the CPU), and prints the median, p90, min, max and mean in ms and the throughput "
+	  "(batch / median). --batch binds the first dim of every input (its symbol, or the input's "
+	  "shape). On the GPU the runs replay a CUDA graph when the plan allows it (--no-graph launches "
+	  "node by node); inputs are uploaded once before, unless --with-copies, which times uploading "
+	  "the inputs and downloading the outputs too. Ctrl-C stops between runs.",
+	  "time --batch=8 --iters=200", "--iters= --warmup= --batch= --no-graph --with-copies --device= --shape= --json",
+	  SH_C_NONE, SH_F_JSON, "run" },
+	{ "profile", cmd_profile, "[--iters=N] [--top=N] [--device=cpu|cuda] [--shape=NAME=DIMS]... [--json]",
+	  "time every node, slowest first, against the GPU's peak",
+	  "Runs the current stage --iters times (default 20 on the GPU, 3 on the CPU) timing every node "
+	  "(CUDA events around each GPU node; the host clock for nodes on the CPU, their copies included) "
+	  "and lists one row per node, slowest first: where it ran, what computed it, the median ms, its "
+	  "share of the total, the GFLOP/s and GB/s it reached (from the cost model, see `cost`) and the "
+	  "% of the GPU's peak (the larger of compute and memory bandwidth; peaks from `gpu`). --top=N "
+	  "keeps the N slowest. The times are kept for `dot --color-by time`.",
+	  "profile --top=10", "--iters= --top= --device= --shape= --json", SH_C_NONE, SH_F_JSON, "run" },
 	{ "compare", cmd_compare, "A B [--atol=A] [--rtol=R] [--stages] [--json]",
 	  "compare two sets of tensors",
 	  "Compares the tensors of A (actual) with those of B (expected), matched by name (or by "
@@ -166,7 +211,7 @@ const struct sh_cmd sh_commands[] = {
 	  "(or 1e-4 of the tensor's largest value: float32 rounding in deep nets), "
 	  "in B's node order, naming the first that differs.",
 	  "compare last expected.npz --rtol=1e-2", "--atol= --rtol= --stages --json", SH_C_FILE, SH_F_JSON, "run" },
-	{ "conformance", cmd_conformance, "DIR... [--filter=REGEX] [--report=FILE] [--verbose] [--timeout=S] [--floor=N] [--backend=NAME] [--in-process] [--json]",
+	{ "conformance", cmd_conformance, "DIR... [--device=cpu|cuda] [--filter=REGEX] [--report=FILE] [--verbose] [--timeout=S] [--floor=N] [--in-process] [--json]",
 	  "run ONNX backend test folders and compare their outputs",
 	  "Runs every test under each DIR (folders holding model.onnx and test_data_set_N/ with "
 	  "input_N.pb and output_N.pb, as in the onnx package's backend test data; or light_NAME.onnx "
@@ -178,15 +223,40 @@ const struct sh_cmd sh_commands[] = {
 	  "(--timeout, default 60 s), so a crash or a hang is reported and the run goes on "
 	  "(--in-process turns that off, for debuggers). --filter keeps tests whose folder name matches "
 	  "a POSIX extended regex. --report writes a Markdown report with a table per suite (DIR) and per op type. --floor makes "
-	  "the command fail when fewer than N tests pass (CI keeps progress from going back).",
+	  "the command fail when fewer than N tests pass (CI keeps progress from going back). "
+	  "--device=cuda runs each test through the GPU planner (nodes the GPU cannot run fall back "
+	  "to the CPU) and counts per suite the tests that ran on the GPU and those that stayed on "
+	  "the CPU (cpu-only); the default is cpu, the reference.",
 	  "conformance onnx/backend/test/data/node --filter='^test_(relu|conv)' --report=REPORT.md",
-	  "--filter= --report= --verbose --timeout= --floor= --backend= --in-process --json", SH_C_FILE, SH_F_JSON, "run" },
+	  "--device= --filter= --report= --verbose --timeout= --floor= --backend= --in-process --json", SH_C_FILE, SH_F_JSON, "run" },
 	{ "cost", cmd_cost, "NODE [--json]", "what one node costs, and how it was counted",
 	  "Shows a node's inputs and outputs with the types the count used (what each constant input "
 	  "is: param, buffer or constant), its parameters, MACs, FLOPs, bytes read and written and "
 	  "FLOPs per byte, how they were counted, and the symbols taken as 1; or why its cost is not "
 	  "known. NODE is a node name, an id such as n12, or #12.",
 	  "cost conv1", "--json", SH_C_NODE, SH_F_JSON, "inspect" },
+	{ "dot", cmd_dot,
+	  "[FILE] [--stage=N] [--diff=A] [--around=NODE [--radius=R]] [--from=TENSOR] [--to=TENSOR] [--collapse [--depth=D]] [--expand-fused] [--weights] [--color-by=op|flops|memory|time|error] [--rankdir=TB|LR] [--max-nodes=N]",
+	  "draw the graph with Graphviz: DOT, SVG, PNG or PDF",
+	  "Draws the current stage (--stage=N another) with Graphviz: without FILE it prints the drawing "
+	  "as DOT; FILE.dot or .gv writes DOT, FILE.svg, .png or .pdf lays it out and renders it (the file "
+	  "is written whole or not at all). A node shows its op, name (or id), key attributes, the "
+	  "constants it reads (initializers and Constant nodes are folded into their reader's label; "
+	  "--weights draws them as nodes) and its output type; edges carry tensor types; graph inputs "
+	  "and outputs are marked. Colours are op families, with a legend. --diff=A draws what changed "
+	  "since stage A as diff matches nodes: added green, changed orange, removed (from A's graph) "
+	  "dashed red. --color-by=flops|memory colours nodes on a 9-step scale by the cost model's "
+	  "FLOPs or bytes moved, time|error by the figures of `profile` or `run --check` for the stage. "
+	  "--around=NODE draws the nodes within --radius steps (default 2); --from/--to the nodes "
+	  "between two tensors; tensors coming from or going to nodes not drawn end in small stubs. --collapse draws each name scope (/encoder/layer.3/...) as one box with "
+	  "its node count and commonest ops, at --depth scope levels (chosen when not given), and the "
+	  "subgraphs of If/Loop/Scan as clusters. --expand-fused draws a fused node as a cluster of the "
+	  "nodes it was made from. Large drawings are laid out in seconds (a note says how): above 300 nodes edges carry "
+	  "their types as tooltips, not labels; above 1,500 they are straight, with less crossing "
+	  "minimisation, and long ones become stubs; above --max-nodes (default 20,000) the drawing "
+	  "is refused.",
+	  "dot model.svg --diff=0", "--stage= --diff= --around= --radius= --from= --to= --collapse --depth= --expand-fused --weights --color-by= --rankdir= --max-nodes=",
+	  SH_C_FILE, 0, "inspect" },
 	{ "rm", cmd_rm, "NODE", "remove a node, rewiring its consumers",
 	  "Removes a node. If its outputs are used, the node must have one data input (other "
 	  "inputs constant or absent) and one used output: consumers are rewired to read its "
@@ -215,7 +285,9 @@ const struct sh_cmd sh_commands[] = {
 	  "source scripts/inspect.ogs", "", SH_C_FILE, 0, "session" },
 	{ "set", cmd_set, "[NAME [VALUE]]", "show or change a setting",
 	  "Settings: on-error stop|continue (what a script does after an error), timer on|off "
-	  "(print each command's wall time), color auto|on|off. With no argument, lists them.",
+	  "(print each command's wall time), color auto|on|off, tf32 on|off (TF32 tensor cores for "
+	  "float32 matrix products and convolutions on the GPU: faster, about 1e-3 relative error; off "
+	  "by default). With no argument, lists them.",
 	  "set on-error continue", "", SH_C_SETTING, 0, "session" },
 	{ "quit", cmd_quit, "[--force]", "leave ogsh",
 	  "Leaves the shell. At a terminal, asks first when there are unsaved changes "

@@ -55,6 +55,12 @@ struct session {
 	bool last_run_all;     /* run --all-tensors: every value is kept */
 	struct sh_node_values node_time;   /* from `profile` */
 	struct sh_node_values node_err;    /* from `run --check` */
+	bool tf32;             /* `set tf32 on`: TF32 tensor cores for float32 on the GPU */
+	/* the GPU plan of the current stage (sh_gpu_plan), dropped by sh_run_forget */
+	struct exec_plan *plan;
+	const struct ir_model *plan_model;
+	int plan_stage;
+	bool plan_tf32, plan_keep_all;
 
 	bool on_error_continue;
 	bool timer;
@@ -275,6 +281,20 @@ int cmd_undo(struct session *s, int argc, char **argv);
 int cmd_redo(struct session *s, int argc, char **argv);
 int cmd_checkout(struct session *s, int argc, char **argv);
 int cmd_diff(struct session *s, int argc, char **argv);
+int cmd_gpu(struct session *s, int argc, char **argv);
+int cmd_plan(struct session *s, int argc, char **argv);
+int cmd_time(struct session *s, int argc, char **argv);
+int cmd_profile(struct session *s, int argc, char **argv);
+/*
+ * The GPU plan for the current stage, these inputs' shapes and the session's
+ * settings (keep_all: every value can be read back): the session's own when it
+ * fits, else a new one (tuning progress on a terminal) that the session keeps.
+ * 0, or -1 with the error printed as "CMD: ...".
+ */
+int sh_gpu_plan(struct session *s, const char *cmd, const struct exec_values *in, bool keep_all,
+		struct exec_plan **out);
+void sh_gpu_plan_free(struct session *s);
+int cmd_dot(struct session *s, int argc, char **argv);
 /* stats A B: two stages side by side (cmd_stages.c) */
 int sh_stats_stages(struct session *s, const char *a, const char *b, bool json);
 /* compare --stages A B (cmd_stages.c) */

@@ -1,8 +1,1213 @@
 /*
- * k_conv.c - GPU kernel entries of the conv family (launchers in k_conv.cu).
+ * k_conv.c - GPU kernel entries of the conv family: Conv, ConvTranspose,
+ * ai.ogsh FusedConv, MaxPool, AveragePool and LRN through cuDNN's legacy API
+ * (opened with dlopen, libs_cudnn.c), with our own kernels (k_conv.cu) for
+ * what cuDNN does not do: asymmetric pads (the input is padded into the
+ * workspace, or a ConvTranspose output cropped from it) and the epilogue
+ * (bias, residual Z, any activation of FusedConv).
+ *
+ * To add a kernel: write supports/prepare/run here and list them in
+ * cuda_k_conv[] at the end of the file.
+ *
+ * Algorithms: with ctx->tuning, prepare times the candidates
+ * (cudnnFind*AlgorithmEx on scratch buffers) and keeps the fastest in the
+ * tuning cache; otherwise the cached choice or cuDNN's first heuristic
+ * choice. float32 runs without TF32 unless ctx->tf32.
  */
-#include "kernels/cuda/cuda.h"
+#include "kernels/cuda/cudnn_api.h"
+#include "kernels/cuda/k_conv.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WS_LIMIT ((size_t)256 << 20)   /* the most workspace an algorithm may take */
+#define MAX_SP KCONV_MAX_SPATIAL
+
+/* ------------------------------------------------------------------------ */
+/* Attributes and geometry                                                   */
+/* ------------------------------------------------------------------------ */
+
+static const int64_t *attr_ints(const struct ir_node *n, const char *name, int *cnt)
+{
+	const struct ir_attr *a = ir_node_attr(n, name);
+	*cnt = 0;
+	if (!a || a->type != IR_ATTR_INTS)
+		return NULL;
+	*cnt = (int)a->n;
+	return a->ints;
+}
+
+__attribute__((noinline)) static const char *attr_s(const struct ir_node *n, const char *name, const char *dflt)
+{
+	const struct ir_attr *a = ir_node_attr(n, name);
+	if (!a || a->type != IR_ATTR_STRING)
+		return dflt;
+	return a->s.data ? a->s.data : "";
+}
+
+/* cnt values of ints attribute `name` (dflt each when absent), each >= min. */
+static bool ints_n(const struct ir_node *n, const char *name, int cnt, int64_t *v, int64_t dflt, int64_t min,
+		   char *why, size_t size)
+{
+	int have;
+	const int64_t *a = attr_ints(n, name, &have);
+	for (int i = 0; i < cnt; i++)
+		v[i] = dflt;
+	if (!a)
+		return true;
+	if (have != cnt) {
+		snprintf(why, size, "%s has %d values, %d expected", name, have, cnt);
+		return false;
+	}
+	for (int i = 0; i < cnt; i++) {
+		if (a[i] < min || a[i] > INT_MAX / 4) {
+			snprintf(why, size, "%s value %lld is out of range", name, (long long)a[i]);
+			return false;
+		}
+		v[i] = a[i];
+	}
+	return true;
+}
+
+/* One convolution or pool. For ConvTranspose `in` is X (the small side)
+ * and `out` is Y; out position o and tap q meet input position
+ * o*str - pb + q*dil either way. */
+struct geom {
+	int nd;
+	int64_t N, C, M, G;
+	int64_t in[MAX_SP], ker[MAX_SP], out[MAX_SP], str[MAX_SP], dil[MAX_SP], pb[MAX_SP], pe[MAX_SP];
+};
+
+static const char *dtname(int dt)
+{
+	return ir_dtype_name(dt);
+}
+
+static bool no(char *why, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static bool no(char *why, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, size, fmt, ap);
+	va_end(ap);
+	return false;
+}
+
+/* Whether t fits cuDNN's int dims and strides. */
+static bool fits_int(const struct cuda_tensor *t)
+{
+	for (int i = 0; i < t->rank; i++)
+		if (t->dims[i] > INT_MAX)
+			return false;
+	return cuda_numel(t) < INT_MAX;
+}
+
+/* The planner's output dims against ours. */
+static bool out_matches(const struct cuda_kctx *k, const struct geom *g, char *why, size_t size)
+{
+	const struct cuda_tensor *y = &k->out[0];
+	bool ok = y->rank == g->nd + 2 && y->dims[0] == g->N && y->dims[1] == g->M;
+	for (int i = 0; ok && i < g->nd; i++)
+		ok = y->dims[i + 2] == g->out[i];
+	if (!ok)
+		return no(why, size, "the output shape does not match the convolution's");
+	return true;
+}
+
+/* Conv/ConvTranspose/FusedConv geometry from X, W and the attributes (the
+ * rules of kernels/cpu/k_conv.c's conv_geom). */
+static bool conv_geom(const struct cuda_kctx *k, bool transpose, struct geom *g, char *why, size_t size)
+{
+	const struct ir_node *n = k->node;
+	const struct cuda_tensor *x = &k->in[0], *w = &k->in[1];
+	memset(g, 0, sizeof(*g));
+	if (x->rank < 3 || x->rank > 2 + MAX_SP)
+		return no(why, size, "%d-d convolutions are not supported on the GPU", x->rank - 2);
+	if (w->rank != x->rank)
+		return no(why, size, "weight and input differ in rank");
+	int nd = g->nd = x->rank - 2;
+	g->N = x->dims[0];
+	g->C = x->dims[1];
+	g->G = ir_node_attr_int(n, "group", 1);
+	if (g->G < 1 || g->G > (g->C > 0 ? g->C : 1) || g->C % g->G)
+		return no(why, size, "group %lld does not divide %lld channels", (long long)g->G, (long long)g->C);
+	if (transpose) {
+		if (w->dims[0] != g->C)
+			return no(why, size, "weight does not match the input channels");
+		g->M = w->dims[1] * g->G;
+	} else {
+		g->M = w->dims[0];
+		if (g->M % g->G || w->dims[1] != g->C / g->G)
+			return no(why, size, "weight does not match the channels and groups");
+	}
+	int cnt;
+	const int64_t *ks = attr_ints(n, "kernel_shape", &cnt);
+	if (ks && cnt != nd)
+		return no(why, size, "kernel_shape has %d values, %d expected", cnt, nd);
+	for (int i = 0; i < nd; i++) {
+		g->in[i] = x->dims[i + 2];
+		g->ker[i] = w->dims[i + 2];
+		if (ks && ks[i] != g->ker[i])
+			return no(why, size, "kernel_shape does not match the weight");
+		if (g->ker[i] < 1)
+			return no(why, size, "the kernel is empty");
+	}
+	int64_t pads[2 * MAX_SP];
+	if (!ints_n(n, "strides", nd, g->str, 1, 1, why, size) || !ints_n(n, "dilations", nd, g->dil, 1, 1, why, size) ||
+	    !ints_n(n, "pads", 2 * nd, pads, 0, transpose ? -(INT_MAX / 4) : 0, why, size))
+		return false;
+	const char *ap = attr_s(n, "auto_pad", "NOTSET");
+	bool upper = !strcmp(ap, "SAME_UPPER"), same = upper || !strcmp(ap, "SAME_LOWER"), valid = !strcmp(ap, "VALID");
+	if (!same && !valid && strcmp(ap, "NOTSET") && *ap)
+		return no(why, size, "auto_pad '%s' is not supported", ap);
+	if (transpose) {
+		int64_t opad[MAX_SP];
+		if (!ints_n(n, "output_padding", nd, opad, 0, 0, why, size))
+			return false;
+		const int64_t *os = attr_ints(n, "output_shape", &cnt);
+		if (os && cnt != nd && cnt != nd + 2)
+			return no(why, size, "output_shape has %d values, %d expected", cnt, nd);
+		if (os)
+			os += cnt - nd;
+		for (int i = 0; i < nd; i++) {
+			if (opad[i] >= g->str[i])
+				return no(why, size, "output_padding not below the stride is not supported on the GPU");
+			int64_t eff = (g->ker[i] - 1) * g->dil[i] + 1;
+			int64_t full = g->str[i] * (g->in[i] - 1) + opad[i] + eff;
+			if (os || same) {
+				int64_t o = os ? os[i] : g->in[i] * g->str[i];
+				int64_t total = full - o;
+				int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+				g->out[i] = o;
+				if (upper) {
+					g->pb[i] = half;
+					g->pe[i] = total - half;
+				} else {
+					g->pe[i] = half;
+					g->pb[i] = total - half;
+				}
+			} else {
+				if (!valid) {
+					g->pb[i] = pads[i];
+					g->pe[i] = pads[nd + i];
+				}
+				g->out[i] = full - g->pb[i] - g->pe[i];
+			}
+		}
+	} else {
+		for (int i = 0; i < nd; i++) {
+			int64_t eff = (g->ker[i] - 1) * g->dil[i] + 1;
+			if (same) {
+				g->out[i] = (g->in[i] + g->str[i] - 1) / g->str[i];
+				int64_t total = (g->out[i] - 1) * g->str[i] + eff - g->in[i];
+				if (total < 0)
+					total = 0;
+				g->pb[i] = upper ? total / 2 : total - total / 2;
+				g->pe[i] = total - g->pb[i];
+			} else {
+				if (!valid) {
+					g->pb[i] = pads[i];
+					g->pe[i] = pads[nd + i];
+				}
+				int64_t span = g->in[i] + g->pb[i] + g->pe[i] - eff;
+				if (span < 0)
+					return no(why, size, "the kernel is larger than the padded input");
+				g->out[i] = span / g->str[i] + 1;
+			}
+		}
+	}
+	return out_matches(k, g, why, size);
+}
+
+/* Makes a 1-d geometry 2-d (a leading spatial axis of 1): cuDNN wants 4 dims or more. */
+static void promote(struct geom *g)
+{
+	if (g->nd != 1)
+		return;
+	int64_t *a[] = { g->in, g->ker, g->out, g->str, g->dil, g->pb, g->pe };
+	int64_t one[] = { 1, 1, 1, 1, 1, 0, 0 };
+	for (int j = 0; j < 7; j++) {
+		a[j][1] = a[j][0];
+		a[j][0] = one[j];
+	}
+	g->nd = 2;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Activations of FusedConv (as kernels/cpu/k_fused.c reads them)            */
+/* ------------------------------------------------------------------------ */
+
+struct act {
+	int kind;
+	float p0, p1;
+};
+
+static bool act_of(const struct ir_node *n, struct act *a, char *why, size_t size)
+{
+	static const struct {
+		const char *name;
+		int kind, n_params;
+	} acts[] = {
+		{ "", KCONV_ACT_NONE, 0 }, { "Relu", KCONV_ACT_RELU, 0 }, { "Clip", KCONV_ACT_CLIP, 2 },
+		{ "LeakyRelu", KCONV_ACT_LEAKY, 1 }, { "Sigmoid", KCONV_ACT_SIGMOID, 0 },
+		{ "HardSigmoid", KCONV_ACT_HSIGMOID, 2 }, { "HardSwish", KCONV_ACT_HSWISH, 0 },
+		{ "Tanh", KCONV_ACT_TANH, 0 }, { "Gelu", KCONV_ACT_GELU_ERF, 1 },
+	};
+	const struct ir_attr *s = ir_node_attr(n, "activation");
+	const struct ir_attr *p = ir_node_attr(n, "activation_params");
+	if (s && s->type != IR_ATTR_STRING)
+		return no(why, size, "attribute 'activation' is not a string");
+	if (p && p->type != IR_ATTR_FLOATS)
+		return no(why, size, "attribute 'activation_params' is not a list of floats");
+	const char *name = s && s->s.data ? s->s.data : "";
+	size_t np = p ? p->n : 0;
+	for (size_t i = 0; i < sizeof(acts) / sizeof(acts[0]); i++) {
+		if (strcmp(acts[i].name, name))
+			continue;
+		if (np && np != (size_t)acts[i].n_params)
+			return no(why, size, "activation '%s' takes %d parameters, not %zu", name, acts[i].n_params, np);
+		a->kind = acts[i].kind;
+		switch (a->kind) {
+		case KCONV_ACT_CLIP: a->p0 = -INFINITY; a->p1 = INFINITY; break;
+		case KCONV_ACT_LEAKY: a->p0 = 0.01f; a->p1 = 0; break;
+		case KCONV_ACT_HSIGMOID: a->p0 = 0.2f; a->p1 = 0.5f; break;
+		default: a->p0 = a->p1 = 0; break;
+		}
+		if (np >= 1)
+			a->p0 = p->floats[0];
+		if (np >= 2)
+			a->p1 = p->floats[1];
+		if (a->kind == KCONV_ACT_GELU_ERF) {
+			if (a->p0 != 0 && a->p0 != 1)
+				return no(why, size, "Gelu's parameter (approximate) must be 0 or 1, not %g", a->p0);
+			if (a->p0 == 1)
+				a->kind = KCONV_ACT_GELU_TANH;
+		}
+		return true;
+	}
+	return no(why, size, "activation '%s' is not supported on the GPU", name);
+}
+
+/* ------------------------------------------------------------------------ */
+/* cuDNN descriptors                                                         */
+/* ------------------------------------------------------------------------ */
+
+static cudnnDataType_t dnn_type(int dt)
+{
+	return dt == IR_FLOAT16 ? CUDNN_DATA_HALF : dt == IR_BFLOAT16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+}
+
+static size_t dt_size(int dt)
+{
+	return dt == IR_FLOAT ? 4 : 2;
+}
+
+static size_t align256(size_t n)
+{
+	return (n + 255) & ~(size_t)255;
+}
+
+/* A packed NC... tensor descriptor: [a, b, sp[0..nd)]. */
+static int set_tensor(const struct cudnn_api *api, cudnnTensorDescriptor_t td, int dt, int64_t a, int64_t b,
+		      int nd, const int64_t *sp, struct ir_diag *d)
+{
+	int dims[2 + MAX_SP], strides[2 + MAX_SP];
+	dims[0] = (int)a;
+	dims[1] = (int)b;
+	for (int i = 0; i < nd; i++)
+		dims[i + 2] = (int)sp[i];
+	int64_t s = 1;
+	for (int i = nd + 1; i >= 0; i--) {
+		strides[i] = (int)s;
+		s *= dims[i];
+	}
+	return cuda_cudnn_check(api->SetTensorNdDescriptor(td, dnn_type(dt), nd + 2, dims, strides),
+				"cudnnSetTensorNdDescriptor", d);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Convolutions                                                              */
+/* ------------------------------------------------------------------------ */
+
+enum { CONV_FWD, CONV_BWD };   /* cudnnConvolutionForward, or BackwardData for ConvTranspose */
+
+struct conv_state {
+	const struct cudnn_api *api;
+	int dir, dt;
+	struct geom g;   /* promoted to 2-d or more */
+	cudnnTensorDescriptor_t xd, yd, bd;
+	cudnnFilterDescriptor_t wd;
+	cudnnConvolutionDescriptor_t cd;
+	cudnnActivationDescriptor_t ad;
+	cudnnMathType_t math;
+	int algo;
+	size_t algo_ws;
+	size_t buf_bytes;        /* the pad or crop buffer at the start of the workspace */
+	bool pad_x;              /* X padded into the buffer (asymmetric pads) */
+	bool crop_y;             /* ConvTranspose: the result goes to the buffer, Y is cut from it */
+	struct kconv_window win;
+	bool fused;              /* cudnnConvolutionBiasActivationForward (relu) */
+	void *zero_bias;         /* device zeros for a fused conv without B */
+	bool epilogue;
+	struct kconv_epilogue ep;
+	int bias_in, z_in;       /* inputs of B and Z, -1 when absent */
+};
+
+static void conv_release(void *p)
+{
+	struct conv_state *s = p;
+	if (!s)
+		return;
+	if (s->api) {
+		if (s->xd)
+			s->api->DestroyTensorDescriptor(s->xd);
+		if (s->yd)
+			s->api->DestroyTensorDescriptor(s->yd);
+		if (s->bd)
+			s->api->DestroyTensorDescriptor(s->bd);
+		if (s->wd)
+			s->api->DestroyFilterDescriptor(s->wd);
+		if (s->cd)
+			s->api->DestroyConvolutionDescriptor(s->cd);
+		if (s->ad)
+			s->api->DestroyActivationDescriptor(s->ad);
+	}
+	if (s->zero_bias)
+		cudaFree(s->zero_bias);
+	free(s);
+}
+
+static bool present(const struct cuda_kctx *k, int i)
+{
+	return i < k->n_in && k->in[i].dtype != 0;
+}
+
+static bool conv_supports_any(const struct cuda_kctx *k, bool transpose, bool fused, char *why, size_t size)
+{
+	const struct cuda_tensor *x = &k->in[0], *w = &k->in[1], *y = &k->out[0];
+	int dt = x->dtype;
+	if (!cuda_is_float(dt))
+		return no(why, size, "dtype %s is not supported on the GPU", dtname(dt));
+	if (w->dtype != dt || y->dtype != dt)
+		return no(why, size, "inputs and output differ in dtype");
+	if (present(k, 2)) {
+		const struct cuda_tensor *b = &k->in[2];
+		if (b->dtype != dt || b->rank != 1)
+			return no(why, size, "bias must be a vector of the input's dtype");
+	}
+	struct geom g;
+	if (!conv_geom(k, transpose, &g, why, size))
+		return false;
+	if (present(k, 2) && k->in[2].dims[0] != g.M)
+		return no(why, size, "bias does not have one value per output channel");
+	if (fused) {
+		struct act a;
+		if (!act_of(k->node, &a, why, size))
+			return false;
+		if (present(k, 3)) {
+			const struct cuda_tensor *z = &k->in[3];
+			if (z->dtype != dt)
+				return no(why, size, "Z differs from the output in dtype");
+			bool ok = z->rank <= y->rank;
+			for (int j = 0; ok && j < z->rank; j++) {
+				int64_t dz = z->dims[j], o = y->dims[y->rank - z->rank + j];
+				ok = dz == o || dz == 1;
+			}
+			if (!ok)
+				return no(why, size, "Z does not broadcast to the output's shape");
+		}
+	}
+	if (!fits_int(x) || !fits_int(w) || !fits_int(y))
+		return no(why, size, "tensors of 2^31 elements or more are not supported by cuDNN");
+	if (cuda_numel(y) > 0 && (cuda_numel(x) == 0 || cuda_numel(w) == 0))
+		return no(why, size, "an empty input with a non-empty output is not supported on the GPU");
+	return true;
+}
+
+static bool conv_supports(const struct cuda_kctx *k, char *why, size_t size)
+{
+	return conv_supports_any(k, false, false, why, size);
+}
+
+static bool convt_supports(const struct cuda_kctx *k, char *why, size_t size)
+{
+	return conv_supports_any(k, true, false, why, size);
+}
+
+static bool fusedconv_supports(const struct cuda_kctx *k, char *why, size_t size)
+{
+	return conv_supports_any(k, false, true, why, size);
+}
+
+static const char *fwd_algo_name(int a)
+{
+	static const char *const names[] = { "IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT",
+					     "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED" };
+	return a >= 0 && a < (int)(sizeof(names) / sizeof(names[0])) ? names[a] : "?";
+}
+
+static const char *bwd_algo_name(int a)
+{
+	static const char *const names[] = { "ALGO_0", "ALGO_1", "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED" };
+	return a >= 0 && a < (int)(sizeof(names) / sizeof(names[0])) ? names[a] : "?";
+}
+
+/* The workspace of algorithm a, or false when it cannot run this conv. */
+static bool algo_ws(const struct cuda_kctx *k, const struct conv_state *s, cudnnHandle_t h, int a, size_t *ws)
+{
+	cudnnStatus_t st;
+	if (s->dir == CONV_FWD)
+		st = s->api->GetConvolutionForwardWorkspaceSize(h, s->xd, s->wd, s->cd, s->yd,
+								 (cudnnConvolutionFwdAlgo_t)a, ws);
+	else
+		st = s->api->GetConvolutionBackwardDataWorkspaceSize(h, s->wd, s->xd, s->cd, s->yd,
+								      (cudnnConvolutionBwdDataAlgo_t)a, ws);
+	(void)k;
+	return st == CUDNN_STATUS_SUCCESS && *ws <= WS_LIMIT;
+}
+
+/* Whether a result's math type keeps float32 off TF32 when that is asked. */
+static bool math_ok(const struct conv_state *s, cudnnMathType_t m)
+{
+	return s->math != CUDNN_FMA_MATH || (m != CUDNN_TENSOR_OP_MATH && m != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION);
+}
+
+/* The perf results of either direction, reduced to what we use. */
+struct cand {
+	int algo;
+	cudnnStatus_t status;
+	float time;
+	size_t memory;
+	cudnnMathType_t math;
+};
+
+static int get_cands(struct cuda_kctx *k, struct conv_state *s, cudnnHandle_t h, bool find, void *bx, void *bw,
+		     void *by, void *bws, size_t wsz, struct cand *c, int max, int *got)
+{
+	*got = 0;
+	if (s->dir == CONV_FWD) {
+		cudnnConvolutionFwdAlgoPerf_t r[16];
+		int n = 0;
+		cudnnStatus_t st = find ? s->api->FindConvolutionForwardAlgorithmEx(h, s->xd, bx, s->wd, bw, s->cd, s->yd, by,
+										      16, &n, r, bws, wsz)
+					: s->api->GetConvolutionForwardAlgorithm_v7(h, s->xd, s->wd, s->cd, s->yd, 16, &n, r);
+		if (cuda_cudnn_check(st, find ? "cudnnFindConvolutionForwardAlgorithmEx" : "cudnnGetConvolutionForwardAlgorithm_v7",
+				     k->d))
+			return IR_ERR;
+		for (int i = 0; i < n && *got < max; i++, (*got)++)
+			c[*got] = (struct cand){ (int)r[i].algo, r[i].status, r[i].time, r[i].memory, r[i].mathType };
+	} else {
+		cudnnConvolutionBwdDataAlgoPerf_t r[16];
+		int n = 0;
+		cudnnStatus_t st = find ? s->api->FindConvolutionBackwardDataAlgorithmEx(h, s->wd, bw, s->xd, bx, s->cd, s->yd,
+											 by, 16, &n, r, bws, wsz)
+					: s->api->GetConvolutionBackwardDataAlgorithm_v7(h, s->wd, s->xd, s->cd, s->yd, 16, &n, r);
+		if (cuda_cudnn_check(st, find ? "cudnnFindConvolutionBackwardDataAlgorithmEx"
+					      : "cudnnGetConvolutionBackwardDataAlgorithm_v7",
+				     k->d))
+			return IR_ERR;
+		for (int i = 0; i < n && *got < max; i++, (*got)++)
+			c[*got] = (struct cand){ (int)r[i].algo, r[i].status, r[i].time, r[i].memory, r[i].mathType };
+	}
+	return 0;
+}
+
+/* The first usable candidate, or -1. The math type that runs is always the
+ * descriptor's; a candidate timed with another is taken only when none was
+ * timed with ours. */
+static int first_usable(const struct cuda_kctx *k, const struct conv_state *s, cudnnHandle_t h, const struct cand *c,
+			int n, size_t *ws)
+{
+	for (int strict = 1; strict >= 0; strict--)
+		for (int i = 0; i < n; i++)
+			if (c[i].status == CUDNN_STATUS_SUCCESS && c[i].memory <= WS_LIMIT &&
+			    (!strict || math_ok(s, c[i].math)) && algo_ws(k, s, h, c[i].algo, ws))
+				return i;
+	return -1;
+}
+
+/* Times the candidates on scratch buffers; 0 with *best = -1 when nothing
+ * could be timed (no memory for the scratch buffers). */
+static int find_algo(struct cuda_kctx *k, struct conv_state *s, cudnnHandle_t h, int64_t xn, int64_t wn, int64_t yn,
+		     int *best, size_t *ws, float *ms)
+{
+	*best = -1;
+	size_t es = dt_size(s->dt);
+	void *bx = NULL, *bw = NULL, *by = NULL, *bws = NULL;
+	size_t wsz = WS_LIMIT;
+	if (cudaMalloc(&bx, (size_t)xn * es) != cudaSuccess || cudaMalloc(&bw, (size_t)wn * es) != cudaSuccess ||
+	    cudaMalloc(&by, (size_t)yn * es) != cudaSuccess) {
+		cudaGetLastError();
+		goto out;
+	}
+	while (wsz && cudaMalloc(&bws, wsz) != cudaSuccess) {
+		cudaGetLastError();
+		bws = NULL;
+		wsz /= 4;
+		if (wsz < ((size_t)1 << 20))
+			wsz = 0;
+	}
+	/* zeros: garbage could hold NaNs or denormals that slow some algorithms
+	 * down; on ctx->stream, where the timing runs (it does not block) */
+	if (cuda_check(cudaMemsetAsync(bx, 0, (size_t)xn * es, k->ctx->stream), "cudaMemsetAsync", k->d) ||
+	    cuda_check(cudaMemsetAsync(bw, 0, (size_t)wn * es, k->ctx->stream), "cudaMemsetAsync", k->d))
+		goto fail;
+	struct cand c[16];
+	int n;
+	if (get_cands(k, s, h, true, bx, bw, by, bws, wsz, c, 16, &n))
+		goto fail;
+	/* the results come sorted by time */
+	int i = first_usable(k, s, h, c, n, ws);
+	if (i >= 0) {
+		*best = c[i].algo;
+		*ms = c[i].time;
+	}
+out:
+	cudaFree(bx);
+	cudaFree(bw);
+	cudaFree(by);
+	cudaFree(bws);
+	return 0;
+fail:
+	cudaFree(bx);
+	cudaFree(bw);
+	cudaFree(by);
+	cudaFree(bws);
+	return IR_ERR;
+}
+
+static const char *math_name(cudnnMathType_t m)
+{
+	return m == CUDNN_FMA_MATH ? "fma" : m == CUDNN_TENSOR_OP_MATH ? "tensor" : "default";
+}
+
+/* Chooses s->algo and s->algo_ws: the cache, else timing, else the heuristic. */
+static int choose_algo(struct cuda_kctx *k, struct conv_state *s, cudnnHandle_t h, int64_t xn, int64_t wn, int64_t yn)
+{
+	const struct geom *g = &s->g;
+	char key[512];
+	int len = snprintf(key, sizeof(key), "cudnn %s %s x[%lld,%lld", s->dir == CONV_FWD ? "conv" : "convtranspose",
+			   dtname(s->dt), (long long)g->N, (long long)g->C);
+	for (int i = 0; i < g->nd && len < (int)sizeof(key); i++)
+		len += snprintf(key + len, sizeof(key) - (size_t)len, ",%lld", (long long)g->in[i]);
+	for (int i = 0; i < g->nd && len < (int)sizeof(key); i++)
+		len += snprintf(key + len, sizeof(key) - (size_t)len, "%s%lld", i ? "," : "] k[", (long long)g->ker[i]);
+	for (int i = 0; i < g->nd && len < (int)sizeof(key); i++)
+		len += snprintf(key + len, sizeof(key) - (size_t)len, "%s%lld/%lld/%lld/%lld/%lld", i ? "," : "] pads/str/dil/out[",
+				(long long)g->pb[i], (long long)g->pe[i], (long long)g->str[i], (long long)g->dil[i],
+				(long long)g->out[i]);
+	if (len < (int)sizeof(key))
+		snprintf(key + len, sizeof(key) - (size_t)len, "] m%lld g%lld %s", (long long)g->M, (long long)g->G,
+			 math_name(s->math));
+	int choice;
+	float ms;
+	size_t ws;
+	struct cuda_ctx *ctx = k->ctx;
+	if (ctx->tune && cuda_tune_get(ctx->tune, key, &choice, &ms) && algo_ws(k, s, h, choice, &ws)) {
+		s->algo = choice;
+		s->algo_ws = ws;
+		return 0;
+	}
+	if (ctx->tuning) {
+		int best;
+		if (find_algo(k, s, h, xn, wn, yn, &best, &ws, &ms))
+			return IR_ERR;
+		if (best >= 0) {
+			s->algo = best;
+			s->algo_ws = ws;
+			if (ctx->tune)
+				cuda_tune_put(ctx->tune, key, best, ms);
+			return 0;
+		}
+	}
+	struct cand c[16];
+	int n;
+	if (get_cands(k, s, h, false, NULL, NULL, NULL, NULL, 0, c, 16, &n))
+		return IR_ERR;
+	int i = first_usable(k, s, h, c, n, &ws);
+	if (i < 0)
+		return ir_diag_err(k->d, IR_ERR, "cudnn has no algorithm for this %s within %zu MiB of workspace",
+				   s->dir == CONV_FWD ? "convolution" : "transposed convolution", WS_LIMIT >> 20);
+	s->algo = c[i].algo;
+	s->algo_ws = ws;
+	return 0;
+}
+
+static int conv_prepare_any(struct cuda_kctx *k, bool transpose, bool fused)
+{
+	char why[200];
+	struct geom g;
+	if (!conv_geom(k, transpose, &g, why, sizeof(why)))
+		return ir_diag_err(k->d, IR_ERR, "%s", why);
+	promote(&g);
+	struct conv_state *s = calloc(1, sizeof(*s));
+	if (!s)
+		return ir_diag_err(k->d, IR_ENOMEM, "out of memory");
+	k->state = s;
+	s->dir = transpose ? CONV_BWD : CONV_FWD;
+	s->dt = k->in[0].dtype;
+	s->g = g;
+	s->bias_in = present(k, 2) ? 2 : -1;
+	s->z_in = fused && present(k, 3) ? 3 : -1;
+	struct act a = { KCONV_ACT_NONE, 0, 0 };
+	if (fused && !act_of(k->node, &a, why, sizeof(why)))
+		return ir_diag_err(k->d, IR_ERR, "%s", why);
+	int64_t ynumel = cuda_numel(&k->out[0]);
+	snprintf(k->impl, sizeof(k->impl), "cudnn %s", transpose ? "convtranspose" : "conv");
+	if (ynumel == 0)
+		return 0;   /* run does nothing */
+
+	const struct cudnn_api *api = cuda_cudnn(k->d);
+	cudnnHandle_t h = api ? cuda_cudnn_handle(k->ctx, k->d) : NULL;
+	if (!h)
+		return IR_ERR;
+	s->api = api;
+	struct ir_diag *d = k->d;
+	int nd = g.nd;
+
+	/* pads: cuDNN takes one per axis; the rest is our window copy */
+	int pad[MAX_SP], str[MAX_SP], dil[MAX_SP];
+	int64_t xin[MAX_SP], ybig[MAX_SP];
+	s->win.nd = nd;
+	for (int i = 0; i < nd; i++) {
+		int64_t p = g.pb[i] < g.pe[i] ? g.pb[i] : g.pe[i];
+		if (p < 0)
+			p = 0;
+		pad[i] = (int)p;
+		str[i] = (int)g.str[i];
+		dil[i] = (int)g.dil[i];
+		xin[i] = g.in[i];
+		ybig[i] = g.out[i];
+		if (transpose) {
+			/* Y[o] = Ybig[o + pb - p], Ybig the output with pads p on both sides */
+			ybig[i] = g.out[i] + g.pb[i] + g.pe[i] - 2 * p;
+			s->win.src[i] = ybig[i];
+			s->win.dst[i] = g.out[i];
+			s->win.lo[i] = -(g.pb[i] - p);
+			if (g.pb[i] != p || g.pe[i] != p)
+				s->crop_y = true;
+		} else {
+			xin[i] = g.in[i] + (g.pb[i] - p) + (g.pe[i] - p);
+			s->win.src[i] = g.in[i];
+			s->win.dst[i] = xin[i];
+			s->win.lo[i] = g.pb[i] - p;
+			if (g.pb[i] != p || g.pe[i] != p)
+				s->pad_x = true;
+		}
+		if (xin[i] > INT_MAX || ybig[i] > INT_MAX)
+			return ir_diag_err(d, IR_ERR, "the padded convolution is too large for cuDNN");
+	}
+	size_t es = dt_size(s->dt);
+	int64_t xn = g.N * g.C, yn = g.N * g.M, wn = g.C / (transpose ? 1 : g.G) * (transpose ? g.M / g.G : g.M);
+	for (int i = 0; i < nd; i++) {
+		xn *= xin[i];
+		yn *= ybig[i];
+		wn *= g.ker[i];
+	}
+	if (xn >= INT_MAX || yn >= INT_MAX)
+		return ir_diag_err(d, IR_ERR, "the padded convolution is too large for cuDNN");
+	s->win.outer = s->pad_x ? g.N * g.C : g.N * g.M;
+	if (s->pad_x)
+		s->buf_bytes = align256((size_t)xn * es);
+	else if (s->crop_y)
+		s->buf_bytes = align256((size_t)yn * es);
+
+	if (cuda_cudnn_check(api->CreateTensorDescriptor(&s->xd), "cudnnCreateTensorDescriptor", d) ||
+	    cuda_cudnn_check(api->CreateTensorDescriptor(&s->yd), "cudnnCreateTensorDescriptor", d) ||
+	    cuda_cudnn_check(api->CreateFilterDescriptor(&s->wd), "cudnnCreateFilterDescriptor", d) ||
+	    cuda_cudnn_check(api->CreateConvolutionDescriptor(&s->cd), "cudnnCreateConvolutionDescriptor", d))
+		return IR_ERR;
+	/* for ConvTranspose, xd is cuDNN's dy (our X) and yd its dx (our Y, before the crop) */
+	if (set_tensor(api, s->xd, s->dt, g.N, g.C, nd, xin, d) || set_tensor(api, s->yd, s->dt, g.N, g.M, nd, ybig, d))
+		return IR_ERR;
+	int wdims[2 + MAX_SP];
+	/* the filter of the forward conv: [out channels, in channels per group, k...];
+	 * ONNX's ConvTranspose W [C, M/G, k...] is that of the conv it inverts */
+	wdims[0] = (int)(transpose ? g.C : g.M);
+	wdims[1] = (int)(transpose ? g.M / g.G : g.C / g.G);
+	for (int i = 0; i < nd; i++)
+		wdims[i + 2] = (int)g.ker[i];
+	if (cuda_cudnn_check(api->SetFilterNdDescriptor(s->wd, dnn_type(s->dt), CUDNN_TENSOR_NCHW, nd + 2, wdims),
+			     "cudnnSetFilterNdDescriptor", d) ||
+	    cuda_cudnn_check(api->SetConvolutionNdDescriptor(s->cd, nd, pad, str, dil, CUDNN_CROSS_CORRELATION,
+							     CUDNN_DATA_FLOAT),
+			     "cudnnSetConvolutionNdDescriptor", d) ||
+	    cuda_cudnn_check(api->SetConvolutionGroupCount(s->cd, (int)g.G), "cudnnSetConvolutionGroupCount", d))
+		return IR_ERR;
+	s->math = s->dt != IR_FLOAT ? CUDNN_TENSOR_OP_MATH : k->ctx->tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
+	if (cuda_cudnn_check(api->SetConvolutionMathType(s->cd, s->math), "cudnnSetConvolutionMathType", d))
+		return IR_ERR;
+	if (choose_algo(k, s, h, xn, wn, yn))
+		return IR_ERR;
+
+	/* the epilogue: cuDNN's fused conv+bias+relu for float32 with a full-size Z
+	 * or none, else our kernel */
+	const struct cuda_tensor *y = &k->out[0];
+	bool zfull = false;
+	if (s->z_in >= 0) {
+		const struct cuda_tensor *z = &k->in[s->z_in];
+		zfull = cuda_numel(z) == ynumel;
+	}
+	if (fused && a.kind == KCONV_ACT_RELU && s->dt == IR_FLOAT && (s->z_in < 0 || zfull) && !transpose) {
+		int64_t ones[MAX_SP] = { 1, 1, 1 };
+		if (cuda_cudnn_check(api->CreateTensorDescriptor(&s->bd), "cudnnCreateTensorDescriptor", d) ||
+		    set_tensor(api, s->bd, s->dt, 1, g.M, nd, ones, d) ||
+		    cuda_cudnn_check(api->CreateActivationDescriptor(&s->ad), "cudnnCreateActivationDescriptor", d) ||
+		    cuda_cudnn_check(api->SetActivationDescriptor(s->ad, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0),
+				     "cudnnSetActivationDescriptor", d))
+			return IR_ERR;
+		if (s->bias_in < 0) {
+			if (cuda_check(cudaMalloc(&s->zero_bias, (size_t)g.M * es), "cudaMalloc", d) ||
+			    cuda_check(cudaMemsetAsync(s->zero_bias, 0, (size_t)g.M * es, k->ctx->stream), "cudaMemsetAsync",
+				       d))
+				return IR_ERR;
+		}
+		s->fused = true;
+		snprintf(k->impl, sizeof(k->impl), "cudnn conv+bias+relu %s", fwd_algo_name(s->algo));
+	} else {
+		s->epilogue = s->bias_in >= 0 || s->z_in >= 0 || a.kind != KCONV_ACT_NONE;
+		struct kconv_epilogue *e = &s->ep;
+		e->n = ynumel;
+		e->channels = g.M;
+		e->inner = g.M ? ynumel / (g.N * g.M) : 1;
+		if (e->inner < 1)
+			e->inner = 1;
+		e->act = a.kind;
+		e->p0 = a.p0;
+		e->p1 = a.p1;
+		e->zfull = zfull;
+		e->rank = y->rank;
+		if (s->z_in >= 0 && !zfull) {
+			if (y->rank > KCONV_MAX_RANK)
+				return ir_diag_err(d, IR_ERR, "output rank %d is too large", y->rank);
+			int64_t st[IR_MAX_RANK];
+			cuda_bcast_strides(&k->in[s->z_in], y->rank, y->dims, st);
+			for (int i = 0; i < y->rank; i++) {
+				e->dims[i] = y->dims[i];
+				e->zstrides[i] = st[i];
+			}
+		}
+		snprintf(k->impl, sizeof(k->impl), "cudnn %s %s%s%s", transpose ? "convtranspose bwd-data" : "conv fwd",
+			 transpose ? bwd_algo_name(s->algo) : fwd_algo_name(s->algo), s->epilogue ? " + ogsh epilogue" : "",
+			 s->pad_x ? " (padded)" : s->crop_y ? " (cropped)" : "");
+	}
+	k->ws_bytes = s->buf_bytes + s->algo_ws;
+	return 0;
+}
+
+static int conv_prepare(struct cuda_kctx *k)
+{
+	return conv_prepare_any(k, false, false);
+}
+
+static int convt_prepare(struct cuda_kctx *k)
+{
+	return conv_prepare_any(k, true, false);
+}
+
+static int fusedconv_prepare(struct cuda_kctx *k)
+{
+	return conv_prepare_any(k, false, true);
+}
+
+static int conv_run(struct cuda_kctx *k)
+{
+	struct conv_state *s = k->state;
+	if (!s || !s->api)
+		return 0;   /* an empty output */
+	struct ir_diag *d = k->d;
+	/* the handle prepare made, already on ctx->stream (cudnnSetStream is
+	 * left out of run, which may be captured into a CUDA graph) */
+	cudnnHandle_t h = k->ctx->cudnn;
+	if (!h)
+		return ir_diag_err(d, IR_ERR, "no cudnn handle: the node was not prepared");
+	char *ws = k->ws;
+	void *buf = s->buf_bytes ? ws : NULL;
+	void *algo_ws = s->algo_ws ? ws + s->buf_bytes : NULL;
+	const void *x = k->in[0].data, *w = k->in[1].data;
+	const void *b = s->bias_in >= 0 ? k->in[s->bias_in].data : NULL;
+	const void *z = s->z_in >= 0 ? k->in[s->z_in].data : NULL;
+	void *y = k->out[0].data;
+	float one = 1.0f, zero = 0.0f;
+	if (s->pad_x) {
+		kconv_launch_window(s->dt, x, buf, &s->win, 0.0f, k->ctx->stream);
+		if (cuda_check_launch("kconv_window", d))
+			return IR_ERR;
+		x = buf;
+	}
+	if (s->dir == CONV_BWD) {
+		void *dst = s->crop_y ? buf : y;
+		if (cuda_cudnn_check(s->api->ConvolutionBackwardData(h, &one, s->wd, w, s->xd, x, s->cd,
+								     (cudnnConvolutionBwdDataAlgo_t)s->algo, algo_ws,
+								     s->algo_ws, &zero, s->yd, dst),
+				     "cudnnConvolutionBackwardData", d))
+			return IR_ERR;
+		if (s->crop_y) {
+			kconv_launch_window(s->dt, buf, y, &s->win, 0.0f, k->ctx->stream);
+			if (cuda_check_launch("kconv_window", d))
+				return IR_ERR;
+		}
+	} else if (s->fused) {
+		float alpha2 = z ? 1.0f : 0.0f;
+		if (!z) {
+			/* z aliases y with alpha2 0: cleared so that no NaN left in y leaks in */
+			if (cuda_check(cudaMemsetAsync(y, 0, (size_t)cuda_numel(&k->out[0]) * dt_size(s->dt), k->ctx->stream),
+				       "cudaMemsetAsync", d))
+				return IR_ERR;
+			z = y;
+		}
+		if (cuda_cudnn_check(s->api->ConvolutionBiasActivationForward(
+					     h, &one, s->xd, x, s->wd, w, s->cd, (cudnnConvolutionFwdAlgo_t)s->algo, algo_ws,
+					     s->algo_ws, &alpha2, s->yd, z, s->bd, b ? b : s->zero_bias, s->ad, s->yd, y),
+				     "cudnnConvolutionBiasActivationForward", d))
+			return IR_ERR;
+		return 0;
+	} else {
+		if (cuda_cudnn_check(s->api->ConvolutionForward(h, &one, s->xd, x, s->wd, w, s->cd,
+								(cudnnConvolutionFwdAlgo_t)s->algo, algo_ws, s->algo_ws,
+								&zero, s->yd, y),
+				     "cudnnConvolutionForward", d))
+			return IR_ERR;
+	}
+	if (s->epilogue) {
+		kconv_launch_epilogue(s->dt, y, b, z, &s->ep, k->ctx->stream);
+		return cuda_check_launch("kconv_epilogue", d);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* MaxPool, AveragePool                                                      */
+/* ------------------------------------------------------------------------ */
+
+struct pool_state {
+	const struct cudnn_api *api;
+	int dt;
+	cudnnTensorDescriptor_t xd, yd;
+	cudnnPoolingDescriptor_t pd;
+	bool pad_x;
+	struct kconv_window win;
+	float fill;
+};
+
+static void pool_release(void *p)
+{
+	struct pool_state *s = p;
+	if (!s)
+		return;
+	if (s->api) {
+		if (s->xd)
+			s->api->DestroyTensorDescriptor(s->xd);
+		if (s->yd)
+			s->api->DestroyTensorDescriptor(s->yd);
+		if (s->pd)
+			s->api->DestroyPoolingDescriptor(s->pd);
+	}
+	free(s);
+}
+
+/*
+ * The pool's geometry with the pads cuDNN needs: pe grows to reach the
+ * planner's output dims (ceil_mode), *ceil_extra says whether it did.
+ */
+static bool pool_geom(const struct cuda_kctx *k, bool is_max, struct geom *g, bool *ceil_extra, char *why, size_t size)
+{
+	const struct ir_node *n = k->node;
+	const struct cuda_tensor *x = &k->in[0], *y = &k->out[0];
+	memset(g, 0, sizeof(*g));
+	*ceil_extra = false;
+	int dt = x->dtype;
+	if (!cuda_is_float(dt))
+		return no(why, size, "dtype %s is not supported on the GPU", dtname(dt));
+	if (y->dtype != dt)
+		return no(why, size, "input and output differ in dtype");
+	if (is_max && k->n_out > 1 && k->out[1].dtype != 0)
+		return no(why, size, "the Indices output is not supported on the GPU");
+	if (x->rank < 3 || x->rank > 2 + MAX_SP)
+		return no(why, size, "%d-d pooling is not supported on the GPU", x->rank - 2);
+	if (!fits_int(x) || !fits_int(y))
+		return no(why, size, "tensors of 2^31 elements or more are not supported by cuDNN");
+	int nd = g->nd = x->rank - 2;
+	g->N = x->dims[0];
+	g->C = g->M = x->dims[1];
+	g->G = 1;
+	int cnt;
+	if (!attr_ints(n, "kernel_shape", &cnt) || cnt != nd)
+		return no(why, size, "kernel_shape is missing or has the wrong length");
+	int64_t pads[2 * MAX_SP];
+	if (!ints_n(n, "kernel_shape", nd, g->ker, 1, 1, why, size) || !ints_n(n, "strides", nd, g->str, 1, 1, why, size) ||
+	    !ints_n(n, "dilations", nd, g->dil, 1, 1, why, size) || !ints_n(n, "pads", 2 * nd, pads, 0, 0, why, size))
+		return false;
+	for (int i = 0; i < nd; i++)
+		if (g->dil[i] != 1)
+			return no(why, size, "dilated pooling is not supported on the GPU");
+	const char *ap = attr_s(n, "auto_pad", "NOTSET");
+	bool upper = !strcmp(ap, "SAME_UPPER"), same = upper || !strcmp(ap, "SAME_LOWER"), valid = !strcmp(ap, "VALID");
+	if (!same && !valid && strcmp(ap, "NOTSET") && *ap)
+		return no(why, size, "auto_pad '%s' is not supported", ap);
+	if (y->rank != x->rank || y->dims[0] != g->N || y->dims[1] != g->C)
+		return no(why, size, "the output shape does not match the pool's");
+	for (int i = 0; i < nd; i++) {
+		g->in[i] = x->dims[i + 2];
+		g->out[i] = y->dims[i + 2];
+		if (same) {
+			int64_t o = (g->in[i] + g->str[i] - 1) / g->str[i];
+			int64_t total = (o - 1) * g->str[i] + g->ker[i] - g->in[i];
+			if (total < 0)
+				total = 0;
+			g->pb[i] = upper ? total / 2 : total - total / 2;
+			g->pe[i] = total - g->pb[i];
+		} else if (!valid) {
+			g->pb[i] = pads[i];
+			g->pe[i] = pads[nd + i];
+		}
+		if (g->out[i] < 1)
+			continue;
+		/* the end padding that makes floor((in + pb + pe - k) / s) + 1 the planner's dims */
+		int64_t need = (g->out[i] - 1) * g->str[i] + g->ker[i] - g->in[i] - g->pb[i];
+		if (need > g->pe[i]) {
+			if (need - g->pe[i] >= g->str[i] + g->ker[i])
+				return no(why, size, "the output shape does not match the pool's");
+			g->pe[i] = need;
+			*ceil_extra = true;
+		} else if ((g->in[i] + g->pb[i] + g->pe[i] - g->ker[i]) / g->str[i] + 1 != g->out[i]) {
+			return no(why, size, "the output shape does not match the pool's");
+		}
+	}
+	return true;
+}
+
+static bool pool_supports_any(const struct cuda_kctx *k, bool is_max, char *why, size_t size)
+{
+	struct geom g;
+	bool ceil_extra;
+	if (!pool_geom(k, is_max, &g, &ceil_extra, why, size))
+		return false;
+	if (is_max)
+		return true;
+	bool include = ir_node_attr_int(k->node, "count_include_pad", 0) != 0;
+	bool sym = true;
+	for (int i = 0; i < g.nd; i++)
+		if (g.pb[i] != g.pe[i])
+			sym = false;
+	if (ceil_extra && (include || !sym))
+		return no(why, size, "ceil_mode that adds a window is not supported on the GPU with these pads");
+	if (!include && !sym)
+		return no(why, size, "asymmetric pads without count_include_pad are not supported on the GPU");
+	return true;
+}
+
+static bool maxpool_supports(const struct cuda_kctx *k, char *why, size_t size)
+{
+	return pool_supports_any(k, true, why, size);
+}
+
+static bool avgpool_supports(const struct cuda_kctx *k, char *why, size_t size)
+{
+	return pool_supports_any(k, false, why, size);
+}
+
+static int pool_prepare_any(struct cuda_kctx *k, bool is_max)
+{
+	char why[200];
+	struct geom g;
+	bool ceil_extra;
+	if (!pool_geom(k, is_max, &g, &ceil_extra, why, sizeof(why)))
+		return ir_diag_err(k->d, IR_ERR, "%s", why);
+	promote(&g);
+	struct pool_state *s = calloc(1, sizeof(*s));
+	if (!s)
+		return ir_diag_err(k->d, IR_ENOMEM, "out of memory");
+	k->state = s;
+	s->dt = k->in[0].dtype;
+	bool include = !is_max && ir_node_attr_int(k->node, "count_include_pad", 0) != 0;
+	snprintf(k->impl, sizeof(k->impl), "cudnn pool %s", is_max ? "max" : "avg");
+	if (cuda_numel(&k->out[0]) == 0)
+		return 0;
+	const struct cudnn_api *api = cuda_cudnn(k->d);
+	if (!api || !cuda_cudnn_handle(k->ctx, k->d))
+		return IR_ERR;
+	s->api = api;
+	struct ir_diag *d = k->d;
+	int nd = g.nd;
+	int win[MAX_SP], pad[MAX_SP], str[MAX_SP];
+	int64_t xin[MAX_SP];
+	s->win.nd = nd;
+	s->win.outer = g.N * g.C;
+	int64_t xn = g.N * g.C;
+	for (int i = 0; i < nd; i++) {
+		int64_t p = g.pb[i] < g.pe[i] ? g.pb[i] : g.pe[i];
+		win[i] = (int)g.ker[i];
+		pad[i] = (int)p;
+		str[i] = (int)g.str[i];
+		xin[i] = g.in[i] + (g.pb[i] - p) + (g.pe[i] - p);
+		s->win.src[i] = g.in[i];
+		s->win.dst[i] = xin[i];
+		s->win.lo[i] = g.pb[i] - p;
+		if (g.pb[i] != p || g.pe[i] != p)
+			s->pad_x = true;
+		xn *= xin[i];
+	}
+	if (xn >= INT_MAX)
+		return ir_diag_err(d, IR_ERR, "the padded pool is too large for cuDNN");
+	/* padding we add ourselves: never the max; zeros counted as ONNX counts
+	 * them (count_include_pad, pads within the declared ones) */
+	s->fill = is_max ? -INFINITY : 0.0f;
+	cudnnPoolingMode_t mode = is_max ? CUDNN_POOLING_MAX
+				 : include ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+					   : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+	if (cuda_cudnn_check(api->CreateTensorDescriptor(&s->xd), "cudnnCreateTensorDescriptor", d) ||
+	    cuda_cudnn_check(api->CreateTensorDescriptor(&s->yd), "cudnnCreateTensorDescriptor", d) ||
+	    cuda_cudnn_check(api->CreatePoolingDescriptor(&s->pd), "cudnnCreatePoolingDescriptor", d) ||
+	    set_tensor(api, s->xd, s->dt, g.N, g.C, nd, xin, d) || set_tensor(api, s->yd, s->dt, g.N, g.C, nd, g.out, d) ||
+	    cuda_cudnn_check(api->SetPoolingNdDescriptor(s->pd, mode, CUDNN_NOT_PROPAGATE_NAN, nd, win, pad, str),
+			     "cudnnSetPoolingNdDescriptor", d))
+		return IR_ERR;
+	if (s->pad_x) {
+		k->ws_bytes = align256((size_t)xn * dt_size(s->dt));
+		snprintf(k->impl, sizeof(k->impl), "cudnn pool %s (padded)", is_max ? "max" : "avg");
+	}
+	return 0;
+}
+
+static int maxpool_prepare(struct cuda_kctx *k)
+{
+	return pool_prepare_any(k, true);
+}
+
+static int avgpool_prepare(struct cuda_kctx *k)
+{
+	return pool_prepare_any(k, false);
+}
+
+static int pool_run(struct cuda_kctx *k)
+{
+	struct pool_state *s = k->state;
+	if (!s || !s->api)
+		return 0;
+	struct ir_diag *d = k->d;
+	/* the handle prepare made, already on ctx->stream (cudnnSetStream is
+	 * left out of run, which may be captured into a CUDA graph) */
+	cudnnHandle_t h = k->ctx->cudnn;
+	if (!h)
+		return ir_diag_err(d, IR_ERR, "no cudnn handle: the node was not prepared");
+	const void *x = k->in[0].data;
+	if (s->pad_x) {
+		kconv_launch_window(s->dt, x, k->ws, &s->win, s->fill, k->ctx->stream);
+		if (cuda_check_launch("kconv_window", d))
+			return IR_ERR;
+		x = k->ws;
+	}
+	float one = 1.0f, zero = 0.0f;
+	return cuda_cudnn_check(s->api->PoolingForward(h, s->pd, &one, s->xd, x, &zero, s->yd, k->out[0].data),
+				"cudnnPoolingForward", d);
+}
+
+/* ------------------------------------------------------------------------ */
+/* LRN (across channels; the spatial dims are one axis to cuDNN)             */
+/* ------------------------------------------------------------------------ */
+
+struct lrn_state {
+	const struct cudnn_api *api;
+	cudnnTensorDescriptor_t xd;
+	cudnnLRNDescriptor_t ld;
+};
+
+static void lrn_release(void *p)
+{
+	struct lrn_state *s = p;
+	if (!s)
+		return;
+	if (s->api) {
+		if (s->xd)
+			s->api->DestroyTensorDescriptor(s->xd);
+		if (s->ld)
+			s->api->DestroyLRNDescriptor(s->ld);
+	}
+	free(s);
+}
+
+static bool lrn_supports(const struct cuda_kctx *k, char *why, size_t size)
+{
+	const struct cuda_tensor *x = &k->in[0];
+	if (!cuda_is_float(x->dtype))
+		return no(why, size, "dtype %s is not supported on the GPU", dtname(x->dtype));
+	/* cuDNN's LRN answers CUDNN_STATUS_NOT_SUPPORTED for bfloat16 (seen on cuDNN 9.19, H200) */
+	if (x->dtype == IR_BFLOAT16)
+		return no(why, size, "LRN in bfloat16 is not supported by cuDNN");
+	if (k->out[0].dtype != x->dtype)
+		return no(why, size, "input and output differ in dtype");
+	if (x->rank < 2)
+		return no(why, size, "input must have rank 2 or more");
+	if (!fits_int(x))
+		return no(why, size, "tensors of 2^31 elements or more are not supported by cuDNN");
+	if (!ir_node_attr(k->node, "size"))
+		return no(why, size, "attribute 'size' is missing");
+	int64_t n = ir_node_attr_int(k->node, "size", 1);
+	/* cuDNN centres the window; ONNX's even windows lean one way */
+	if (n < CUDNN_LRN_MIN_N || n > CUDNN_LRN_MAX_N || n % 2 == 0)
+		return no(why, size, "size %lld is not supported on the GPU (odd, 1 to %d)", (long long)n, CUDNN_LRN_MAX_N);
+	double beta = ir_node_attr_float(k->node, "beta", 0.75f), bias = ir_node_attr_float(k->node, "bias", 1.0f);
+	if (beta < CUDNN_LRN_MIN_BETA || bias < CUDNN_LRN_MIN_K)
+		return no(why, size, "beta below %g or bias below %g is not supported on the GPU", CUDNN_LRN_MIN_BETA,
+			  CUDNN_LRN_MIN_K);
+	return true;
+}
+
+static int lrn_prepare(struct cuda_kctx *k)
+{
+	struct lrn_state *s = calloc(1, sizeof(*s));
+	if (!s)
+		return ir_diag_err(k->d, IR_ENOMEM, "out of memory");
+	k->state = s;
+	snprintf(k->impl, sizeof(k->impl), "cudnn lrn");
+	const struct cuda_tensor *x = &k->in[0];
+	if (cuda_numel(x) == 0)
+		return 0;
+	const struct cudnn_api *api = cuda_cudnn(k->d);
+	if (!api || !cuda_cudnn_handle(k->ctx, k->d))
+		return IR_ERR;
+	s->api = api;
+	struct ir_diag *d = k->d;
+	int64_t sp[2] = { 1, 1 };
+	for (int i = 2; i < x->rank; i++)
+		sp[0] *= x->dims[i];
+	/* alpha as ONNX gives it: cuDNN divides it by the window too */
+	unsigned n = (unsigned)ir_node_attr_int(k->node, "size", 1);
+	double alpha = ir_node_attr_float(k->node, "alpha", 1e-4f), beta = ir_node_attr_float(k->node, "beta", 0.75f);
+	double bias = ir_node_attr_float(k->node, "bias", 1.0f);
+	if (cuda_cudnn_check(api->CreateTensorDescriptor(&s->xd), "cudnnCreateTensorDescriptor", d) ||
+	    set_tensor(api, s->xd, x->dtype, x->dims[0], x->dims[1], 2, sp, d) ||
+	    cuda_cudnn_check(api->CreateLRNDescriptor(&s->ld), "cudnnCreateLRNDescriptor", d) ||
+	    cuda_cudnn_check(api->SetLRNDescriptor(s->ld, n, alpha, beta, bias), "cudnnSetLRNDescriptor", d))
+		return IR_ERR;
+	return 0;
+}
+
+static int lrn_run(struct cuda_kctx *k)
+{
+	struct lrn_state *s = k->state;
+	if (!s || !s->api)
+		return 0;
+	cudnnHandle_t h = k->ctx->cudnn;
+	if (!h)
+		return ir_diag_err(k->d, IR_ERR, "no cudnn handle: the node was not prepared");
+	float one = 1.0f, zero = 0.0f;
+	return cuda_cudnn_check(s->api->LRNCrossChannelForward(h, s->ld, CUDNN_LRN_CROSS_CHANNEL_DIM1, &one, s->xd,
+							       k->in[0].data, &zero, s->xd, k->out[0].data),
+				"cudnnLRNCrossChannelForward", k->d);
+}
 
 const struct cuda_kernel cuda_k_conv[] = {
+	{ IR_OP_Conv, conv_supports, conv_prepare, conv_run, conv_release },
+	{ IR_OP_ConvTranspose, convt_supports, convt_prepare, conv_run, conv_release },
+	{ IR_OP_ogsh_FusedConv, fusedconv_supports, fusedconv_prepare, conv_run, conv_release },
+	{ IR_OP_MaxPool, maxpool_supports, maxpool_prepare, pool_run, pool_release },
+	{ IR_OP_AveragePool, avgpool_supports, avgpool_prepare, pool_run, pool_release },
+	{ IR_OP_LRN, lrn_supports, lrn_prepare, lrn_run, lrn_release },
 	{ .op = -1 },
 };

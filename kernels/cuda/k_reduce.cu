@@ -1,1 +1,1240 @@
 // k_reduce.cu - CUDA kernels and launchers of the reduce family (entries in k_reduce.c).
+//
+// Rows are reduced by a warp (short rows) or a block of 256 threads (long
+// rows) with shuffles and a shared-memory tree; strided "column" reductions
+// give each thread one output, so that neighbouring threads read
+// neighbouring elements. Float types accumulate in float.
+#include "kernels/cuda/k_reduce.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <math.h>
+#include <stdint.h>
+#include <type_traits>
+
+namespace {
+
+constexpr int BS = 256;   // threads of a block
+constexpr unsigned FULL = 0xffffffffu;
+
+// ---- element conversion ----
+
+template <typename T> __device__ __forceinline__ float tof(T v) { return (float)v; }
+template <> __device__ __forceinline__ float tof<__half>(__half v) { return __half2float(v); }
+template <> __device__ __forceinline__ float tof<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <typename T> __device__ __forceinline__ T fromf(float v) { return (T)v; }
+template <> __device__ __forceinline__ __half fromf<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 fromf<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+// element i of a float tensor of runtime dtype
+__device__ __forceinline__ float ldf(const void *p, int dt, int64_t i)
+{
+	switch (dt) {
+	case RD_F16: return __half2float(((const __half *)p)[i]);
+	case RD_BF16: return __bfloat162float(((const __nv_bfloat16 *)p)[i]);
+	case RD_F64: return (float)((const double *)p)[i];
+	default: return ((const float *)p)[i];
+	}
+}
+
+__device__ __forceinline__ void stf(void *p, int dt, int64_t i, float v)
+{
+	switch (dt) {
+	case RD_F16: ((__half *)p)[i] = __float2half_rn(v); break;
+	case RD_BF16: ((__nv_bfloat16 *)p)[i] = __float2bfloat16_rn(v); break;
+	case RD_F64: ((double *)p)[i] = (double)v; break;
+	default: ((float *)p)[i] = v; break;
+	}
+}
+
+// ---- group reductions: TPR == 32 (a warp) or BS (the whole block) ----
+
+struct FSum { __device__ float operator()(float a, float b) const { return a + b; } };
+struct FMax { __device__ float operator()(float a, float b) const { return fmaxf(a, b); } };
+
+template <typename A, typename F> __device__ __forceinline__ A warp_all(A v, F f)
+{
+	for (int o = 16; o > 0; o >>= 1)
+		v = f(v, __shfl_xor_sync(FULL, v, o));
+	return v;
+}
+
+// every thread of the block gets the result; sm holds 32 entries
+template <typename A, typename F> __device__ A block_all(A v, F f, A *sm)
+{
+	v = warp_all(v, f);
+	const int w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+	__syncthreads();
+	if ((threadIdx.x & 31) == 0)
+		sm[w] = v;
+	__syncthreads();
+	v = sm[0];
+	for (int i = 1; i < nw; i++)
+		v = f(v, sm[i]);
+	return v;
+}
+
+template <int TPR, typename A, typename F> __device__ __forceinline__ A group_all(A v, F f, A *sm)
+{
+	if (TPR == 32)
+		return warp_all(v, f);
+	return block_all(v, f, sm);
+}
+
+// ---- plans ----
+
+__device__ __forceinline__ int64_t kept_off(const rd_plan &p, int64_t o)
+{
+	int64_t off = 0;
+	for (int d = p.nk - 1; d >= 0; d--) {
+		int64_t q = o / p.kdims[d];
+		off += (o - q * p.kdims[d]) * p.kstr[d];
+		o = q;
+	}
+	return off;
+}
+
+__device__ __forceinline__ int64_t red_off(const rd_plan &p, int64_t j)
+{
+	if (p.nr == 1)
+		return j * p.rstr[0];
+	int64_t off = 0;
+	for (int d = p.nr - 1; d >= 0; d--) {
+		int64_t q = j / p.rdims[d];
+		off += (j - q * p.rdims[d]) * p.rstr[d];
+		j = q;
+	}
+	return off;
+}
+
+static unsigned grid_for(int64_t n, int64_t per_block)
+{
+	int64_t g = (n + per_block - 1) / per_block;
+	if (g < 1)
+		g = 1;
+	if (g > (1 << 20))
+		g = 1 << 20;
+	return (unsigned)g;
+}
+
+// ------------------------------------------------------------------------
+// Reduce*
+// ------------------------------------------------------------------------
+
+template <typename T> struct RT { using A = float; static constexpr bool isint = false; };
+template <> struct RT<int32_t> { using A = long long; static constexpr bool isint = true; };
+template <> struct RT<int64_t> { using A = long long; static constexpr bool isint = true; };
+
+template <typename T> __device__ __forceinline__ typename RT<T>::A r_init(int op)
+{
+	if constexpr (RT<T>::isint) {
+		const long long lo = sizeof(T) == 4 ? (long long)INT32_MIN : (long long)INT64_MIN;
+		const long long hi = sizeof(T) == 4 ? (long long)INT32_MAX : (long long)INT64_MAX;
+		return op == RD_MAX ? lo : op == RD_MIN ? hi : op == RD_PROD ? 1 : 0;
+	} else {
+		return op == RD_MAX ? -INFINITY : op == RD_MIN ? INFINITY : op == RD_PROD ? 1.f : 0.f;
+	}
+}
+
+// the contribution of one element (m: RD_LSE's shift)
+template <typename T> __device__ __forceinline__ typename RT<T>::A r_map(int op, T x, float m)
+{
+	if constexpr (RT<T>::isint) {
+		unsigned long long u = (unsigned long long)(long long)x;
+		switch (op) {
+		case RD_L1: return (long long)((long long)x < 0 ? 0ull - u : u);
+		case RD_SUMSQ: return (long long)(u * u);
+		default: return (long long)x;
+		}
+	} else {
+		float v = tof(x);
+		switch (op) {
+		case RD_L1: return fabsf(v);
+		case RD_L2: case RD_SUMSQ: return v * v;
+		case RD_LSE: return expf(v - m);
+		default: return v;
+		}
+	}
+}
+
+struct RComb {
+	int op;
+	__device__ float operator()(float a, float b) const
+	{
+		switch (op) {
+		case RD_MAX: return isnan(a) ? a : (b > a || isnan(b)) ? b : a;
+		case RD_MIN: return isnan(a) ? a : (b < a || isnan(b)) ? b : a;
+		case RD_PROD: return a * b;
+		default: return a + b;
+		}
+	}
+	__device__ long long operator()(long long a, long long b) const
+	{
+		switch (op) {
+		case RD_MAX: return b > a ? b : a;
+		case RD_MIN: return b < a ? b : a;
+		case RD_PROD: return (long long)((unsigned long long)a * (unsigned long long)b);
+		default: return (long long)((unsigned long long)a + (unsigned long long)b);
+		}
+	}
+};
+
+template <typename T> __device__ __forceinline__ T r_final(int op, typename RT<T>::A a, int64_t nred, float m)
+{
+	if constexpr (RT<T>::isint) {
+		if (op == RD_MEAN)
+			a = nred ? a / nred : 0;
+		return (T)a;
+	} else {
+		switch (op) {
+		case RD_MEAN: a = a / (float)nred; break;
+		case RD_L2: a = sqrtf(a); break;
+		case RD_LOGSUM: a = logf(a); break;
+		case RD_LSE: a = logf(a) + m; break;
+		default: break;
+		}
+		return fromf<T>(a);
+	}
+}
+
+// RD_LSE's shift: the largest finite element, 0 when there is none
+struct FMaxFinite {
+	__device__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+
+// one output per group of TPR threads (blockDim.x == BS)
+template <typename T, int TPR> __global__ void __launch_bounds__(BS) reduce_rows(const T *x, T *y, rd_plan p, int op)
+{
+	using A = typename RT<T>::A;
+	__shared__ A sm[32];
+	__shared__ float smf[32];
+	const int G = BS / TPR, g = threadIdx.x / TPR, l = threadIdx.x % TPR;
+	for (int64_t o0 = (int64_t)blockIdx.x * G; o0 < p.nout; o0 += (int64_t)gridDim.x * G) {
+		const int64_t o = o0 + g;
+		if (TPR == 32 && o >= p.nout)
+			continue;   // a whole warp: no block-wide synchronisation in this path
+		const int64_t base = kept_off(p, o);
+		float m = 0;
+		if constexpr (!RT<T>::isint) {
+			if (op == RD_LSE) {
+				float mx = -INFINITY;
+				for (int64_t j = l; j < p.nred; j += TPR) {
+					float v = tof(x[base + red_off(p, j)]);
+					if (isfinite(v))
+						mx = fmaxf(mx, v);
+				}
+				mx = group_all<TPR>(mx, FMaxFinite(), smf);
+				m = mx == -INFINITY ? 0.f : mx;
+			}
+		}
+		RComb c{op};
+		A a = r_init<T>(op);
+		for (int64_t j = l; j < p.nred; j += TPR)
+			a = c(a, r_map<T>(op, x[base + red_off(p, j)], m));
+		a = group_all<TPR>(a, c, sm);
+		if (l == 0)
+			y[o] = r_final<T>(op, a, p.nred, m);
+	}
+}
+
+// one output per threadIdx.x, the reduced elements split over threadIdx.y
+template <typename T> __global__ void __launch_bounds__(1024) reduce_cols(const T *x, T *y, rd_plan p, int op)
+{
+	using A = typename RT<T>::A;
+	__shared__ A sm[32][33];
+	__shared__ float smf[32][33];
+	const int tx = threadIdx.x, ty = threadIdx.y, ny = blockDim.y;
+	for (int64_t o0 = (int64_t)blockIdx.x * 32; o0 < p.nout; o0 += (int64_t)gridDim.x * 32) {
+		const int64_t o = o0 + tx;
+		const bool act = o < p.nout;
+		const int64_t base = act ? kept_off(p, o) : 0;
+		float m = 0;
+		if constexpr (!RT<T>::isint) {
+			if (op == RD_LSE) {
+				float mx = -INFINITY;
+				for (int64_t j = ty; act && j < p.nred; j += ny) {
+					float v = tof(x[base + red_off(p, j)]);
+					if (isfinite(v))
+						mx = fmaxf(mx, v);
+				}
+				smf[ty][tx] = mx;
+				__syncthreads();
+				mx = smf[0][tx];
+				for (int i = 1; i < ny; i++)
+					mx = fmaxf(mx, smf[i][tx]);
+				m = mx == -INFINITY ? 0.f : mx;
+			}
+		}
+		RComb c{op};
+		A a = r_init<T>(op);
+		for (int64_t j = ty; act && j < p.nred; j += ny)
+			a = c(a, r_map<T>(op, x[base + red_off(p, j)], m));
+		sm[ty][tx] = a;
+		__syncthreads();
+		if (ty == 0 && act) {
+			for (int i = 1; i < ny; i++)
+				a = c(a, sm[i][tx]);
+			y[o] = r_final<T>(op, a, p.nred, m);
+		}
+		__syncthreads();
+	}
+}
+
+template <typename T>
+static cudaError_t reduce_t(int op, const rd_plan *p, const void *x, void *y, cudaStream_t s, const char **impl)
+{
+	const T *xx = (const T *)x;
+	T *yy = (T *)y;
+	if (p->nr >= 1 && p->rstr[p->nr - 1] == 1) {
+		if (p->nred >= 2048 || p->nout < 1024) {
+			*impl = "ogsh reduce rows block";
+			reduce_rows<T, BS><<<grid_for(p->nout, 1), BS, 0, s>>>(xx, yy, *p, op);
+		} else {
+			*impl = "ogsh reduce rows warp";
+			reduce_rows<T, 32><<<grid_for(p->nout, BS / 32), BS, 0, s>>>(xx, yy, *p, op);
+		}
+	} else {
+		*impl = "ogsh reduce cols";
+		int ny = p->nout >= 132 * 32 * 4 || p->nred < 64 ? 8 : 32;
+		reduce_cols<T><<<grid_for(p->nout, 32), dim3(32, ny), 0, s>>>(xx, yy, *p, op);
+	}
+	return cudaGetLastError();
+}
+
+// ------------------------------------------------------------------------
+// Softmax, LogSoftmax
+// ------------------------------------------------------------------------
+
+template <typename T, int TPR>
+__global__ void __launch_bounds__(BS) softmax_rows(const T *x, T *y, int64_t rows, int64_t n, bool logsm)
+{
+	__shared__ float sm[32];
+	const int G = BS / TPR, g = threadIdx.x / TPR, l = threadIdx.x % TPR;
+	for (int64_t r0 = (int64_t)blockIdx.x * G; r0 < rows; r0 += (int64_t)gridDim.x * G) {
+		const int64_t r = r0 + g;
+		if (TPR == 32 && r >= rows)
+			continue;
+		const T *xr = x + r * n;
+		T *yr = y + r * n;
+		float mx = -INFINITY;
+		for (int64_t j = l; j < n; j += TPR)
+			mx = fmaxf(mx, tof(xr[j]));
+		mx = group_all<TPR>(mx, FMax(), sm);
+		if (mx == -INFINITY)
+			mx = 0;
+		float su = 0;
+		for (int64_t j = l; j < n; j += TPR)
+			su += expf(tof(xr[j]) - mx);
+		su = group_all<TPR>(su, FSum(), sm);
+		if (logsm) {
+			const float ls = logf(su);
+			for (int64_t j = l; j < n; j += TPR)
+				yr[j] = fromf<T>((tof(xr[j]) - mx) - ls);
+		} else {
+			const float inv = 1.f / su;
+			for (int64_t j = l; j < n; j += TPR)
+				yr[j] = fromf<T>(expf(tof(xr[j]) - mx) * inv);
+		}
+	}
+}
+
+// one thread per (outer, inner) column
+template <typename T>
+__global__ void softmax_cols(const T *x, T *y, int64_t outer, int64_t n, int64_t inner, bool logsm)
+{
+	const int64_t cols = outer * inner;
+	for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += (int64_t)gridDim.x * blockDim.x) {
+		const int64_t a = c / inner, b = c - a * inner;
+		const T *xc = x + a * n * inner + b;
+		T *yc = y + a * n * inner + b;
+		float mx = -INFINITY;
+		for (int64_t j = 0; j < n; j++)
+			mx = fmaxf(mx, tof(xc[j * inner]));
+		if (mx == -INFINITY)
+			mx = 0;
+		float su = 0;
+		for (int64_t j = 0; j < n; j++)
+			su += expf(tof(xc[j * inner]) - mx);
+		const float ls = logf(su), inv = 1.f / su;
+		for (int64_t j = 0; j < n; j++) {
+			float v = tof(xc[j * inner]) - mx;
+			yc[j * inner] = fromf<T>(logsm ? v - ls : expf(v) * inv);
+		}
+	}
+}
+
+template <typename T>
+static cudaError_t softmax_t(bool logsm, int64_t outer, int64_t n, int64_t inner, const void *x, void *y,
+			     cudaStream_t s, const char **impl)
+{
+	if (inner == 1) {
+		if (n >= 1024 || outer < 1024) {
+			*impl = "ogsh softmax block";
+			softmax_rows<T, BS><<<grid_for(outer, 1), BS, 0, s>>>((const T *)x, (T *)y, outer, n, logsm);
+		} else {
+			*impl = "ogsh softmax warp";
+			softmax_rows<T, 32><<<grid_for(outer, BS / 32), BS, 0, s>>>((const T *)x, (T *)y, outer, n, logsm);
+		}
+	} else {
+		*impl = "ogsh softmax cols";
+		softmax_cols<T><<<grid_for(outer * inner, BS), BS, 0, s>>>((const T *)x, (T *)y, outer, n, inner, logsm);
+	}
+	return cudaGetLastError();
+}
+
+// ------------------------------------------------------------------------
+// ArgMax, ArgMin
+// ------------------------------------------------------------------------
+
+template <typename T> struct AV { using V = float; };
+template <> struct AV<int32_t> { using V = long long; };
+template <> struct AV<int64_t> { using V = long long; };
+
+template <typename T> __device__ __forceinline__ typename AV<T>::V av_load(T v)
+{
+	if constexpr (std::is_same<typename AV<T>::V, long long>::value)
+		return (long long)v;
+	else
+		return tof(v);
+}
+
+__device__ __forceinline__ bool isnan_v(float v) { return isnan(v); }
+__device__ __forceinline__ bool isnan_v(long long) { return false; }
+
+// whether (va, ia) is a better pick than (vb, ib): the first NaN wins,
+// then the larger (smaller) value, ties by the lower (higher with last) index
+template <typename V> __device__ __forceinline__ bool arg_better(V va, int64_t ia, V vb, int64_t ib, bool is_max, bool last)
+{
+	bool na = isnan_v(va), nb = isnan_v(vb);
+	if (na || nb)
+		return na && nb ? ia < ib : na;
+	if (va != vb)
+		return is_max ? va > vb : va < vb;
+	return last ? ia > ib : ia < ib;
+}
+
+template <typename T, int TPR>
+__global__ void __launch_bounds__(BS) arg_rows(const T *x, int64_t *y, int64_t rows, int64_t n, bool is_max, bool last)
+{
+	using V = typename AV<T>::V;
+	__shared__ V smv[32];
+	__shared__ int64_t smi[32];
+	const int G = BS / TPR, g = threadIdx.x / TPR, l = threadIdx.x % TPR;
+	for (int64_t r0 = (int64_t)blockIdx.x * G; r0 < rows; r0 += (int64_t)gridDim.x * G) {
+		const int64_t r = r0 + g;
+		if (TPR == 32 && r >= rows)
+			continue;
+		const T *xr = x + r * n;
+		V bv = av_load<T>(xr[0]);
+		int64_t bi = 0;
+		for (int64_t j = l; j < n; j += TPR) {
+			V v = av_load<T>(xr[j]);
+			if (arg_better(v, j, bv, bi, is_max, last)) {
+				bv = v;
+				bi = j;
+			}
+		}
+		for (int o = 16; o > 0; o >>= 1) {
+			V v = __shfl_xor_sync(FULL, bv, o);
+			int64_t i = __shfl_xor_sync(FULL, bi, o);
+			if (arg_better(v, i, bv, bi, is_max, last)) {
+				bv = v;
+				bi = i;
+			}
+		}
+		if (TPR != 32) {
+			__syncthreads();
+			if ((threadIdx.x & 31) == 0) {
+				smv[threadIdx.x >> 5] = bv;
+				smi[threadIdx.x >> 5] = bi;
+			}
+			__syncthreads();
+			bv = smv[0];
+			bi = smi[0];
+			for (int w = 1; w < BS / 32; w++)
+				if (arg_better(smv[w], smi[w], bv, bi, is_max, last)) {
+					bv = smv[w];
+					bi = smi[w];
+				}
+		}
+		if (l == 0)
+			y[r] = bi;
+	}
+}
+
+template <typename T>
+__global__ void arg_cols(const T *x, int64_t *y, int64_t outer, int64_t n, int64_t inner, bool is_max, bool last)
+{
+	using V = typename AV<T>::V;
+	const int64_t cols = outer * inner;
+	for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += (int64_t)gridDim.x * blockDim.x) {
+		const int64_t a = c / inner, b = c - a * inner;
+		const T *xc = x + a * n * inner + b;
+		V bv = av_load<T>(xc[0]);
+		int64_t bi = 0;
+		for (int64_t j = 1; j < n; j++) {
+			V v = av_load<T>(xc[j * inner]);
+			if (arg_better(v, j, bv, bi, is_max, last)) {
+				bv = v;
+				bi = j;
+			}
+		}
+		y[c] = bi;
+	}
+}
+
+template <typename T>
+static cudaError_t arg_t(bool is_max, bool last, int64_t outer, int64_t n, int64_t inner, const void *x, int64_t *y,
+			 cudaStream_t s, const char **impl)
+{
+	if (inner == 1) {
+		if (n >= 1024 || outer < 1024) {
+			*impl = "ogsh argreduce block";
+			arg_rows<T, BS><<<grid_for(outer, 1), BS, 0, s>>>((const T *)x, y, outer, n, is_max, last);
+		} else {
+			*impl = "ogsh argreduce warp";
+			arg_rows<T, 32><<<grid_for(outer, BS / 32), BS, 0, s>>>((const T *)x, y, outer, n, is_max, last);
+		}
+	} else {
+		*impl = "ogsh argreduce cols";
+		arg_cols<T><<<grid_for(outer * inner, BS), BS, 0, s>>>((const T *)x, y, outer, n, inner, is_max, last);
+	}
+	return cudaGetLastError();
+}
+
+// ------------------------------------------------------------------------
+// TopK: radix select of the k-th key, the candidates gathered in shared
+// memory, then a bitonic sort of at most 256 of them
+// ------------------------------------------------------------------------
+
+template <typename T> struct TK { using K = unsigned int; };
+template <> struct TK<int64_t> { using K = unsigned long long; };
+
+// order-preserving unsigned keys; NaN above everything, -0 equal to +0
+template <typename T> __device__ __forceinline__ typename TK<T>::K tk_key(T v, bool largest)
+{
+	typename TK<T>::K k;
+	if constexpr (std::is_same<T, int64_t>::value) {
+		k = (unsigned long long)v ^ (1ull << 63);
+	} else if constexpr (std::is_same<T, int32_t>::value) {
+		k = (unsigned int)v ^ 0x80000000u;
+	} else {
+		float f = tof(v);
+		if (isnan(f)) {
+			k = 0xffffffffu;
+		} else {
+			if (f == 0.f)
+				f = 0.f;
+			unsigned int u = __float_as_uint(f);
+			k = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+		}
+	}
+	return largest ? k : ~k;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(BS) topk_rows(const T *x, T *vals, int64_t *idx, int64_t outer, int64_t n, int64_t inner,
+						 int kk, int kp, bool largest)
+{
+	using K = typename TK<T>::K;
+	__shared__ unsigned int hist[256];
+	__shared__ K ck[256];
+	__shared__ int64_t ci[256];
+	__shared__ K s_prefix;
+	__shared__ long long s_rem;
+	__shared__ unsigned int cnt_better;
+	__shared__ int wsum[BS / 32];
+	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+	const int64_t rows = outer * inner;
+	for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+		const int64_t pa = r / inner, pb = r - pa * inner;
+		const T *xr = x + pa * n * inner + pb;
+		// radix select: the kk-th largest key is `prefix`, rem of its kind needed
+		K prefix = 0, mask = 0;
+		long long rem = kk;
+		for (int shift = (int)sizeof(K) * 8 - 8; shift >= 0; shift -= 8) {
+			for (int i = tid; i < 256; i += BS)
+				hist[i] = 0;
+			__syncthreads();
+			for (int64_t j = tid; j < n; j += BS) {
+				K key = tk_key<T>(xr[j * inner], largest);
+				if ((key & mask) == prefix)
+					atomicAdd(&hist[(unsigned)(key >> shift) & 255u], 1u);
+			}
+			__syncthreads();
+			if (tid == 0) {
+				long long cum = 0;
+				int b = 255;
+				for (; b > 0; b--) {
+					if (cum + (long long)hist[b] >= rem)
+						break;
+					cum += hist[b];
+				}
+				s_rem = rem - cum;
+				s_prefix = prefix | ((K)b << shift);
+			}
+			__syncthreads();
+			rem = s_rem;
+			prefix = s_prefix;
+			mask |= (K)255 << shift;
+			__syncthreads();
+		}
+		const long long nbetter = kk - rem;
+		for (int i = tid; i < kp; i += BS) {
+			ck[i] = 0;
+			ci[i] = INT64_MAX;
+		}
+		if (tid == 0)
+			cnt_better = 0;
+		__syncthreads();
+		// gather: every key above the threshold, the first rem equal to it
+		long long eq_base = 0;
+		for (int64_t j0 = 0; j0 < n; j0 += BS) {
+			const int64_t j = j0 + tid;
+			K key = 0;
+			bool eq = false;
+			if (j < n) {
+				key = tk_key<T>(xr[j * inner], largest);
+				eq = key == prefix;
+				if (key > prefix) {
+					unsigned pos = atomicAdd(&cnt_better, 1u);
+					if (pos < 256u) {
+						ck[pos] = key;
+						ci[pos] = j;
+					}
+				}
+			}
+			unsigned bal = __ballot_sync(FULL, eq);
+			if (lane == 0)
+				wsum[warp] = __popc(bal);
+			__syncthreads();
+			int before = 0, total = 0;
+			for (int w = 0; w < BS / 32; w++) {
+				if (w < warp)
+					before += wsum[w];
+				total += wsum[w];
+			}
+			if (eq) {
+				long long pos = eq_base + before + __popc(bal & ((1u << lane) - 1u));
+				if (pos < rem) {
+					ck[nbetter + pos] = key;
+					ci[nbetter + pos] = j;
+				}
+			}
+			eq_base += total;
+			__syncthreads();
+		}
+		// bitonic sort of kp entries: larger key first, then lower index
+		for (int size = 2; size <= kp; size <<= 1)
+			for (int stride = size >> 1; stride > 0; stride >>= 1) {
+				for (int i = tid; i < kp; i += BS) {
+					int p = i ^ stride;
+					if (p > i) {
+						bool p_first = ck[p] > ck[i] || (ck[p] == ck[i] && ci[p] < ci[i]);
+						bool swap = (i & size) == 0 ? p_first : !p_first;
+						if (swap) {
+							K tkk = ck[i];
+							ck[i] = ck[p];
+							ck[p] = tkk;
+							int64_t ti = ci[i];
+							ci[i] = ci[p];
+							ci[p] = ti;
+						}
+					}
+				}
+				__syncthreads();
+			}
+		for (int i = tid; i < kk; i += BS) {
+			const int64_t o = (pa * kk + i) * inner + pb;
+			const int64_t src = ci[i];
+			vals[o] = xr[src * inner];
+			idx[o] = src;
+		}
+		__syncthreads();
+	}
+}
+
+template <typename T>
+static cudaError_t topk_t(bool largest, int64_t outer, int64_t n, int64_t inner, int64_t k, const void *x, void *vals,
+			  int64_t *idx, cudaStream_t s, const char **impl)
+{
+	int kp = 1;
+	while (kp < k)
+		kp <<= 1;
+	*impl = "ogsh topk radix select";
+	topk_rows<T><<<grid_for(outer * inner, 1), BS, 0, s>>>((const T *)x, (T *)vals, idx, outer, n, inner, (int)k, kp,
+								 largest);
+	return cudaGetLastError();
+}
+
+// ------------------------------------------------------------------------
+// LayerNormalization, RMSNormalization
+// ------------------------------------------------------------------------
+
+__device__ __forceinline__ float prm_ld(const rd_param &q, int64_t c)
+{
+	if (q.nd == 0)
+		return ldf(q.p, q.dtype, c);
+	int64_t off = 0;
+	for (int d = q.nd - 1; d >= 0; d--) {
+		int64_t t = c / q.dims[d];
+		off += (c - t * q.dims[d]) * q.str[d];
+		c = t;
+	}
+	return ldf(q.p, q.dtype, off);
+}
+
+template <typename T, int TPR>
+__global__ void __launch_bounds__(BS) rownorm(const T *x, T *y, int64_t rows, int64_t cols, float eps, bool rms,
+					      rd_param sc, rd_param bi, void *mean_out, void *inv_out, int sdt)
+{
+	__shared__ float sm[32];
+	const int G = BS / TPR, g = threadIdx.x / TPR, l = threadIdx.x % TPR;
+	for (int64_t r0 = (int64_t)blockIdx.x * G; r0 < rows; r0 += (int64_t)gridDim.x * G) {
+		const int64_t r = r0 + g;
+		if (TPR == 32 && r >= rows)
+			continue;
+		const T *xr = x + r * cols;
+		T *yr = y + r * cols;
+		float mean = 0;
+		if (!rms) {
+			float su = 0;
+			for (int64_t j = l; j < cols; j += TPR)
+				su += tof(xr[j]);
+			mean = group_all<TPR>(su, FSum(), sm) / (float)cols;
+		}
+		float sq = 0;
+		for (int64_t j = l; j < cols; j += TPR) {
+			float d = tof(xr[j]) - mean;
+			sq += d * d;
+		}
+		const float var = group_all<TPR>(sq, FSum(), sm) / (float)cols;
+		const float inv = 1.f / sqrtf(var + eps);
+		if (l == 0) {
+			if (mean_out)
+				stf(mean_out, sdt, r, mean);
+			if (inv_out)
+				stf(inv_out, sdt, r, inv);
+		}
+		for (int64_t j = l; j < cols; j += TPR) {
+			float v = (tof(xr[j]) - mean) * inv * prm_ld(sc, j);
+			if (bi.p)
+				v += prm_ld(bi, j);
+			yr[j] = fromf<T>(v);
+		}
+	}
+}
+
+template <typename T>
+static cudaError_t rownorm_t(bool rms, int64_t rows, int64_t cols, float eps, const void *x, void *y,
+			     const rd_param *sc, const rd_param *bi, void *mean, void *inv, int sdt, cudaStream_t s,
+			     const char **impl)
+{
+	if (cols >= 1024 || rows < 1024) {
+		*impl = rms ? "ogsh rmsnorm block" : "ogsh layernorm block";
+		rownorm<T, BS><<<grid_for(rows, 1), BS, 0, s>>>((const T *)x, (T *)y, rows, cols, eps, rms, *sc, *bi, mean,
+								inv, sdt);
+	} else {
+		*impl = rms ? "ogsh rmsnorm warp" : "ogsh layernorm warp";
+		rownorm<T, 32><<<grid_for(rows, BS / 32), BS, 0, s>>>((const T *)x, (T *)y, rows, cols, eps, rms, *sc, *bi,
+								      mean, inv, sdt);
+	}
+	return cudaGetLastError();
+}
+
+// ------------------------------------------------------------------------
+// GroupNormalization, InstanceNormalization, BatchNormalization
+// ------------------------------------------------------------------------
+
+// one block per (n, group)
+template <typename T>
+__global__ void __launch_bounds__(BS) groupnorm(const T *x, T *y, int64_t N, int64_t C, int64_t S, int64_t groups,
+						bool per_group, float eps, const void *sc, int sdt, const void *bi, int bdt)
+{
+	__shared__ float sm[32];
+	const int64_t cpg = C / groups, len = cpg * S;
+	for (int64_t ng = blockIdx.x; ng < N * groups; ng += gridDim.x) {
+		const int64_t gi = ng % groups;
+		const T *xg = x + ng * len;   // (n*C + g*cpg)*S == ng*len
+		T *yg = y + ng * len;
+		float su = 0;
+		for (int64_t j = threadIdx.x; j < len; j += BS)
+			su += tof(xg[j]);
+		const float mean = block_all(su, FSum(), sm) / (float)len;
+		float sq = 0;
+		for (int64_t j = threadIdx.x; j < len; j += BS) {
+			float d = tof(xg[j]) - mean;
+			sq += d * d;
+		}
+		const float inv = 1.f / sqrtf(block_all(sq, FSum(), sm) / (float)len + eps);
+		for (int64_t j = threadIdx.x; j < len; j += BS) {
+			const int64_t p = per_group ? gi : gi * cpg + j / S;
+			yg[j] = fromf<T>((tof(xg[j]) - mean) * (ldf(sc, sdt, p) * inv) + ldf(bi, bdt, p));
+		}
+	}
+}
+
+template <typename T>
+__global__ void batchnorm(const T *x, T *y, int64_t total, int64_t C, int64_t S, float eps, const void *sc, int sdt,
+			  const void *bi, int bdt, const void *mn, int mdt, const void *vr, int vdt)
+{
+	for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
+		const int64_t c = (i / S) % C;
+		const float a = ldf(sc, sdt, c) / sqrtf(ldf(vr, vdt, c) + eps);
+		const float b = ldf(bi, bdt, c) - ldf(mn, mdt, c) * a;
+		y[i] = fromf<T>(tof(x[i]) * a + b);
+	}
+}
+
+// ------------------------------------------------------------------------
+// LpNormalization
+// ------------------------------------------------------------------------
+
+template <typename T, int TPR>
+__global__ void __launch_bounds__(BS) lpnorm_rows(const T *x, T *y, int64_t rows, int64_t n, int p)
+{
+	__shared__ float sm[32];
+	const int G = BS / TPR, g = threadIdx.x / TPR, l = threadIdx.x % TPR;
+	for (int64_t r0 = (int64_t)blockIdx.x * G; r0 < rows; r0 += (int64_t)gridDim.x * G) {
+		const int64_t r = r0 + g;
+		if (TPR == 32 && r >= rows)
+			continue;
+		const T *xr = x + r * n;
+		T *yr = y + r * n;
+		float su = 0;
+		for (int64_t j = l; j < n; j += TPR) {
+			float v = tof(xr[j]);
+			su += p == 1 ? fabsf(v) : v * v;
+		}
+		su = group_all<TPR>(su, FSum(), sm);
+		const float nrm = p == 1 ? su : sqrtf(su);
+		for (int64_t j = l; j < n; j += TPR)
+			yr[j] = fromf<T>(nrm == 0.f ? 0.f : tof(xr[j]) / nrm);
+	}
+}
+
+template <typename T>
+__global__ void lpnorm_cols(const T *x, T *y, int64_t outer, int64_t n, int64_t inner, int p)
+{
+	const int64_t cols = outer * inner;
+	for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += (int64_t)gridDim.x * blockDim.x) {
+		const int64_t a = c / inner, b = c - a * inner;
+		const T *xc = x + a * n * inner + b;
+		T *yc = y + a * n * inner + b;
+		float su = 0;
+		for (int64_t j = 0; j < n; j++) {
+			float v = tof(xc[j * inner]);
+			su += p == 1 ? fabsf(v) : v * v;
+		}
+		const float nrm = p == 1 ? su : sqrtf(su);
+		for (int64_t j = 0; j < n; j++)
+			yc[j * inner] = fromf<T>(nrm == 0.f ? 0.f : tof(xc[j * inner]) / nrm);
+	}
+}
+
+// ------------------------------------------------------------------------
+// MeanVarianceNormalization
+// ------------------------------------------------------------------------
+
+template <typename T> __global__ void __launch_bounds__(BS) mvn_stats(const T *x, rd_plan p, float *ws)
+{
+	__shared__ float sm[32];
+	for (int64_t o = blockIdx.x; o < p.nout; o += gridDim.x) {
+		const int64_t base = kept_off(p, o);
+		// two passes (mean, then squared deviations): E[x^2] - E[x]^2 in float cancels badly
+		float s1 = 0, s2 = 0;
+		for (int64_t j = threadIdx.x; j < p.nred; j += BS)
+			s1 += tof(x[base + red_off(p, j)]);
+		const float mean = block_all(s1, FSum(), sm) / (float)p.nred;
+		for (int64_t j = threadIdx.x; j < p.nred; j += BS) {
+			float d = tof(x[base + red_off(p, j)]) - mean;
+			s2 += d * d;
+		}
+		const float var = block_all(s2, FSum(), sm) / (float)p.nred;
+		if (threadIdx.x == 0) {
+			ws[o] = mean;
+			ws[p.nout + o] = sqrtf(var) + 1e-9f;
+		}
+	}
+}
+
+struct MvnMap {
+	int rank;
+	int64_t dims[RD_MAX_DIMS], sstr[RD_MAX_DIMS];
+};
+
+template <typename T> __global__ void mvn_apply(const T *x, T *y, int64_t total, MvnMap m, const float *ws, int64_t ns)
+{
+	for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
+		int64_t rest = i, si = 0;
+		for (int d = m.rank - 1; d >= 0; d--) {
+			int64_t q = rest / m.dims[d];
+			si += (rest - q * m.dims[d]) * m.sstr[d];
+			rest = q;
+		}
+		y[i] = fromf<T>((tof(x[i]) - ws[si]) / ws[ns + si]);
+	}
+}
+
+// ------------------------------------------------------------------------
+// Attention: one block of 4 warps per (query tile of 16, head, batch); a
+// warp owns 4 queries, a lane one key of each 32-key tile for the scores
+// and 1/32 of the head dims for the output; online softmax in float
+// ------------------------------------------------------------------------
+
+constexpr int AT_KT = 32, AT_QW = 4, AT_NW = 4, AT_BQ = AT_QW * AT_NW;
+
+template <typename T, int DM> __global__ void __launch_bounds__(AT_NW * 32)
+attention(const T *q, const T *k, const T *v, T *y, rd_attn a)
+{
+	extern __shared__ float smem[];
+	const int D = (int)a.D, Dv = (int)a.Dv;
+	float *qs = smem;                    // [AT_BQ][D]
+	float *ks = qs + AT_BQ * D;          // [D][AT_KT + 1]
+	float *vs = ks + D * (AT_KT + 1);    // [AT_KT][Dv]
+	const int64_t b = blockIdx.z, h = blockIdx.y, i0 = (int64_t)blockIdx.x * AT_BQ;
+	const int64_t hk = h / (a.Hq / a.Hkv);
+	const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
+	const int nt = AT_NW * 32;
+
+	for (int e = tid; e < AT_BQ * D; e += nt) {
+		const int qi = e / D, d = e - qi * D;
+		const int64_t i = i0 + qi;
+		qs[e] = i < a.Lq ? tof(q[b * a.q_sb + h * a.q_sh + i * a.q_ss + d]) : 0.f;
+	}
+	float acc[AT_QW][DM / 32], m[AT_QW], l[AT_QW];
+#pragma unroll
+	for (int qi = 0; qi < AT_QW; qi++) {
+		m[qi] = -INFINITY;
+		l[qi] = 0.f;
+#pragma unroll
+		for (int t = 0; t < DM / 32; t++)
+			acc[qi][t] = 0.f;
+	}
+	int64_t tend = a.T;
+	if (a.causal) {
+		int64_t last = i0 + AT_BQ < a.Lq ? i0 + AT_BQ : a.Lq;   // keys j <= i < last
+		if (last < tend)
+			tend = last;
+	}
+	const T *kb = k + b * a.k_sb + hk * a.k_sh;
+	const T *vb = v + b * a.v_sb + hk * a.v_sh;
+	for (int64_t t0 = 0; t0 < tend; t0 += AT_KT) {
+		__syncthreads();
+		for (int e = tid; e < AT_KT * D; e += nt) {
+			const int j = e / D, d = e - j * D;
+			const int64_t t = t0 + j;
+			ks[d * (AT_KT + 1) + j] = t < a.T ? tof(kb[t * a.k_ss + d]) : 0.f;
+		}
+		for (int e = tid; e < AT_KT * Dv; e += nt) {
+			const int j = e / Dv, d = e - j * Dv;
+			const int64_t t = t0 + j;
+			vs[e] = t < a.T ? tof(vb[t * a.v_ss + d]) : 0.f;
+		}
+		__syncthreads();
+		float s[AT_QW];
+#pragma unroll
+		for (int qi = 0; qi < AT_QW; qi++)
+			s[qi] = 0.f;
+		const float *qw = qs + w * AT_QW * D;
+		for (int d = 0; d < D; d++) {
+			const float kv = ks[d * (AT_KT + 1) + lane];
+#pragma unroll
+			for (int qi = 0; qi < AT_QW; qi++)
+				s[qi] += qw[qi * D + d] * kv;
+		}
+		const int64_t t = t0 + lane;
+#pragma unroll
+		for (int qi = 0; qi < AT_QW; qi++) {
+			const int64_t i = i0 + w * AT_QW + qi;
+			float sc = s[qi] * a.scale;
+			if (t >= a.T || i >= a.Lq || (a.causal && t > i)) {
+				sc = -INFINITY;
+			} else if (a.mask) {
+				if (t >= a.mcols) {
+					sc = -INFINITY;
+				} else {
+					const int64_t mo = b * a.mstr[0] + h * a.mstr[1] + i * a.mstr[2] + t * a.mstr[3];
+					if (a.mask_dtype == RD_BOOL)
+						sc = ((const uint8_t *)a.mask)[mo] ? sc : -INFINITY;
+					else
+						sc += ldf(a.mask, a.mask_dtype, mo);
+				}
+			}
+			const float tmax = warp_all(sc, FMax());
+			const float mn = fmaxf(m[qi], tmax);
+			float p = 0.f, corr = 1.f;
+			if (mn != -INFINITY) {
+				corr = m[qi] == -INFINITY ? 0.f : expf(m[qi] - mn);
+				p = expf(sc - mn);
+			}
+			m[qi] = mn;
+			l[qi] = l[qi] * corr + p;
+#pragma unroll
+			for (int tt = 0; tt < DM / 32; tt++)
+				acc[qi][tt] *= corr;
+			s[qi] = p;
+		}
+		for (int j = 0; j < AT_KT; j++) {
+			float pj[AT_QW];
+#pragma unroll
+			for (int qi = 0; qi < AT_QW; qi++)
+				pj[qi] = __shfl_sync(FULL, s[qi], j);
+#pragma unroll
+			for (int tt = 0; tt < DM / 32; tt++) {
+				const int d = lane + 32 * tt;
+				if (d < Dv) {
+					const float vv = vs[j * Dv + d];
+#pragma unroll
+					for (int qi = 0; qi < AT_QW; qi++)
+						acc[qi][tt] += pj[qi] * vv;
+				}
+			}
+		}
+	}
+#pragma unroll
+	for (int qi = 0; qi < AT_QW; qi++) {
+		const float L = warp_all(l[qi], FSum());
+		const int64_t i = i0 + w * AT_QW + qi;
+		if (i >= a.Lq)
+			continue;
+		T *yr = y + b * a.y_sb + h * a.y_sh + i * a.y_ss;
+#pragma unroll
+		for (int tt = 0; tt < DM / 32; tt++) {
+			const int d = lane + 32 * tt;
+			if (d < Dv) {
+				float o = a.T == 0 ? 0.f : m[qi] == -INFINITY ? NAN : acc[qi][tt] / L;
+				yr[d] = fromf<T>(o);
+			}
+		}
+	}
+}
+
+template <typename T, int DM> static cudaError_t attention_dm(const rd_attn *a, const void *q, const void *k,
+							      const void *v, void *y, cudaStream_t s)
+{
+	size_t smem = sizeof(float) * (size_t)(AT_BQ * a->D + a->D * (AT_KT + 1) + AT_KT * a->Dv);
+	if (smem > 48 * 1024) {
+		cudaError_t e = cudaFuncSetAttribute(attention<T, DM>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+		if (e != cudaSuccess)
+			return e;
+	}
+	dim3 grid((unsigned)((a->Lq + AT_BQ - 1) / AT_BQ), (unsigned)a->Hq, (unsigned)a->B);
+	attention<T, DM><<<grid, AT_NW * 32, smem, s>>>((const T *)q, (const T *)k, (const T *)v, (T *)y, *a);
+	return cudaGetLastError();
+}
+
+template <typename T>
+static cudaError_t attention_t(const rd_attn *a, const void *q, const void *k, const void *v, void *y, cudaStream_t s,
+			       const char **impl)
+{
+	*impl = "ogsh attention flash";
+	int64_t dm = a->D > a->Dv ? a->D : a->Dv;
+	if (dm <= 64)
+		return attention_dm<T, 64>(a, q, k, v, y, s);
+	if (dm <= 128)
+		return attention_dm<T, 128>(a, q, k, v, y, s);
+	return attention_dm<T, 256>(a, q, k, v, y, s);
+}
+
+} // namespace
+
+// ------------------------------------------------------------------------
+// launchers
+// ------------------------------------------------------------------------
+
+#define DISPATCH_FLOAT(dt, call)                                     \
+	switch (dt) {                                                \
+	case RD_F32: { typedef float T; return call; }               \
+	case RD_F16: { typedef __half T; return call; }              \
+	case RD_BF16: { typedef __nv_bfloat16 T; return call; }      \
+	default: return cudaErrorInvalidValue;                       \
+	}
+
+static const char *dummy_impl;
+
+extern "C" cudaError_t rd_reduce(int dtype, enum rd_op op, const struct rd_plan *p, const void *x, void *y,
+				 cudaStream_t s, const char **impl)
+{
+	if (!impl)
+		impl = &dummy_impl;
+	if (p->nout <= 0)
+		return cudaSuccess;
+	switch (dtype) {
+	case RD_I32: return reduce_t<int32_t>(op, p, x, y, s, impl);
+	case RD_I64: return reduce_t<int64_t>(op, p, x, y, s, impl);
+	default: break;
+	}
+	DISPATCH_FLOAT(dtype, reduce_t<T>(op, p, x, y, s, impl))
+}
+
+extern "C" cudaError_t rd_softmax(int dtype, bool logsm, int64_t outer, int64_t n, int64_t inner, const void *x,
+				  void *y, cudaStream_t s, const char **impl)
+{
+	if (!impl)
+		impl = &dummy_impl;
+	if (outer <= 0 || n <= 0 || inner <= 0)
+		return cudaSuccess;
+	DISPATCH_FLOAT(dtype, softmax_t<T>(logsm, outer, n, inner, x, y, s, impl))
+}
+
+extern "C" cudaError_t rd_arg(int dtype, bool is_max, bool last, int64_t outer, int64_t n, int64_t inner,
+			      const void *x, int64_t *y, cudaStream_t s, const char **impl)
+{
+	if (!impl)
+		impl = &dummy_impl;
+	if (outer <= 0 || n <= 0 || inner <= 0)
+		return cudaSuccess;
+	switch (dtype) {
+	case RD_I32: return arg_t<int32_t>(is_max, last, outer, n, inner, x, y, s, impl);
+	case RD_I64: return arg_t<int64_t>(is_max, last, outer, n, inner, x, y, s, impl);
+	default: break;
+	}
+	DISPATCH_FLOAT(dtype, arg_t<T>(is_max, last, outer, n, inner, x, y, s, impl))
+}
+
+extern "C" cudaError_t rd_topk(int dtype, bool largest, int64_t outer, int64_t n, int64_t inner, int64_t k,
+			       const void *x, void *vals, int64_t *idx, cudaStream_t s, const char **impl)
+{
+	if (!impl)
+		impl = &dummy_impl;
+	if (outer <= 0 || n <= 0 || inner <= 0 || k <= 0)
+		return cudaSuccess;
+	if (k > 256 || k > n)
+		return cudaErrorInvalidValue;
+	switch (dtype) {
+	case RD_I32: return topk_t<int32_t>(largest, outer, n, inner, k, x, vals, idx, s, impl);
+	case RD_I64: return topk_t<int64_t>(largest, outer, n, inner, k, x, vals, idx, s, impl);
+	default: break;
+	}
+	DISPATCH_FLOAT(dtype, topk_t<T>(largest, outer, n, inner, k, x, vals, idx, s, impl))
+}
+
+extern "C" cudaError_t rd_rownorm(int dtype, bool rms, int64_t rows, int64_t cols, float eps, const void *x, void *y,
+				  const struct rd_param *scale, const struct rd_param *bias, void *mean, void *inv,
+				  int stat_dtype, cudaStream_t s, const char **impl)
+{
+	if (!impl)
+		impl = &dummy_impl;
+	if (rows <= 0)
+		return cudaSuccess;
+	DISPATCH_FLOAT(dtype, rownorm_t<T>(rms, rows, cols, eps, x, y, scale, bias, mean, inv, stat_dtype, s, impl))
+}
+
+template <typename T>
+static cudaError_t groupnorm_t(int64_t N, int64_t C, int64_t S, int64_t groups, bool per_group, float eps,
+			       const void *x, void *y, const void *sc, int sdt, const void *bi, int bdt, cudaStream_t s)
+{
+	groupnorm<T><<<grid_for(N * groups, 1), BS, 0, s>>>((const T *)x, (T *)y, N, C, S, groups, per_group, eps, sc,
+							     sdt, bi, bdt);
+	return cudaGetLastError();
+}
+
+extern "C" cudaError_t rd_groupnorm(int dtype, int64_t N, int64_t C, int64_t S, int64_t groups, bool per_group,
+				    float eps, const void *x, void *y, const void *scale, int scale_dtype,
+				    const void *bias, int bias_dtype, cudaStream_t s, const char **impl)
+{
+	if (impl)
+		*impl = "ogsh groupnorm block";
+	if (N <= 0 || C <= 0 || S <= 0 || groups <= 0)
+		return cudaSuccess;
+	DISPATCH_FLOAT(dtype, groupnorm_t<T>(N, C, S, groups, per_group, eps, x, y, scale, scale_dtype, bias, bias_dtype, s))
+}
+
+template <typename T>
+static cudaError_t batchnorm_t(int64_t total, int64_t C, int64_t S, float eps, const void *x, void *y, const void *sc,
+			       int sdt, const void *bi, int bdt, const void *mn, int mdt, const void *vr, int vdt,
+			       cudaStream_t s)
+{
+	batchnorm<T><<<grid_for(total, BS), BS, 0, s>>>((const T *)x, (T *)y, total, C, S, eps, sc, sdt, bi, bdt, mn, mdt,
+							vr, vdt);
+	return cudaGetLastError();
+}
+
+extern "C" cudaError_t rd_batchnorm(int dtype, int64_t N, int64_t C, int64_t S, float eps, const void *x, void *y,
+				    const void *scale, int scale_dtype, const void *bias, int bias_dtype,
+				    const void *mean, int mean_dtype, const void *var, int var_dtype, cudaStream_t s,
+				    const char **impl)
+{
+	if (impl)
+		*impl = "ogsh batchnorm inference";
+	const int64_t total = N * C * S;
+	if (total <= 0)
+		return cudaSuccess;
+	DISPATCH_FLOAT(dtype, batchnorm_t<T>(total, C, S, eps, x, y, scale, scale_dtype, bias, bias_dtype, mean,
+					     mean_dtype, var, var_dtype, s))
+}
+
+template <typename T>
+static cudaError_t lpnorm_t(int p, int64_t outer, int64_t n, int64_t inner, const void *x, void *y, cudaStream_t s,
+			    const char **impl)
+{
+	if (inner == 1) {
+		if (n >= 1024 || outer < 1024) {
+			*impl = "ogsh lpnorm block";
+			lpnorm_rows<T, BS><<<grid_for(outer, 1), BS, 0, s>>>((const T *)x, (T *)y, outer, n, p);
+		} else {
+			*impl = "ogsh lpnorm warp";
+			lpnorm_rows<T, 32><<<grid_for(outer, BS / 32), BS, 0, s>>>((const T *)x, (T *)y, outer, n, p);
+		}
+	} else {
+		*impl = "ogsh lpnorm cols";
+		lpnorm_cols<T><<<grid_for(outer * inner, BS), BS, 0, s>>>((const T *)x, (T *)y, outer, n, inner, p);
+	}
+	return cudaGetLastError();
+}
+
+extern "C" cudaError_t rd_lpnorm(int dtype, int p, int64_t outer, int64_t n, int64_t inner, const void *x, void *y,
+				 cudaStream_t s, const char **impl)
+{
+	if (!impl)
+		impl = &dummy_impl;
+	if (outer <= 0 || n <= 0 || inner <= 0)
+		return cudaSuccess;
+	DISPATCH_FLOAT(dtype, lpnorm_t<T>(p, outer, n, inner, x, y, s, impl))
+}
+
+template <typename T>
+static cudaError_t mvn_t(const rd_plan *p, const MvnMap *m, int64_t total, const void *x, void *y, float *ws,
+			 cudaStream_t s)
+{
+	mvn_stats<T><<<grid_for(p->nout, 1), BS, 0, s>>>((const T *)x, *p, ws);
+	cudaError_t e = cudaGetLastError();
+	if (e != cudaSuccess)
+		return e;
+	mvn_apply<T><<<grid_for(total, BS), BS, 0, s>>>((const T *)x, (T *)y, total, *m, ws, p->nout);
+	return cudaGetLastError();
+}
+
+extern "C" cudaError_t rd_mvn(int dtype, const struct rd_plan *p, int rank, const int64_t *xdims, const int64_t *sstr,
+			      const void *x, void *y, float *ws, cudaStream_t s, const char **impl)
+{
+	if (impl)
+		*impl = "ogsh mvn stats+apply";
+	if (rank > RD_MAX_DIMS)
+		return cudaErrorInvalidValue;
+	MvnMap m;
+	m.rank = rank;
+	int64_t total = 1;
+	for (int d = 0; d < rank; d++) {
+		m.dims[d] = xdims[d];
+		m.sstr[d] = sstr[d];
+		total *= xdims[d];
+	}
+	if (total <= 0 || p->nout <= 0)
+		return cudaSuccess;
+	DISPATCH_FLOAT(dtype, mvn_t<T>(p, &m, total, x, y, ws, s))
+}
+
+extern "C" cudaError_t rd_attention(int dtype, const struct rd_attn *a, const void *q, const void *k, const void *v,
+				    void *y, cudaStream_t s, const char **impl)
+{
+	if (!impl)
+		impl = &dummy_impl;
+	if (a->B <= 0 || a->Hq <= 0 || a->Lq <= 0 || a->Dv <= 0)
+		return cudaSuccess;
+	if (a->D > 256 || a->Dv > 256 || a->Hkv <= 0 || a->Hq % a->Hkv)
+		return cudaErrorInvalidValue;
+	DISPATCH_FLOAT(dtype, attention_t<T>(a, q, k, v, y, s, impl))
+}

@@ -8,7 +8,8 @@ Each test is a script NAME.ogs in TESTS_DIR with its expected transcript
 NAME.out next to it. For a test, the runner makes a temporary folder, builds
 the test models there (models.py, with PYTHON, which has the onnx package),
 copies in the files of TESTS_DIR/files/ and the script, and runs ogsh in it
-with NO_COLOR=1 and OGSH_CPU_ISA=generic (the portable kernels, so numbers
+with NO_COLOR=1, OGSH_DEVICE=cpu (the GPU off, so transcripts are the same
+with and without one) and OGSH_CPU_ISA=generic (the portable kernels, so numbers
 are the same on every CPU). The transcript is stdout and stderr merged in order, then
 the exit status as "[exit N]"; the folder's path is written $TMP.
 
@@ -117,7 +118,8 @@ def env_for(tmp):
     # the portable kernels: the same float rounding on every machine, so the
     # numbers in the transcripts do not depend on the CPU (the conformance
     # tests check the AVX2 and AVX-512 paths)
-    env.update(NO_COLOR="1", LC_ALL="C", HOME=tmp, OGSH_HISTORY="", TERM="dumb", OGSH_CPU_ISA="generic")
+    env.update(NO_COLOR="1", LC_ALL="C", HOME=tmp, OGSH_HISTORY="", TERM="dumb", OGSH_CPU_ISA="generic",
+               OGSH_DEVICE="cpu")
     return env
 
 

@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""GPU speed: ogsh `time` against PyTorch on the same GPU, in one run.
+
+    gpu_bench.py --ogsh 'sh scripts/gpu.sh ogsh' [--models resnet50,mobilenetv2,bert]
+                 [--dtypes fp32,fp16] [--batches 1,64] [--modes eager,graph,compile]
+                 [--iters 200] [--out DIR]
+
+Runs on the GPU machine (PyTorch, torchvision and transformers there). For
+each model and dtype it builds the PyTorch model (random weights: speed does
+not depend on them), exports it with torch.onnx.export (batch dim dynamic;
+BERT-base takes input_ids of 128 tokens, the attention mask all ones), then
+for each batch size times:
+  - PyTorch eager, under inference_mode;
+  - PyTorch replaying a CUDA graph captured by hand (torch.cuda.CUDAGraph);
+  - torch.compile(mode="reduce-overhead") after its compilation;
+  - ogsh `time --json` on the exported model as loaded, and after `optimize`.
+Every figure is the median of ITERS runs timed with CUDA events after a
+warm-up, input upload excluded on both sides. Prints a Markdown table and
+writes OUT/gpu_bench.json.
+"""
+import argparse
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+
+
+def build(name, dtype):
+    if name == "resnet50":
+        import torchvision
+        m = torchvision.models.resnet50(weights=None)
+        shape, kind = (1, 3, 224, 224), "image"
+    elif name == "mobilenetv2":
+        import torchvision
+        m = torchvision.models.mobilenet_v2(weights=None)
+        shape, kind = (1, 3, 224, 224), "image"
+    elif name == "bert":
+        import transformers
+        cfg = transformers.BertConfig()   # BERT-base: 12 layers, hidden 768, 12 heads
+        cfg.attn_implementation = "eager"
+        bert = transformers.BertModel(cfg, add_pooling_layer=False)
+
+        class Wrap(torch.nn.Module):
+            def __init__(self, b):
+                super().__init__()
+                self.b = b
+
+            def forward(self, input_ids):
+                return self.b(input_ids=input_ids).last_hidden_state
+        m = Wrap(bert)
+        shape, kind = (1, 128), "tokens"
+    else:
+        raise SystemExit(f"unknown model {name}")
+    m = m.eval().cuda()
+    if dtype == "fp16":
+        m = m.half()
+    return m, shape, kind
+
+
+def make_input(shape, kind, batch, dtype):
+    g = torch.Generator(device="cuda").manual_seed(0)
+    full = (batch,) + tuple(shape[1:])
+    if kind == "tokens":
+        return torch.randint(0, 1000, full, device="cuda", generator=g)
+    x = torch.rand(full, device="cuda", generator=g) * 2 - 1
+    return x.half() if dtype == "fp16" else x
+
+
+def cuda_time(fn, iters, warmup):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        a = torch.cuda.Event(enable_timing=True)
+        b = torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    return statistics.median(times)
+
+
+def torch_times(m, x, modes, iters):
+    out = {}
+    with torch.inference_mode():
+        if "eager" in modes:
+            out["eager"] = cuda_time(lambda: m(x), iters, 20)
+        if "graph" in modes:
+            s = torch.cuda.Stream()
+            s.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(s):
+                for _ in range(3):
+                    m(x)
+            torch.cuda.current_stream().wait_stream(s)
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                m(x)
+            out["graph"] = cuda_time(g.replay, iters, 20)
+            del g
+        if "compile" in modes:
+            t0 = time.time()
+            c = torch.compile(m, mode="reduce-overhead")
+            for _ in range(5):
+                c(x)
+            out["compile_s"] = time.time() - t0
+            out["compile"] = cuda_time(lambda: c(x), iters, 20)
+            torch._dynamo.reset()
+    return out
+
+
+def export(m, shape, kind, dtype, path):
+    x = make_input(shape, kind, 1, dtype)
+    name = "input_ids" if kind == "tokens" else "input"
+    with torch.inference_mode():
+        try:
+            torch.onnx.export(m, (x,), path, input_names=[name], output_names=["output"],
+                              dynamic_axes={name: {0: "batch"}, "output": {0: "batch"}},
+                              opset_version=17, dynamo=False)
+        except Exception as e:  # the TorchScript exporter may be gone: use the new one
+            print(f"  TorchScript export failed ({e}); using dynamo=True", file=sys.stderr)
+            torch.onnx.export(m, (x,), path, input_names=[name], output_names=["output"],
+                              dynamic_shapes=({0: torch.export.Dim("batch", min=1, max=1024)},),
+                              opset_version=18, dynamo=True)
+
+
+def ogsh_time(ogsh, path, batch, iters, optimize, log):
+    cmds = [f"load {path}"]
+    if optimize:
+        cmds.append("optimize --quiet")
+    cmds.append(f"time --batch={batch} --iters={iters} --warmup=20 --json")
+    t0 = time.time()
+    p = subprocess.run(shlex.split(ogsh) + ["-c", "; ".join(cmds)], capture_output=True, text=True, timeout=900)
+    log.write(f"$ ogsh -c '{'; '.join(cmds)}'  ({time.time() - t0:.1f} s, exit {p.returncode})\n")
+    log.write(p.stdout + p.stderr + "\n")
+    log.flush()
+    if p.returncode != 0:
+        return None, (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1]
+    txt = p.stdout
+    start = txt.rfind("\n{")
+    start = 0 if start < 0 else start + 1
+    try:
+        j = json.loads(txt[start:])
+    except ValueError:
+        return None, "no JSON from time"
+    return j.get("median_ms"), None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ogsh", default="sh scripts/gpu.sh ogsh")
+    ap.add_argument("--models", default="resnet50,mobilenetv2,bert")
+    ap.add_argument("--dtypes", default="fp32,fp16")
+    ap.add_argument("--batches", default="1,64")
+    ap.add_argument("--modes", default="eager,graph,compile")
+    ap.add_argument("--iters", type=int, default=200)
+    ap.add_argument("--out", default=os.environ.get("OUT", "bench/out"))
+    ap.add_argument("--export-only", metavar="DIR", help="only write DIR/MODEL_DTYPE.onnx for each model and dtype")
+    a = ap.parse_args()
+    if a.export_only:
+        os.makedirs(a.export_only, exist_ok=True)
+        for name in a.models.split(","):
+            for dt in a.dtypes.split(","):
+                m, shape, kind = build(name, dt)
+                export(m, shape, kind, dt, os.path.join(a.export_only, f"{name}_{dt}.onnx"))
+                print(f"wrote {a.export_only}/{name}_{dt}.onnx", flush=True)
+        return
+    os.makedirs(a.out, exist_ok=True)
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    modes = a.modes.split(",")
+    rows = []
+    log = open(os.path.join(a.out, "gpu_bench.log"), "a")
+    print(f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}, "
+          f"CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}", flush=True)
+    for name in a.models.split(","):
+        for dt in a.dtypes.split(","):
+            m, shape, kind = build(name, dt)
+            path = os.path.join("/tmp", f"{name}_{dt}.onnx")
+            export(m, shape, kind, dt, path)
+            for b in [int(x) for x in a.batches.split(",")]:
+                x = make_input(shape, kind, b, dt)
+                t = torch_times(m, x, modes, a.iters)
+                o0, e0 = ogsh_time(a.ogsh, path, b, a.iters, False, log)
+                o1, e1 = ogsh_time(a.ogsh, path, b, a.iters, True, log)
+                r = {"model": name, "dtype": dt, "batch": b, **t, "ogsh": o0, "ogsh_opt": o1,
+                     "ogsh_err": e0, "ogsh_opt_err": e1}
+                rows.append(r)
+                print(json.dumps(r), flush=True)
+            del m
+            torch.cuda.empty_cache()
+    with open(os.path.join(a.out, "gpu_bench.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+
+    def f(v):
+        return "-" if v is None else f"{v:.3f}"
+    print("\n| model | dtype | batch | torch eager | torch graph | torch.compile | ogsh | ogsh optimize |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r['model']} | {r['dtype']} | {r['batch']} | {f(r.get('eager'))} | {f(r.get('graph'))} | "
+              f"{f(r.get('compile'))} | {f(r['ogsh'])} | {f(r['ogsh_opt'])} |")
+    for r in rows:
+        for k in ("ogsh_err", "ogsh_opt_err"):
+            if r[k]:
+                print(f"{r['model']} {r['dtype']} b{r['batch']} {k}: {r[k]}")
+
+
+if __name__ == "__main__":
+    main()

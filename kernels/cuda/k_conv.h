@@ -1,0 +1,60 @@
+/*
+ * k_conv.h - launchers of the conv family's own CUDA kernels (k_conv.cu),
+ * used by k_conv.c around the cuDNN calls. Plain C types only.
+ */
+#ifndef OGSH_KERNELS_CUDA_K_CONV_H
+#define OGSH_KERNELS_CUDA_K_CONV_H
+
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Element types, numbered as ONNX's TensorProto.DataType. */
+enum { KCONV_F32 = 1, KCONV_F16 = 10, KCONV_BF16 = 16 };
+
+/* The activations of ai.ogsh FusedConv (kernels/cpu/k_fused.c). */
+enum { KCONV_ACT_NONE, KCONV_ACT_RELU, KCONV_ACT_CLIP, KCONV_ACT_LEAKY, KCONV_ACT_SIGMOID, KCONV_ACT_HSIGMOID,
+       KCONV_ACT_HSWISH, KCONV_ACT_TANH, KCONV_ACT_GELU_ERF, KCONV_ACT_GELU_TANH };
+
+#define KCONV_MAX_SPATIAL 3
+#define KCONV_MAX_RANK 8
+
+/*
+ * A window copy between two [outer, spatial...] tensors: dst position p
+ * (per spatial axis) takes src position p - lo, or `fill` where that is
+ * outside src. Pads (lo >= 0, dst larger) and crops (lo < 0).
+ */
+struct kconv_window {
+	int nd;                                  /* spatial axes, 1..KCONV_MAX_SPATIAL */
+	int64_t outer;                           /* N * C */
+	int64_t src[KCONV_MAX_SPATIAL], dst[KCONV_MAX_SPATIAL], lo[KCONV_MAX_SPATIAL];
+};
+void kconv_launch_window(int dtype, const void *src, void *dst, const struct kconv_window *w, float fill,
+			 cudaStream_t stream);
+
+/*
+ * y = act(y + bias[c] + z) in place, computed in float and rounded once;
+ * y is [N, channels, inner]. bias (channels elements) and z may be NULL.
+ * z is y's size (zfull) or broadcast to y's dims with zstrides (0 on
+ * broadcast axes).
+ */
+struct kconv_epilogue {
+	int64_t n, channels, inner;
+	int act;
+	float p0, p1;                            /* Clip: min, max; LeakyRelu: alpha; HardSigmoid: alpha, beta */
+	int zfull;
+	int rank;                                /* y's rank, for a broadcast z */
+	int64_t dims[KCONV_MAX_RANK], zstrides[KCONV_MAX_RANK];
+};
+void kconv_launch_epilogue(int dtype, void *y, const void *bias, const void *z, const struct kconv_epilogue *e,
+		    cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
