@@ -120,9 +120,12 @@ def export(m, shape, kind, dtype, path):
     name = "input_ids" if kind == "tokens" else "input"
     with torch.inference_mode():
         try:
+            # no constant folding in float16: the TorchScript exporter folds
+            # weight transposes on the CPU in float32 (seen with torch 2.11:
+            # BERT's MatMul weights came out float32); ogsh folds them itself
             torch.onnx.export(m, (x,), path, input_names=[name], output_names=["output"],
                               dynamic_axes={name: {0: "batch"}, "output": {0: "batch"}},
-                              opset_version=17, dynamo=False)
+                              opset_version=17, dynamo=False, do_constant_folding=dtype != "fp16")
         except Exception as e:  # the TorchScript exporter may be gone: use the new one
             print(f"  TorchScript export failed ({e}); using dynamo=True", file=sys.stderr)
             torch.onnx.export(m, (x,), path, input_names=[name], output_names=["output"],

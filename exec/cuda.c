@@ -264,6 +264,7 @@ struct exec_plan {
 	struct exec_plan_opts o;
 	char *tune_path;
 	int n;                       /* nodes */
+	int n_prefolded;             /* nodes folded away before placing (prefold) */
 	struct exec_plan_node *pub;
 	struct pnode *pn;
 	size_t nv;
@@ -748,6 +749,173 @@ static int fold_shape(struct exec_plan *p, struct ir_node *n, struct ir_diag *d)
 	ov->host.kind = KV_TENSOR;
 	ov->host.t = t;
 	set_from_tensor(ov, t);
+	return 0;
+}
+
+/* The dims of a value when inference knows all of them; its rank, or -1. */
+static int known_dims(const struct ir_value *v, int64_t *dims)
+{
+	const struct ir_type *t = ir_value_type(v);
+	if (!t || t->kind != IR_TYPE_TENSOR || t->rank < 0 || t->rank > IR_MAX_RANK)
+		return -1;
+	for (int i = 0; i < t->rank; i++) {
+		if (t->dims[i].kind != IR_DIM_VALUE || t->dims[i].value < 0)
+			return -1;
+		dims[i] = t->dims[i].value;
+	}
+	return t->rank;
+}
+
+/*
+ * Folds what is constant once the inputs' dims are bound, before placing:
+ * Shape and Size of values whose dims are known, and nodes whose inputs
+ * are all constant, run on the CPU; their readers then read initializers
+ * and the folded nodes leave the plan's graph. Inference runs again after
+ * each round, so shapes that came from those values (Expand, Reshape of
+ * exported models' shape arithmetic) become known and the nodes after
+ * them can go to the GPU. Stops after `FOLD_MAX_BYTES` of folded values.
+ */
+#define FOLD_MAX_BYTES ((uint64_t)256 << 20)
+static int prefold(struct exec_plan *p, struct ir_diag *d)
+{
+	struct ir_graph *g = p->m->graph;
+	uint64_t total = 0;
+	char why[200];
+	for (int round = 0; round < 16; round++) {
+		int folded = 0;
+		struct ir_node *next;
+		for (struct ir_node *n = g->first; n; n = next) {
+			next = n->next;
+			if (ir_interrupted)
+				return ir_diag_err(d, IR_EINTR, "stopped while planning");
+			if (n->op == IR_OP_UNKNOWN || has_subgraphs(n) || !n->n_outputs)
+				continue;
+			bool graph_out = false, used = false;
+			for (int i = 0; i < n->n_outputs; i++)
+				if (n->outputs[i]) {
+					graph_out |= n->outputs[i]->is_output;
+					used |= n->outputs[i]->n_uses > 0;
+				}
+			if (graph_out || !used)
+				continue;
+			struct ir_tensor *res[8] = { 0 };
+			if (n->n_outputs > 8)
+				continue;
+			int64_t dims[IR_MAX_RANK];
+			int rank;
+			if ((n->op == IR_OP_Shape || n->op == IR_OP_Size) && n->n_inputs == 1 && n->inputs[0] &&
+			    (rank = known_dims(n->inputs[0], dims)) >= 0) {
+				int64_t vals[IR_MAX_RANK + 1];
+				int count = 0;
+				if (n->op == IR_OP_Size) {
+					vals[0] = 1;
+					for (int i = 0; i < rank; i++)
+						vals[0] *= dims[i];
+					count = 1;
+				} else {
+					int64_t st = ir_node_attr_int(n, "start", 0), en = ir_node_attr_int(n, "end", rank);
+					st = st < 0 ? st + rank : st;
+					en = en < 0 ? en + rank : en;
+					st = st < 0 ? 0 : st > rank ? rank : st;
+					en = en < 0 ? 0 : en > rank ? rank : en;
+					for (int64_t i = st; i < en; i++)
+						vals[count++] = dims[i];
+				}
+				int64_t c = count;
+				if (!(res[0] = ir_tensor_new(IR_INT64, n->op == IR_OP_Size ? 0 : 1, &c, d)))
+					return IR_ENOMEM;
+				if (count)
+					memcpy(ir_tensor_mutable(res[0]), vals, sizeof(int64_t) * (size_t)count);
+			} else {
+				if (n->op == IR_OP_Constant || !cpu_supports(n, why, sizeof(why)))
+					continue;
+				bool all_const = true;
+				for (int i = 0; all_const && i < n->n_inputs; i++)
+					if (n->inputs[i] && !ir_value_const(n->inputs[i]))
+						all_const = false;
+				for (int i = 0; all_const && i < n->n_implicit; i++)
+					all_const = false;
+				if (!all_const)
+					continue;
+				/* not when the outputs would be large (a Expand of a constant to activation size) */
+				uint64_t out_bytes = 0;
+				for (int i = 0; i < n->n_outputs; i++) {
+					int64_t od[IR_MAX_RANK];
+					int r = n->outputs[i] ? known_dims(n->outputs[i], od) : 0;
+					const struct ir_type *t = n->outputs[i] ? ir_value_type(n->outputs[i]) : NULL;
+					uint64_t numel = 1, b = 0;
+					for (int k = 0; r > 0 && k < r; k++)
+						numel *= (uint64_t)od[k];
+					if (r >= 0 && t && t->elem && ir_dtype_nbytes(t->elem, numel, &b))
+						out_bytes += b;
+				}
+				if (total + out_bytes > FOLD_MAX_BYTES)
+					continue;
+				int nin = n->n_inputs;
+				struct kern_value *in = calloc((size_t)(nin ? nin : 1), sizeof(*in));
+				struct kern_value out[8];
+				if (!in)
+					return ir_diag_err(d, IR_ENOMEM, "out of memory");
+				int rc = 0;
+				for (int i = 0; !rc && i < nin; i++)
+					if (n->inputs[i])
+						rc = host_const(ir_value_const(n->inputs[i]), &in[i], d);
+				if (!rc)
+					rc = cpu_node(p, n, in, out, d);
+				for (int i = 0; i < nin; i++)
+					kern_value_clear(&in[i]);
+				free(in);
+				if (rc) {
+					char label[300];
+					node_label(n, label, sizeof(label));
+					ir_diag_prefix(d, "%s (folding at plan time)", label);
+					return rc;
+				}
+				bool tensors = true;
+				for (int i = 0; i < n->n_outputs; i++) {
+					if (out[i].kind == KV_TENSOR)
+						res[i] = out[i].t, out[i].t = NULL, out[i].kind = KV_NONE;
+					else if (n->outputs[i])
+						tensors = false;
+					kern_value_clear(&out[i]);
+				}
+				if (!tensors) {
+					for (int i = 0; i < n->n_outputs; i++)
+						ir_tensor_unref(res[i]);
+					continue;
+				}
+			}
+			/* readers read initializers; the node goes */
+			int rc = 0;
+			for (int i = 0; !rc && i < n->n_outputs; i++) {
+				if (!n->outputs[i] || !res[i])
+					continue;
+				total += res[i]->nbytes;
+				struct ir_value *nv = ir_value_new(g, NULL, d);
+				if (!nv)
+					rc = IR_ENOMEM;
+				else if (!(rc = ir_value_set_init(nv, res[i], d)))
+					ir_value_replace_uses(n->outputs[i], nv);
+			}
+			for (int i = 0; i < n->n_outputs; i++)
+				ir_tensor_unref(res[i]);
+			if (rc || (rc = ir_node_remove(n, d)))
+				return rc;
+			p->n_prefolded++;
+			folded++;
+		}
+		if (!folded)
+			break;
+		struct ir_diag idg;
+		ir_diag_init(&idg);
+		int rc = ir_infer(p->m, &idg);
+		if (rc) {
+			rc = ir_diag_err(d, rc, "%s", idg.error ? idg.error : "shape inference failed");
+			ir_diag_clear(&idg);
+			return rc;
+		}
+		ir_diag_clear(&idg);
+	}
 	return 0;
 }
 
@@ -1275,6 +1443,8 @@ int exec_plan_new(const struct ir_model *m, const struct exec_values *inputs, co
 		goto fail;
 	}
 	ir_diag_clear(&idg);
+	if ((rc = prefold(p, d)))
+		goto fail;
 	p->n = g->n_nodes;
 	p->nv = g->n_values;
 	p->pub = calloc((size_t)(p->n ? p->n : 1), sizeof(*p->pub));
@@ -1285,7 +1455,10 @@ int exec_plan_new(const struct ir_model *m, const struct exec_values *inputs, co
 		rc = ir_diag_err(d, IR_ENOMEM, "out of memory");
 		goto fail;
 	}
-	if ((rc = place_nodes(p, inputs, d)) || (rc = plan_memory(p, d)) || (rc = plan_device(p, d)))
+	if ((rc = place_nodes(p, inputs, d)))
+		goto fail;
+	p->sum.n_folded += p->n_prefolded;
+	if ((rc = plan_memory(p, d)) || (rc = plan_device(p, d)))
 		goto fail;
 	p->sum.plan_ms = now_ms() - t0;
 	*out = p;

@@ -29,6 +29,7 @@ meson test -C build --num-processes "$jobs" --print-errorlogs || status=1
 setup build-san -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false \
 	-Dc_args=-fno-sanitize-recover=all -Dcuda=disabled
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	LSAN_OPTIONS=suppressions="$(pwd)/tests/lsan.supp":print_suppressions=0 \
 	meson test -C build-san --num-processes "$jobs" --print-errorlogs --timeout-multiplier 3 || status=1
 
 CC=clang setup build-fuzz -Dfuzz=true -Dcuda=disabled -Db_sanitize=address,undefined -Db_lundef=false

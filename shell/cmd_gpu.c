@@ -188,13 +188,13 @@ static int pick_device(struct session *s, const char *cmd, const struct sh_args 
 {
 	const char *v = sh_opt(a, "device");
 	char why[200];
+	if (v && !strcmp(v, "cpu")) {
+		*gpu = false;   /* without asking: asking starts CUDA on a machine with a GPU */
+		return 0;
+	}
 	bool avail = exec_gpu_available(why, sizeof(why));
 	if (!v) {
 		*gpu = avail;
-		return 0;
-	}
-	if (!strcmp(v, "cpu")) {
-		*gpu = false;
 		return 0;
 	}
 	if (strcmp(v, "cuda"))

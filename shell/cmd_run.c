@@ -760,8 +760,10 @@ int cmd_run(struct session *s, int argc, char **argv)
 	if ((v = sh_opt(&a, "backend")) && !(be = exec_backend_find(v)))
 		return sh_error(s, "run: no backend '%s' (there is: cpu)", sh_esc(v));
 	/* the device: cuda when there is a GPU, unless --device or --backend says otherwise */
-	char gwhy[200];
-	bool gpu_ok = exec_gpu_available(gwhy, sizeof(gwhy)), gpu = gpu_ok && !sh_opt(&a, "backend");
+	char gwhy[200] = "";
+	/* asked only when it matters: asking starts CUDA on a machine with a GPU */
+	bool cpu_asked = sh_opt(&a, "backend") || ((v = sh_opt(&a, "device")) && !strcmp(v, "cpu"));
+	bool gpu_ok = !cpu_asked && exec_gpu_available(gwhy, sizeof(gwhy)), gpu = gpu_ok;
 	if ((v = sh_opt(&a, "device"))) {
 		if (!strcmp(v, "cpu")) {
 			gpu = false;

@@ -560,6 +560,11 @@ static int find_algo(struct cuda_kctx *k, struct conv_state *s, cudnnHandle_t h,
 	int n;
 	if (get_cands(k, s, h, true, bx, bw, by, bws, wsz, c, 16, &n))
 		goto fail;
+	/* OGSH_CUDNN_DEBUG=1: every candidate cuDNN timed, on stderr (for tuning work) */
+	if (getenv("OGSH_CUDNN_DEBUG"))
+		for (int j = 0; j < n; j++)
+			fprintf(stderr, "cudnn find: %s algo %d status %d %.4f ms ws %zu math %d\n", k->node->name,
+				c[j].algo, (int)c[j].status, (double)c[j].time, c[j].memory, (int)c[j].math);
 	/* the results come sorted by time */
 	int i = first_usable(k, s, h, c, n, ws);
 	if (i >= 0) {
