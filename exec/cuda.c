@@ -12,6 +12,7 @@
  * node is on the GPU).
  */
 #include "exec/exec.h"
+#include "exec/exec_private.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -284,20 +285,6 @@ struct exec_plan {
 	struct kern_value *hv;
 };
 
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static void node_label(const struct ir_node *n, char *buf, size_t size)
-{
-	if (n->name && *n->name)
-		snprintf(buf, size, "n%d '%s' (%s)", n->id, n->op_type, n->name);
-	else
-		snprintf(buf, size, "n%d '%s'", n->id, n->op_type);
-}
 
 static uint64_t align_up(uint64_t x)
 {
@@ -867,7 +854,7 @@ static int prefold(struct exec_plan *p, struct ir_diag *d)
 				free(in);
 				if (rc) {
 					char label[300];
-					node_label(n, label, sizeof(label));
+					exec_node_label(n, label, sizeof(label));
 					ir_diag_prefix(d, "%s (folding at plan time)", label);
 					return rc;
 				}
@@ -954,7 +941,7 @@ static int place_nodes(struct exec_plan *p, const struct exec_values *inputs, st
 		pub->node = ir_node_by_id(p->src->graph, n->id);
 		if (!pub->node)
 			pub->node = n;
-		node_label(n, label, sizeof(label));
+		exec_node_label(n, label, sizeof(label));
 		if (ir_interrupted)
 			return ir_diag_err(d, IR_EINTR, "stopped while planning (%d of %d nodes)", pos, p->n);
 		if (has_subgraphs(n))
@@ -1340,7 +1327,7 @@ static int plan_device(struct exec_plan *p, struct ir_diag *d)
 		q->kc.d = d;
 		if (q->k->prepare && (rc = q->k->prepare(&q->kc))) {
 			char label[300];
-			node_label(n, label, sizeof(label));
+			exec_node_label(n, label, sizeof(label));
 			ir_diag_prefix(d, "%s", label);
 			p->ctx.tuning = false;
 			return rc;
@@ -1397,7 +1384,7 @@ int exec_plan_new(const struct ir_model *m, const struct exec_values *inputs, co
 		return rc;
 	if ((rc = exec_check_inputs(m, inputs, d)))
 		return rc;
-	double t0 = now_ms();
+	double t0 = exec_now_ms();
 	struct exec_plan *p = calloc(1, sizeof(*p));
 	if (!p)
 		return ir_diag_err(d, IR_ENOMEM, "out of memory");
@@ -1460,7 +1447,7 @@ int exec_plan_new(const struct ir_model *m, const struct exec_values *inputs, co
 	p->sum.n_folded += p->n_prefolded;
 	if ((rc = plan_memory(p, d)) || (rc = plan_device(p, d)))
 		goto fail;
-	p->sum.plan_ms = now_ms() - t0;
+	p->sum.plan_ms = exec_now_ms() - t0;
 	*out = p;
 	return 0;
 fail:
@@ -1625,7 +1612,7 @@ static int run_one(struct exec_plan *p, int pos, const struct exec_values *input
 	}
 	if (rc) {
 		char label[300];
-		node_label(p->pn[pos].node, label, sizeof(label));
+		exec_node_label(p->pn[pos].node, label, sizeof(label));
 		ir_diag_prefix(d, "%s", label);
 	}
 	return rc;
@@ -1727,13 +1714,13 @@ int exec_plan_run(struct exec_plan *p, const struct exec_values *inputs, struct 
 	int rc = fits_or_err(p, inputs, d);
 	if (rc)
 		return rc;
-	double t0 = now_ms();
+	double t0 = exec_now_ms();
 	clear_host(p);
 	if ((rc = upload_inputs(p, inputs, d)) || (rc = launch(p, inputs, true, d)))
 		goto out;
 	if ((rc = cuda_check(cudaStreamSynchronize(p->ctx.stream), "running the plan", d)))
 		goto out;
-	double ms = now_ms() - t0;
+	double ms = exec_now_ms() - t0;
 	struct ir_graph *g = p->m->graph;
 	for (int i = 0; i < g->n_outputs && !rc; i++) {
 		const struct kern_value *kv = host_value(p, inputs, g->outputs[i], d);
@@ -1930,11 +1917,11 @@ int exec_plan_profile(struct exec_plan *p, const struct exec_values *inputs, int
 				/* host clock, copies included; the GPU work before it is not counted */
 				if ((rc = cuda_check(cudaStreamSynchronize(p->ctx.stream), "running the plan", d)))
 					goto out;
-				double h0 = now_ms();
+				double h0 = exec_now_ms();
 				if ((rc = run_one(p, pos, inputs, d)) ||
 				    (rc = cuda_check(cudaStreamSynchronize(p->ctx.stream), "running the plan", d)))
 					goto out;
-				*cell = now_ms() - h0;
+				*cell = exec_now_ms() - h0;
 				continue;
 			}
 			if (p->pub[pos].place != EXEC_ON_GPU)

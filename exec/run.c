@@ -5,6 +5,7 @@
  * freed buffers of the same size (the memory plan at run time).
  */
 #include "exec/exec.h"
+#include "exec/exec_private.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -472,14 +473,14 @@ out:
 /* Running nodes                                                             */
 /* ------------------------------------------------------------------------ */
 
-static double now_ms(void)
+double exec_now_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static void node_label(const struct ir_node *n, char *buf, size_t size)
+void exec_node_label(const struct ir_node *n, char *buf, size_t size)
 {
 	if (n->name && *n->name)
 		snprintf(buf, size, "n%d '%s' (%s)", n->id, n->op_type, n->name);
@@ -604,13 +605,13 @@ static int run_node(struct frame *f, struct ir_node *n)
 	if (fn) {
 		int rc = call_function(f, n, fn);
 		if (rc) {
-			node_label(n, label, sizeof(label));
+			exec_node_label(n, label, sizeof(label));
 			ir_diag_prefix(d, "%s", label);
 		}
 		return rc;
 	}
 	if (!R->be->supports_node(n, why, sizeof(why))) {
-		node_label(n, label, sizeof(label));
+		exec_node_label(n, label, sizeof(label));
 		return ir_diag_err(d, IR_ERR, "%s %s", label, why);
 	}
 	int nin = n->n_inputs, nout = n->n_outputs;
@@ -669,7 +670,7 @@ static int run_node(struct frame *f, struct ir_node *n)
 	}
 	goto out;
 fail:
-	node_label(n, label, sizeof(label));
+	exec_node_label(n, label, sizeof(label));
 	ir_diag_prefix(d, "%s", label);
 out:
 	if (out)
@@ -703,13 +704,13 @@ static int run_graph(struct frame *f, int pos_base)
 	for (struct ir_node *n = f->g->first; n; n = n->next, pos++) {
 		if (ir_interrupted)
 			return ir_diag_err(R->d, IR_EINTR, "stopped after %d of %d nodes", pos, total);
-		double t0 = pos_base >= 0 && R->o->time_nodes ? now_ms() : 0;
+		double t0 = pos_base >= 0 && R->o->time_nodes ? exec_now_ms() : 0;
 		int rc = run_node(f, n);
 		if (rc)
 			return rc;
 		if (pos_base >= 0) {
 			if (R->node_ms)
-				R->node_ms[pos] = now_ms() - t0;
+				R->node_ms[pos] = exec_now_ms() - t0;
 			if (R->all)
 				for (int i = 0; i < n->n_outputs; i++) {
 					struct ir_value *v = n->outputs[i];
@@ -833,7 +834,7 @@ int exec_run(const struct ir_model *m, const struct exec_values *inputs, const s
 	const struct ir_graph *g = m->graph;
 	if (opts->time_nodes && g->n_nodes && !(R.node_ms = calloc((size_t)g->n_nodes, sizeof(double))))
 		return ir_diag_err(d, IR_ENOMEM, "out of memory");
-	double t0 = now_ms();
+	double t0 = exec_now_ms();
 	struct frame f;
 	if ((rc = frame_init(&f, &R, g, NULL, false)))
 		goto done;
@@ -881,7 +882,7 @@ done:
 	free(R.own);
 	if (rep) {
 		exec_report_clear(rep);
-		rep->ms = now_ms() - t0;
+		rep->ms = exec_now_ms() - t0;
 		rep->n_nodes = g->n_nodes;
 		rep->peak_bytes = R.peak;
 		rep->total_bytes = R.total;

@@ -412,31 +412,6 @@ static void lbl_linef(struct lbl *l, const char *fmt, ...)
 	lbl_line(l, buf, DOT_LINE_MAX);
 }
 
-/* "4.09 G", "118 M", "512" */
-static const char *si(double v, char *buf, size_t size)
-{
-	static const char *units[] = { "", " K", " M", " G", " T", " P", " E" };
-	if (!isfinite(v)) {
-		snprintf(buf, size, "?");
-		return buf;
-	}
-	int u = 0;
-	double a = fabs(v);
-	while (a >= 999.5 && u < 6) {
-		a /= 1000;
-		v /= 1000;
-		u++;
-	}
-	if (u == 0 && v == floor(v))
-		snprintf(buf, size, "%.0f", v);
-	else if (a < 9.995)
-		snprintf(buf, size, "%.2f%s", v, units[u]);
-	else if (a < 99.95)
-		snprintf(buf, size, "%.1f%s", v, units[u]);
-	else
-		snprintf(buf, size, "%.0f%s", v, units[u]);
-	return buf;
-}
 
 /* ------------------------------------------------------------------------ */
 /* Op families and colours                                                   */
@@ -784,7 +759,7 @@ static void node_label(struct dot *d, const struct ir_node *n, struct lbl *l)
 		if (d->o->by == BY_MEMORY)
 			lbl_linef(l, "%s moved", sh_bytes((uint64_t)d->val[n->id], vb, sizeof(vb)));
 		else if (d->o->by == BY_FLOPS)
-			lbl_linef(l, "%s FLOPs", si(d->val[n->id], vb, sizeof(vb)));
+			lbl_linef(l, "%s FLOPs", sh_si(d->val[n->id], vb, sizeof(vb)));
 		else
 			lbl_linef(l, "%.4g %s", d->val[n->id], d->unit);
 	}
@@ -1437,7 +1412,7 @@ static void value_text(const struct dot *d, double v, char *buf, size_t size)
 	if (d->o->by == BY_MEMORY)
 		sh_bytes((uint64_t)(v < 0 ? 0 : v), buf, size);
 	else if (d->o->by == BY_FLOPS)
-		si(v, buf, size);
+		sh_si(v, buf, size);
 	else
 		snprintf(buf, size, "%.3g", v);
 }

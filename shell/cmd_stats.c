@@ -12,31 +12,6 @@
 
 /* ---- numbers ---- */
 
-/* "4.09 G", "118 M", "512", "?" (1000-based, 3 significant digits) */
-static const char *si(double v, char *buf, size_t size)
-{
-	static const char *units[] = { "", " K", " M", " G", " T", " P", " E" };
-	if (!isfinite(v)) {
-		snprintf(buf, size, "?");
-		return buf;
-	}
-	int u = 0;
-	double a = fabs(v);
-	while (a >= 999.5 && u < 6) {
-		a /= 1000;
-		v /= 1000;
-		u++;
-	}
-	if (u == 0 && v == floor(v))
-		snprintf(buf, size, "%.0f", v);
-	else if (a < 9.995)
-		snprintf(buf, size, "%.2f%s", v, units[u]);
-	else if (a < 99.95)
-		snprintf(buf, size, "%.1f%s", v, units[u]);
-	else
-		snprintf(buf, size, "%.0f%s", v, units[u]);
-	return buf;
-}
 
 static const char *bytes(double v, char *buf, size_t size)
 {
@@ -51,12 +26,12 @@ static const char *bytes(double v, char *buf, size_t size)
 	return sh_bytes((uint64_t)v, buf, size);
 }
 
-/* "25,557,032" for integers that fit, else si() */
+/* "25,557,032" for integers that fit, else sh_si() */
 static const char *count(double v, char *buf, size_t size)
 {
 	if (v >= 0 && v < 9007199254740992.0 && v == floor(v))
 		return sh_count((uint64_t)v, buf, size);
-	return si(v, buf, size);
+	return sh_si(v, buf, size);
 }
 
 /* "458,752 (459 K)", "650" */
@@ -64,7 +39,7 @@ static const char *both(double v, char *buf, size_t size)
 {
 	char a[64], b[64];
 	if (v >= 1000)
-		snprintf(buf, size, "%s (%s)", count(v, a, sizeof(a)), si(v, b, sizeof(b)));
+		snprintf(buf, size, "%s (%s)", count(v, a, sizeof(a)), sh_si(v, b, sizeof(b)));
 	else
 		snprintf(buf, size, "%s", count(v, a, sizeof(a)));
 	return buf;
@@ -248,7 +223,7 @@ static void summary(struct session *s, const struct ir_stats *st)
 	size_t o;
 	if (st->params >= 1000)
 		o = (size_t)snprintf(tb, sizeof(tb), "%s%s%s (%s, %s)", count(st->params, b1, sizeof(b1)), *dt ? " " : "", dt,
-				     si(st->params, b2, sizeof(b2)), bytes(st->param_bytes, b3, sizeof(b3)));
+				     sh_si(st->params, b2, sizeof(b2)), bytes(st->param_bytes, b3, sizeof(b3)));
 	else
 		o = (size_t)snprintf(tb, sizeof(tb), "%s%s%s (%s)", count(st->params, b1, sizeof(b1)), *dt ? " " : "", dt,
 				     bytes(st->param_bytes, b3, sizeof(b3)));
@@ -270,8 +245,8 @@ static void summary(struct session *s, const struct ir_stats *st)
 			 bytes(st->constant_bytes, b2, sizeof(b2)));
 		sh_table_row(&t, "constants", tb);
 	}
-	sh_table_row(&t, "MACs", si(st->macs, b1, sizeof(b1)));
-	sh_table_row(&t, "FLOPs", si(st->flops, b1, sizeof(b1)));
+	sh_table_row(&t, "MACs", sh_si(st->macs, b1, sizeof(b1)));
+	sh_table_row(&t, "FLOPs", sh_si(st->flops, b1, sizeof(b1)));
 	snprintf(tb, sizeof(tb), "%s read, %s written", bytes(st->bytes_read, b1, sizeof(b1)),
 		 bytes(st->bytes_written, b2, sizeof(b2)));
 	sh_table_row(&t, "bytes", tb);
@@ -535,12 +510,12 @@ int cmd_stats(struct session *s, int argc, char **argv)
 			snprintf(id, sizeof(id), "n%d", n->id);
 			if (n->known)
 				sh_table_row(&t, id, sh_esc(n->name), sh_esc(n->op_type), sh_esc(out_shape(n)),
-					     si(n->params, b[0], 64), si(n->macs, b[1], 64), si(n->flops, b[2], 64),
+					     sh_si(n->params, b[0], 64), sh_si(n->macs, b[1], 64), sh_si(n->flops, b[2], 64),
 					     bytes(n->bytes_read, b[3], 64), bytes(n->bytes_written, b[4], 64),
 					     ratio(n->intensity, b[5], 64), pct(n->flops, st->flops, b[6], 64));
 			else
 				sh_table_row(&t, id, sh_esc(n->name), sh_esc(n->op_type), sh_esc(out_shape(n)),
-					     si(n->params, b[0], 64), "?", "?", "?", "?", "?", "?");
+					     sh_si(n->params, b[0], 64), "?", "?", "?", "?", "?", "?");
 		}
 	} else {
 		sh_table_init(&t, 8, "op", ">count", ">params", ">MACs", ">FLOPs", ">read", ">written", ">FLOPs %");
@@ -556,8 +531,8 @@ int cmd_stats(struct session *s, int argc, char **argv)
 			else
 				snprintf(name, sizeof(name), "%s", sh_esc(oc->op_type));
 			bool none = oc->n_unknown == oc->count;
-			sh_table_row(&t, name, cnt, si(oc->params, b[0], 64), none ? "?" : si(oc->macs, b[1], 64),
-				     none ? "?" : si(oc->flops, b[2], 64), none ? "?" : bytes(oc->bytes_read, b[3], 64),
+			sh_table_row(&t, name, cnt, sh_si(oc->params, b[0], 64), none ? "?" : sh_si(oc->macs, b[1], 64),
+				     none ? "?" : sh_si(oc->flops, b[2], 64), none ? "?" : bytes(oc->bytes_read, b[3], 64),
 				     none ? "?" : bytes(oc->bytes_written, b[4], 64), pct(oc->flops, st->flops, b[5], 64));
 		}
 	}

@@ -501,3 +501,29 @@ void sh_json_type(struct sh_json *j, const struct ir_type *t)
 	}
 	sh_json_obj_end(j);
 }
+
+/* "4.09 G", "118 M", "512", "?" (1000-based, 3 significant digits) */
+const char *sh_si(double v, char *buf, size_t size)
+{
+	static const char *units[] = { "", " K", " M", " G", " T", " P", " E" };
+	if (!isfinite(v)) {
+		snprintf(buf, size, "?");
+		return buf;
+	}
+	int u = 0;
+	double a = fabs(v);
+	while (a >= 999.5 && u < 6) {
+		a /= 1000;
+		v /= 1000;
+		u++;
+	}
+	if (u == 0 && v == floor(v))
+		snprintf(buf, size, "%.0f", v);
+	else if (a < 9.995)
+		snprintf(buf, size, "%.2f%s", v, units[u]);
+	else if (a < 99.95)
+		snprintf(buf, size, "%.1f%s", v, units[u]);
+	else
+		snprintf(buf, size, "%.0f%s", v, units[u]);
+	return buf;
+}

@@ -162,6 +162,8 @@ void sh_progress(void *arg, uint64_t done, uint64_t total);
 void sh_progress_done(void);
 /* "1.5 MiB", "312 B" */
 const char *sh_bytes(uint64_t n, char *buf, size_t size);
+/* "4.09 G", "118 M", "512", "?" (1000-based, 3 significant digits) */
+const char *sh_si(double v, char *buf, size_t size);
 /* "25,557,032" */
 const char *sh_count(uint64_t n, char *buf, size_t size);
 /* Colour escapes when colour is on, "" otherwise. */

@@ -8,17 +8,11 @@
  * `expr` once per call into a small postfix program and runs it over blocks
  * of elements: float for float32, double for the other float types.
  *
- * The expression language (also in passes/fuse_elementwise.c's explain and
- * docs/costs.md):
- *   expr    := term (('+' | '-') term)*
- *   term    := unary (('*' | '/') unary)*
- *   unary   := '-' unary | primary
- *   primary := NUMBER | 'x' DIGITS | NAME '(' expr (',' expr)* ')' | '(' expr ')'
- * NUMBER is a decimal literal (digits, a point, an exponent); x0, x1...
- * are the node's inputs; the functions are abs neg exp log sqrt sigmoid
- * tanh relu erf (one argument) and pow max min (two).
+ * The expression language is kernels/fused.h's (one parser for the CPU
+ * and the GPU).
  */
 #include "cpu.h"
+#include "kernels/fused.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -29,83 +23,23 @@
 /* Activations                                                               */
 /* ------------------------------------------------------------------------ */
 
-enum { ACT_NONE, ACT_RELU, ACT_CLIP, ACT_LEAKY, ACT_SIGMOID, ACT_HSIGMOID, ACT_HSWISH, ACT_TANH, ACT_GELU };
-
-struct act {
-	int kind;
-	double p0, p1;   /* Clip: min, max; LeakyRelu: alpha; HardSigmoid: alpha, beta; Gelu: tanh form (0/1) */
-};
-
-static const struct {
-	const char *name;
-	int kind, n_params;
-} acts[] = {
-	{ "", ACT_NONE, 0 }, { "Relu", ACT_RELU, 0 }, { "Clip", ACT_CLIP, 2 }, { "LeakyRelu", ACT_LEAKY, 1 },
-	{ "Sigmoid", ACT_SIGMOID, 0 }, { "HardSigmoid", ACT_HSIGMOID, 2 }, { "HardSwish", ACT_HSWISH, 0 },
-	{ "Tanh", ACT_TANH, 0 }, { "Gelu", ACT_GELU, 1 },
-};
-
-/* Reads the node's activation; false with why when it is not one we run. */
-static bool act_of(const struct ir_node *n, struct act *a, char *why, size_t size)
-{
-	const struct ir_attr *s = ir_node_attr(n, "activation");
-	const char *name = s && s->type == IR_ATTR_STRING && s->s.data ? s->s.data : "";
-	const struct ir_attr *p = ir_node_attr(n, "activation_params");
-	size_t np = p && p->type == IR_ATTR_FLOATS ? p->n : 0;
-	if (s && s->type != IR_ATTR_STRING) {
-		snprintf(why, size, "attribute 'activation' is not a string");
-		return false;
-	}
-	if (p && p->type != IR_ATTR_FLOATS) {
-		snprintf(why, size, "attribute 'activation_params' is not a list of floats");
-		return false;
-	}
-	for (size_t i = 0; i < sizeof(acts) / sizeof(acts[0]); i++) {
-		if (strcmp(acts[i].name, name))
-			continue;
-		if (np && np != (size_t)acts[i].n_params) {
-			snprintf(why, size, "activation '%s' takes %d parameters, not %zu", name, acts[i].n_params, np);
-			return false;
-		}
-		a->kind = acts[i].kind;
-		/* ONNX's defaults when the parameters are not given */
-		switch (a->kind) {
-		case ACT_CLIP: a->p0 = -INFINITY; a->p1 = INFINITY; break;
-		case ACT_LEAKY: a->p0 = 0.01f; a->p1 = 0; break;
-		case ACT_HSIGMOID: a->p0 = 0.2f; a->p1 = 0.5f; break;
-		default: a->p0 = a->p1 = 0; break;
-		}
-		if (np >= 1)
-			a->p0 = p->floats[0];
-		if (np >= 2)
-			a->p1 = p->floats[1];
-		if (a->kind == ACT_GELU && a->p0 != 0 && a->p0 != 1) {
-			snprintf(why, size, "Gelu's parameter (approximate) must be 0 or 1, not %g", a->p0);
-			return false;
-		}
-		return true;
-	}
-	snprintf(why, size, "activation '%s' is not supported", name);
-	return false;
-}
-
-static double act_f64(const struct act *a, double v)
+static double act_f64(const struct kern_act *a, double v)
 {
 	switch (a->kind) {
-	case ACT_RELU: return v < 0 ? 0 : v;   /* NaN stays NaN */
-	case ACT_CLIP: return v < a->p0 ? a->p0 : v > a->p1 ? a->p1 : v;
-	case ACT_LEAKY: return v < 0 ? a->p0 * v : v;
-	case ACT_SIGMOID: return 1 / (1 + exp(-v));
-	case ACT_HSIGMOID: {
+	case KACT_RELU: return v < 0 ? 0 : v;   /* NaN stays NaN */
+	case KACT_CLIP: return v < a->p0 ? a->p0 : v > a->p1 ? a->p1 : v;
+	case KACT_LEAKY: return v < 0 ? a->p0 * v : v;
+	case KACT_SIGMOID: return 1 / (1 + exp(-v));
+	case KACT_HSIGMOID: {
 		double t = a->p0 * v + a->p1;
 		return t < 0 ? 0 : t > 1 ? 1 : t;
 	}
-	case ACT_HSWISH: {
+	case KACT_HSWISH: {
 		double t = v / 6 + 0.5;
 		return v * (t < 0 ? 0 : t > 1 ? 1 : t);
 	}
-	case ACT_TANH: return tanh(v);
-	case ACT_GELU:
+	case KACT_TANH: return tanh(v);
+	case KACT_GELU:
 		if (a->p0 != 0)
 			return 0.5 * v * (1 + tanh(0.79788456080286535588 * (v + 0.044715 * v * v * v)));
 		return 0.5 * v * (1 + erf(v / sqrt(2.0)));
@@ -113,40 +47,40 @@ static double act_f64(const struct act *a, double v)
 	}
 }
 
-static void act_f32(const struct act *a, float *y, uint64_t n)
+static void act_f32(const struct kern_act *a, float *y, uint64_t n)
 {
 	float lo = (float)a->p0, hi = (float)a->p1, al = (float)a->p0, be = (float)a->p1;
 	switch (a->kind) {
-	case ACT_NONE: return;
-	case ACT_RELU:
+	case KACT_NONE: return;
+	case KACT_RELU:
 		for (uint64_t i = 0; i < n; i++)
 			y[i] = y[i] < 0 ? 0 : y[i];
 		return;
-	case ACT_CLIP:
+	case KACT_CLIP:
 		for (uint64_t i = 0; i < n; i++)
 			y[i] = y[i] < lo ? lo : y[i] > hi ? hi : y[i];
 		return;
-	case ACT_LEAKY:
+	case KACT_LEAKY:
 		for (uint64_t i = 0; i < n; i++)
 			y[i] = y[i] < 0 ? al * y[i] : y[i];
 		return;
-	case ACT_SIGMOID:
+	case KACT_SIGMOID:
 		for (uint64_t i = 0; i < n; i++)
 			y[i] = 1.0f / (1.0f + expf(-y[i]));
 		return;
-	case ACT_HSIGMOID:
+	case KACT_HSIGMOID:
 		for (uint64_t i = 0; i < n; i++) {
 			float t = al * y[i] + be;
 			y[i] = t < 0 ? 0 : t > 1 ? 1 : t;
 		}
 		return;
-	case ACT_HSWISH:
+	case KACT_HSWISH:
 		for (uint64_t i = 0; i < n; i++) {
 			float t = y[i] / 6.0f + 0.5f;
 			y[i] = y[i] * (t < 0 ? 0 : t > 1 ? 1 : t);
 		}
 		return;
-	case ACT_TANH:
+	case KACT_TANH:
 		for (uint64_t i = 0; i < n; i++)
 			y[i] = tanhf(y[i]);
 		return;
@@ -159,8 +93,8 @@ static void act_f32(const struct act *a, float *y, uint64_t n)
 
 static bool supports_fused(const struct ir_node *n, char *why, size_t size)
 {
-	struct act a;
-	return act_of(n, &a, why, size);
+	struct kern_act a;
+	return kern_act_of(n, &a, why, size);
 }
 
 /*
@@ -170,8 +104,8 @@ static bool supports_fused(const struct ir_node *n, char *why, size_t size)
 static int finish(struct cpu_kctx *k, int zi)
 {
 	char why[200];
-	struct act a;
-	if (!act_of(k->node, &a, why, sizeof(why)))
+	struct kern_act a;
+	if (!kern_act_of(k->node, &a, why, sizeof(why)))
 		return kerr(k, "%s", why);
 	struct ir_tensor *y = k->out[0].kind == KV_TENSOR ? k->out[0].t : NULL;
 	if (!y)
@@ -216,7 +150,7 @@ static int finish(struct cpu_kctx *k, int zi)
 			}
 		}
 	}
-	if (a.kind == ACT_NONE)
+	if (a.kind == KACT_NONE)
 		return 0;
 	if (dt == IR_FLOAT)
 		act_f32(&a, yd, y->numel);
@@ -253,233 +187,6 @@ static int k_fusedgemm(struct cpu_kctx *k)
 /* ------------------------------------------------------------------------ */
 /* Pointwise: the expression                                                 */
 /* ------------------------------------------------------------------------ */
-
-enum {
-	PW_IN, PW_LIT,
-	/* unary */
-	PW_NEG, PW_ABS, PW_EXP, PW_LOG, PW_SQRT, PW_SIGMOID, PW_TANH, PW_RELU, PW_ERF,
-	/* binary */
-	PW_ADD, PW_SUB, PW_MUL, PW_DIV, PW_POW, PW_MAX, PW_MIN,
-};
-
-static const struct {
-	const char *name;
-	int op, arity;
-} pw_funcs[] = {
-	{ "abs", PW_ABS, 1 }, { "neg", PW_NEG, 1 }, { "exp", PW_EXP, 1 }, { "log", PW_LOG, 1 },
-	{ "sqrt", PW_SQRT, 1 }, { "sigmoid", PW_SIGMOID, 1 }, { "tanh", PW_TANH, 1 }, { "relu", PW_RELU, 1 },
-	{ "erf", PW_ERF, 1 }, { "pow", PW_POW, 2 }, { "max", PW_MAX, 2 }, { "min", PW_MIN, 2 },
-};
-
-#define PW_MAX_CODE 4096
-#define PW_MAX_NEST 200
-
-struct pw_ins {
-	int op;
-	int in;          /* PW_IN: the input */
-	double lit;      /* PW_LIT */
-};
-
-struct pw_prog {
-	struct pw_ins code[PW_MAX_CODE];
-	int n;
-	int depth, max_depth;   /* stack while compiling, and its maximum */
-	int max_in;             /* the highest input used, -1: none */
-	const char *s, *p;      /* the text and the parse position */
-	int nest;
-	char err[160];
-};
-
-static void pw_skip(struct pw_prog *P)
-{
-	while (*P->p == ' ' || *P->p == '\t')
-		P->p++;
-}
-
-static bool pw_fail(struct pw_prog *P, const char *what)
-{
-	if (!P->err[0])
-		snprintf(P->err, sizeof(P->err), "%s at offset %d of the expression", what, (int)(P->p - P->s));
-	return false;
-}
-
-static bool pw_emit(struct pw_prog *P, int op, int in, double lit)
-{
-	if (P->n >= PW_MAX_CODE)
-		return pw_fail(P, "the expression is too long");
-	/* a literal negated is a literal */
-	if (op == PW_NEG && P->n && P->code[P->n - 1].op == PW_LIT) {
-		P->code[P->n - 1].lit = -P->code[P->n - 1].lit;
-		return true;
-	}
-	P->code[P->n++] = (struct pw_ins){ op, in, lit };
-	if (op == PW_IN || op == PW_LIT) {
-		if (++P->depth > P->max_depth)
-			P->max_depth = P->depth;
-	} else if (op >= PW_ADD) {
-		P->depth--;
-	}
-	return true;
-}
-
-static bool pw_expr(struct pw_prog *P);
-
-static bool pw_primary(struct pw_prog *P)
-{
-	pw_skip(P);
-	const char *p = P->p;
-	if ((*p >= '0' && *p <= '9') || *p == '.') {
-		/* digits [. digits] [e [+-] digits] */
-		const char *q = p;
-		int digits = 0;
-		while (*q >= '0' && *q <= '9')
-			q++, digits++;
-		if (*q == '.') {
-			q++;
-			while (*q >= '0' && *q <= '9')
-				q++, digits++;
-		}
-		if (!digits)
-			return pw_fail(P, "a number has no digits");
-		if (*q == 'e' || *q == 'E') {
-			const char *e = q + 1;
-			if (*e == '+' || *e == '-')
-				e++;
-			if (!(*e >= '0' && *e <= '9'))
-				return pw_fail(P, "a number's exponent has no digits");
-			while (*e >= '0' && *e <= '9')
-				e++;
-			q = e;
-		}
-		char buf[64];
-		if ((size_t)(q - p) >= sizeof(buf))
-			return pw_fail(P, "a number is too long");
-		memcpy(buf, p, (size_t)(q - p));
-		buf[q - p] = 0;
-		P->p = q;
-		return pw_emit(P, PW_LIT, 0, strtod(buf, NULL));
-	}
-	if (*p == '(') {
-		P->p++;
-		if (!pw_expr(P))
-			return false;
-		pw_skip(P);
-		if (*P->p != ')')
-			return pw_fail(P, "')' expected");
-		P->p++;
-		return true;
-	}
-	if (*p == 'x' && p[1] >= '0' && p[1] <= '9') {
-		const char *q = p + 1;
-		long v = 0;
-		while (*q >= '0' && *q <= '9' && v < 100000)
-			v = v * 10 + (*q++ - '0');
-		if ((*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9') || *q == '_')
-			return pw_fail(P, "bad input name");
-		P->p = q;
-		if (v > P->max_in)
-			P->max_in = (int)v;
-		return pw_emit(P, PW_IN, (int)v, 0);
-	}
-	if (*p >= 'a' && *p <= 'z') {
-		const char *q = p;
-		while ((*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9'))
-			q++;
-		size_t len = (size_t)(q - p);
-		for (size_t f = 0; f < sizeof(pw_funcs) / sizeof(pw_funcs[0]); f++) {
-			if (strlen(pw_funcs[f].name) != len || strncmp(pw_funcs[f].name, p, len))
-				continue;
-			P->p = q;
-			pw_skip(P);
-			if (*P->p != '(')
-				return pw_fail(P, "'(' expected after a function name");
-			P->p++;
-			for (int a = 0; a < pw_funcs[f].arity; a++) {
-				if (a) {
-					pw_skip(P);
-					if (*P->p != ',')
-						return pw_fail(P, "',' expected (too few arguments)");
-					P->p++;
-				}
-				if (!pw_expr(P))
-					return false;
-			}
-			pw_skip(P);
-			if (*P->p != ')')
-				return pw_fail(P, "')' expected (too many arguments?)");
-			P->p++;
-			return pw_emit(P, pw_funcs[f].op, 0, 0);
-		}
-		return pw_fail(P, "unknown function");
-	}
-	return pw_fail(P, *p ? "unexpected character" : "unexpected end");
-}
-
-static bool pw_unary(struct pw_prog *P)
-{
-	pw_skip(P);
-	if (*P->p == '-') {
-		P->p++;
-		if (++P->nest > PW_MAX_NEST)
-			return pw_fail(P, "the expression nests too deeply");
-		bool ok = pw_unary(P) && pw_emit(P, PW_NEG, 0, 0);
-		P->nest--;
-		return ok;
-	}
-	return pw_primary(P);
-}
-
-static bool pw_term(struct pw_prog *P)
-{
-	if (!pw_unary(P))
-		return false;
-	for (;;) {
-		pw_skip(P);
-		char c = *P->p;
-		if (c != '*' && c != '/')
-			return true;
-		P->p++;
-		if (!pw_unary(P) || !pw_emit(P, c == '*' ? PW_MUL : PW_DIV, 0, 0))
-			return false;
-	}
-}
-
-static bool pw_expr(struct pw_prog *P)
-{
-	if (++P->nest > PW_MAX_NEST)
-		return pw_fail(P, "the expression nests too deeply");
-	if (!pw_term(P))
-		return false;
-	for (;;) {
-		pw_skip(P);
-		char c = *P->p;
-		if (c != '+' && c != '-')
-			break;
-		P->p++;
-		if (!pw_term(P) || !pw_emit(P, c == '+' ? PW_ADD : PW_SUB, 0, 0))
-			return false;
-	}
-	P->nest--;
-	return true;
-}
-
-/* Compiles s; false with P->err. */
-static bool pw_compile(struct pw_prog *P, const char *s)
-{
-	memset(P, 0, offsetof(struct pw_prog, s));
-	P->max_in = -1;
-	P->s = P->p = s;
-	P->nest = 0;
-	P->err[0] = 0;
-	if (!pw_expr(P))
-		return false;
-	pw_skip(P);
-	if (*P->p)
-		return pw_fail(P, "unexpected text after the expression");
-	if (P->depth != 1)
-		return pw_fail(P, "internal error: unbalanced program");
-	return true;
-}
 
 static bool supports_pointwise(const struct ir_node *n, char *why, size_t size)
 {

@@ -15,6 +15,7 @@
  * choice. float32 runs without TF32 unless ctx->tf32.
  */
 #include "kernels/cuda/cudnn_api.h"
+#include "kernels/fused.h"
 #include "kernels/cuda/k_conv.h"
 
 #include <limits.h>
@@ -248,48 +249,22 @@ struct act {
 
 static bool act_of(const struct ir_node *n, struct act *a, char *why, size_t size)
 {
-	static const struct {
-		const char *name;
-		int kind, n_params;
-	} acts[] = {
-		{ "", KCONV_ACT_NONE, 0 }, { "Relu", KCONV_ACT_RELU, 0 }, { "Clip", KCONV_ACT_CLIP, 2 },
-		{ "LeakyRelu", KCONV_ACT_LEAKY, 1 }, { "Sigmoid", KCONV_ACT_SIGMOID, 0 },
-		{ "HardSigmoid", KCONV_ACT_HSIGMOID, 2 }, { "HardSwish", KCONV_ACT_HSWISH, 0 },
-		{ "Tanh", KCONV_ACT_TANH, 0 }, { "Gelu", KCONV_ACT_GELU_ERF, 1 },
+	static const int conv_act[] = {
+		[KACT_NONE] = KCONV_ACT_NONE, [KACT_RELU] = KCONV_ACT_RELU, [KACT_CLIP] = KCONV_ACT_CLIP,
+		[KACT_LEAKY] = KCONV_ACT_LEAKY, [KACT_SIGMOID] = KCONV_ACT_SIGMOID, [KACT_HSIGMOID] = KCONV_ACT_HSIGMOID,
+		[KACT_HSWISH] = KCONV_ACT_HSWISH, [KACT_TANH] = KCONV_ACT_TANH, [KACT_GELU] = KCONV_ACT_GELU_ERF,
 	};
-	const struct ir_attr *s = ir_node_attr(n, "activation");
-	const struct ir_attr *p = ir_node_attr(n, "activation_params");
-	if (s && s->type != IR_ATTR_STRING)
-		return no(why, size, "attribute 'activation' is not a string");
-	if (p && p->type != IR_ATTR_FLOATS)
-		return no(why, size, "attribute 'activation_params' is not a list of floats");
-	const char *name = s && s->s.data ? s->s.data : "";
-	size_t np = p ? p->n : 0;
-	for (size_t i = 0; i < sizeof(acts) / sizeof(acts[0]); i++) {
-		if (strcmp(acts[i].name, name))
-			continue;
-		if (np && np != (size_t)acts[i].n_params)
-			return no(why, size, "activation '%s' takes %d parameters, not %zu", name, acts[i].n_params, np);
-		a->kind = acts[i].kind;
-		switch (a->kind) {
-		case KCONV_ACT_CLIP: a->p0 = -INFINITY; a->p1 = INFINITY; break;
-		case KCONV_ACT_LEAKY: a->p0 = 0.01f; a->p1 = 0; break;
-		case KCONV_ACT_HSIGMOID: a->p0 = 0.2f; a->p1 = 0.5f; break;
-		default: a->p0 = a->p1 = 0; break;
-		}
-		if (np >= 1)
-			a->p0 = p->floats[0];
-		if (np >= 2)
-			a->p1 = p->floats[1];
-		if (a->kind == KCONV_ACT_GELU_ERF) {
-			if (a->p0 != 0 && a->p0 != 1)
-				return no(why, size, "Gelu's parameter (approximate) must be 0 or 1, not %g", a->p0);
-			if (a->p0 == 1)
-				a->kind = KCONV_ACT_GELU_TANH;
-		}
-		return true;
-	}
-	return no(why, size, "activation '%s' is not supported on the GPU", name);
+	struct kern_act ka;
+	if (!kern_act_of(n, &ka, why, size))
+		return false;
+	if (ka.kind < 0 || (size_t)ka.kind >= sizeof(conv_act) / sizeof(conv_act[0]))
+		return no(why, size, "activation '%s' is not supported on the GPU", kern_act_name(ka.kind));
+	a->kind = conv_act[ka.kind];
+	a->p0 = (float)ka.p0;
+	a->p1 = (float)ka.p1;
+	if (ka.kind == KACT_GELU && ka.p0 == 1)
+		a->kind = KCONV_ACT_GELU_TANH;
+	return true;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -14,6 +14,7 @@
  * reference (kernels/cpu/k_elementwise.c), whose semantics these follow.
  */
 #include "kernels/cuda/cuda.h"
+#include "kernels/fused.h"
 #include "kernels/cuda/k_elementwise.h"
 
 #include <ctype.h>
@@ -793,45 +794,30 @@ static int run_cast(struct cuda_kctx *k)
 /* ------------------------------------------------------------------------ */
 
 /*
- * The grammar of kernels/cpu/k_fused.c:
- *   expr    := term (('+' | '-') term)*
- *   term    := unary (('*' | '/') unary)*
- *   unary   := '-' unary | primary
- *   primary := NUMBER | 'x' DIGITS | NAME '(' expr (',' expr)* ')' | '(' expr ')'
- * Parsed by recursive descent straight into register code: a value pushed
- * at stack depth d lives in register d.
+ * The expression is compiled by the shared parser (kernels/fused.h)
+ * into a postfix program, then into register code here: a value pushed at
+ * stack depth d lives in register d.
  */
 struct pwc {
 	struct ew_prog *P;
-	const char *s, *p;
-	int depth, max_depth, max_in, nest;
-	char err[120];
+	int depth, max_depth;
+	char err[200];
 };
 
-static const struct {
-	const char *name;
-	int op, arity;
-} pw_funcs[] = {
-	{ "abs", EP_ABS, 1 }, { "neg", EP_NEG, 1 }, { "exp", EP_EXP, 1 }, { "log", EP_LOG, 1 },
-	{ "sqrt", EP_SQRT, 1 }, { "sigmoid", EP_SIGMOID, 1 }, { "tanh", EP_TANH, 1 }, { "relu", EP_RELU, 1 },
-	{ "erf", EP_ERF, 1 }, { "pow", EP_POW, 2 }, { "max", EP_MAX, 2 }, { "min", EP_MIN, 2 },
-};
+_Static_assert((int)EP_IN == (int)PW_IN && (int)EP_LIT == (int)PW_LIT && (int)EP_NEG == (int)PW_NEG &&
+		       (int)EP_ERF == (int)PW_ERF && (int)EP_ADD == (int)PW_ADD && (int)EP_MIN == (int)PW_MIN,
+	       "the GPU's op codes follow the parser's");
 
 static bool pwc_fail(struct pwc *c, const char *what)
 {
 	if (!c->err[0])
-		snprintf(c->err, sizeof(c->err), "%s at offset %d of the expression", what, (int)(c->p - c->s));
+		snprintf(c->err, sizeof(c->err), "%s", what);
 	return false;
 }
 
 static bool pwc_emit(struct pwc *c, int op, int in, double lit)
 {
 	struct ew_prog *P = c->P;
-	/* a literal negated is a literal */
-	if (op == EP_NEG && P->n_code && P->code[P->n_code - 1].op == EP_LIT) {
-		P->code[P->n_code - 1].lit = -P->code[P->n_code - 1].lit;
-		return true;
-	}
 	if (P->n_code >= EW_PW_MAX_CODE)
 		return pwc_fail(c, "the expression is too long for the GPU");
 	struct ew_pins *I = &P->code[P->n_code++];
@@ -861,154 +847,6 @@ static bool pwc_emit(struct pwc *c, int op, int in, double lit)
 	return true;
 }
 
-static void pwc_skip(struct pwc *c)
-{
-	while (*c->p == ' ' || *c->p == '\t')
-		c->p++;
-}
-
-static bool pwc_expr(struct pwc *c);
-
-static bool pwc_primary(struct pwc *c)
-{
-	pwc_skip(c);
-	const char *p = c->p;
-	if ((*p >= '0' && *p <= '9') || *p == '.') {
-		const char *q = p;
-		int digits = 0;
-		while (*q >= '0' && *q <= '9')
-			q++, digits++;
-		if (*q == '.') {
-			q++;
-			while (*q >= '0' && *q <= '9')
-				q++, digits++;
-		}
-		if (!digits)
-			return pwc_fail(c, "a number has no digits");
-		if (*q == 'e' || *q == 'E') {
-			const char *e = q + 1;
-			if (*e == '+' || *e == '-')
-				e++;
-			if (!(*e >= '0' && *e <= '9'))
-				return pwc_fail(c, "a number's exponent has no digits");
-			while (*e >= '0' && *e <= '9')
-				e++;
-			q = e;
-		}
-		char buf[64];
-		if ((size_t)(q - p) >= sizeof(buf))
-			return pwc_fail(c, "a number is too long");
-		memcpy(buf, p, (size_t)(q - p));
-		buf[q - p] = 0;
-		c->p = q;
-		return pwc_emit(c, EP_LIT, 0, strtod(buf, NULL));
-	}
-	if (*p == '(') {
-		c->p++;
-		if (!pwc_expr(c))
-			return false;
-		pwc_skip(c);
-		if (*c->p != ')')
-			return pwc_fail(c, "')' expected");
-		c->p++;
-		return true;
-	}
-	if (*p == 'x' && p[1] >= '0' && p[1] <= '9') {
-		const char *q = p + 1;
-		long v = 0;
-		while (*q >= '0' && *q <= '9' && v < 100000)
-			v = v * 10 + (*q++ - '0');
-		if ((*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9') || *q == '_')
-			return pwc_fail(c, "bad input name");
-		c->p = q;
-		if (v >= EW_PW_MAX_IN)
-			return pwc_fail(c, "the expression reads more inputs than the GPU kernel takes");
-		if (v > c->max_in)
-			c->max_in = (int)v;
-		return pwc_emit(c, EP_IN, (int)v, 0);
-	}
-	if (*p >= 'a' && *p <= 'z') {
-		const char *q = p;
-		while ((*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9'))
-			q++;
-		size_t len = (size_t)(q - p);
-		for (size_t f = 0; f < sizeof(pw_funcs) / sizeof(pw_funcs[0]); f++) {
-			if (strlen(pw_funcs[f].name) != len || strncmp(pw_funcs[f].name, p, len))
-				continue;
-			c->p = q;
-			pwc_skip(c);
-			if (*c->p != '(')
-				return pwc_fail(c, "'(' expected after a function name");
-			c->p++;
-			for (int a = 0; a < pw_funcs[f].arity; a++) {
-				if (a) {
-					pwc_skip(c);
-					if (*c->p != ',')
-						return pwc_fail(c, "',' expected (too few arguments)");
-					c->p++;
-				}
-				if (!pwc_expr(c))
-					return false;
-			}
-			pwc_skip(c);
-			if (*c->p != ')')
-				return pwc_fail(c, "')' expected (too many arguments?)");
-			c->p++;
-			return pwc_emit(c, pw_funcs[f].op, 0, 0);
-		}
-		return pwc_fail(c, "unknown function");
-	}
-	return pwc_fail(c, *p ? "unexpected character" : "unexpected end");
-}
-
-static bool pwc_unary(struct pwc *c)
-{
-	pwc_skip(c);
-	if (*c->p == '-') {
-		c->p++;
-		if (++c->nest > 200)
-			return pwc_fail(c, "the expression nests too deeply");
-		bool ok = pwc_unary(c) && pwc_emit(c, EP_NEG, 0, 0);
-		c->nest--;
-		return ok;
-	}
-	return pwc_primary(c);
-}
-
-static bool pwc_term(struct pwc *c)
-{
-	if (!pwc_unary(c))
-		return false;
-	for (;;) {
-		pwc_skip(c);
-		char ch = *c->p;
-		if (ch != '*' && ch != '/')
-			return true;
-		c->p++;
-		if (!pwc_unary(c) || !pwc_emit(c, ch == '*' ? EP_MUL : EP_DIV, 0, 0))
-			return false;
-	}
-}
-
-static bool pwc_expr(struct pwc *c)
-{
-	if (++c->nest > 200)
-		return pwc_fail(c, "the expression nests too deeply");
-	if (!pwc_term(c))
-		return false;
-	for (;;) {
-		pwc_skip(c);
-		char ch = *c->p;
-		if (ch != '+' && ch != '-')
-			break;
-		c->p++;
-		if (!pwc_term(c) || !pwc_emit(c, ch == '+' ? EP_ADD : EP_SUB, 0, 0))
-			return false;
-	}
-	c->nest--;
-	return true;
-}
-
 /* Compiles the node's expression and shapes into P; false with why. */
 static bool pw_build(const struct cuda_kctx *k, struct ew_prog *P, char *why, size_t size)
 {
@@ -1018,15 +856,23 @@ static bool pw_build(const struct cuda_kctx *k, struct ew_prog *P, char *why, si
 		snprintf(why, size, "has no 'expr' attribute");
 		return false;
 	}
-	struct pwc c = { P, e->s.data, e->s.data, 0, 0, -1, 0, "" };
-	bool ok = pwc_expr(&c);
-	if (ok) {
-		pwc_skip(&c);
-		if (*c.p)
-			ok = pwc_fail(&c, "unexpected text after the expression");
-		else if (c.depth != 1)
-			ok = pwc_fail(&c, "internal error: unbalanced program");
+	struct pw_prog *pp = malloc(sizeof(*pp));
+	if (!pp) {
+		snprintf(why, size, "out of memory");
+		return false;
 	}
+	struct pwc c = { P, 0, 0, "" };
+	bool ok = pw_compile(pp, e->s.data);
+	if (!ok)
+		snprintf(c.err, sizeof(c.err), "%s", pp->err);
+	if (ok && pp->max_in >= EW_PW_MAX_IN)
+		ok = pwc_fail(&c, "the expression reads more inputs than the GPU kernel takes");
+	for (int i = 0; ok && i < pp->n; i++)
+		ok = pwc_emit(&c, pp->code[i].op, pp->code[i].in, pp->code[i].lit);
+	if (ok && c.depth != 1)
+		ok = pwc_fail(&c, "internal error: unbalanced program");
+	int max_in = pp->max_in;
+	free(pp);
 	if (!ok) {
 		snprintf(why, size, "cannot run expr '%.40s' on the GPU: %s", e->s.data, c.err);
 		return false;
@@ -1035,8 +881,8 @@ static bool pw_build(const struct cuda_kctx *k, struct ew_prog *P, char *why, si
 		snprintf(why, size, "has %d inputs, more than the GPU kernel's %d", k->n_in, EW_PW_MAX_IN);
 		return false;
 	}
-	if (c.max_in >= k->n_in) {
-		snprintf(why, size, "expr reads x%d but the node has %d inputs", c.max_in, k->n_in);
+	if (max_in >= k->n_in) {
+		snprintf(why, size, "expr reads x%d but the node has %d inputs", max_in, k->n_in);
 		return false;
 	}
 	const struct cuda_tensor *out = &k->out[0];

@@ -33,6 +33,7 @@
  */
 #include "kernels/cuda/cublaslt_api.h"
 #include "kernels/cuda/k_gemm.h"
+#include "kernels/fused.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -68,65 +69,35 @@ struct gemm_shape {
 /* reading the node                                                          */
 /* ------------------------------------------------------------------------ */
 
-static const struct {
-	const char *name;
-	int kind, n_params;
-} acts[] = {
-	{ "", GEMM_ACT_NONE, 0 }, { "Relu", GEMM_ACT_RELU, 0 }, { "Clip", GEMM_ACT_CLIP, 2 },
-	{ "LeakyRelu", GEMM_ACT_LEAKY, 1 }, { "Sigmoid", GEMM_ACT_SIGMOID, 0 },
-	{ "HardSigmoid", GEMM_ACT_HSIGMOID, 2 }, { "HardSwish", GEMM_ACT_HSWISH, 0 },
-	{ "Tanh", GEMM_ACT_TANH, 0 }, { "Gelu", GEMM_ACT_GELU, 1 },
+/* FusedGemm's activation, read as the CPU reads it (kernels/fused.h), in
+ * the launcher's terms (GEMM_ACT_*). */
+static const int gemm_act[] = {
+	[KACT_NONE] = GEMM_ACT_NONE, [KACT_RELU] = GEMM_ACT_RELU, [KACT_CLIP] = GEMM_ACT_CLIP,
+	[KACT_LEAKY] = GEMM_ACT_LEAKY, [KACT_SIGMOID] = GEMM_ACT_SIGMOID, [KACT_HSIGMOID] = GEMM_ACT_HSIGMOID,
+	[KACT_HSWISH] = GEMM_ACT_HSWISH, [KACT_TANH] = GEMM_ACT_TANH, [KACT_GELU] = GEMM_ACT_GELU,
 };
 
 static const char *act_name(int kind)
 {
-	for (size_t i = 0; i < sizeof(acts) / sizeof(acts[0]); i++)
-		if (acts[i].kind == kind)
-			return acts[i].name;
+	for (size_t i = 0; i < sizeof(gemm_act) / sizeof(gemm_act[0]); i++)
+		if (gemm_act[i] == kind)
+			return kern_act_name((int)i);
 	return "?";
 }
 
-/* FusedGemm's activation, as kernels/cpu/k_fused.c reads it. */
 static bool act_of(const struct ir_node *n, struct act *a, char *why, size_t size)
 {
-	const struct ir_attr *s = ir_node_attr(n, "activation");
-	const struct ir_attr *p = ir_node_attr(n, "activation_params");
-	if (s && s->type != IR_ATTR_STRING) {
-		snprintf(why, size, "attribute 'activation' is not a string");
+	struct kern_act ka;
+	if (!kern_act_of(n, &ka, why, size))
+		return false;
+	if (ka.kind < 0 || (size_t)ka.kind >= sizeof(gemm_act) / sizeof(gemm_act[0])) {
+		snprintf(why, size, "activation '%s' is not supported on the GPU", kern_act_name(ka.kind));
 		return false;
 	}
-	if (p && p->type != IR_ATTR_FLOATS) {
-		snprintf(why, size, "attribute 'activation_params' is not a list of floats");
-		return false;
-	}
-	const char *name = s && s->s.data ? s->s.data : "";
-	size_t np = p ? p->n : 0;
-	for (size_t i = 0; i < sizeof(acts) / sizeof(acts[0]); i++) {
-		if (strcmp(acts[i].name, name))
-			continue;
-		if (np && np != (size_t)acts[i].n_params) {
-			snprintf(why, size, "activation '%s' takes %d parameters, not %zu", name, acts[i].n_params, np);
-			return false;
-		}
-		a->kind = acts[i].kind;
-		switch (a->kind) {
-		case GEMM_ACT_CLIP: a->p0 = -INFINITY; a->p1 = INFINITY; break;
-		case GEMM_ACT_LEAKY: a->p0 = 0.01f; a->p1 = 0; break;
-		case GEMM_ACT_HSIGMOID: a->p0 = 0.2f; a->p1 = 0.5f; break;
-		default: a->p0 = a->p1 = 0; break;
-		}
-		if (np >= 1)
-			a->p0 = p->floats[0];
-		if (np >= 2)
-			a->p1 = p->floats[1];
-		if (a->kind == GEMM_ACT_GELU && a->p0 != 0 && a->p0 != 1) {
-			snprintf(why, size, "Gelu's parameter (approximate) must be 0 or 1, not %g", (double)a->p0);
-			return false;
-		}
-		return true;
-	}
-	snprintf(why, size, "activation '%s' is not supported on the GPU", name);
-	return false;
+	a->kind = gemm_act[ka.kind];
+	a->p0 = (float)ka.p0;
+	a->p1 = (float)ka.p1;
+	return true;
 }
 
 static bool in_given(const struct cuda_kctx *k, int i)
