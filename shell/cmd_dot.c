@@ -1688,17 +1688,6 @@ static int out_commit(struct session *s, const char *path, struct outfile *of, b
 /* The command                                                               */
 /* ------------------------------------------------------------------------ */
 
-static int parse_int(struct session *s, const char *opt, const char *v, int lo, int *out)
-{
-	char *end;
-	errno = 0;
-	long x = v ? strtol(v, &end, 10) : 0;
-	if (!v || !*v || *end || errno || x < lo || x > 1000000000)
-		return sh_error(s, "dot: --%s needs an integer of at least %d, not '%s'", opt, lo, v ? sh_esc(v) : "");
-	*out = (int)x;
-	return 0;
-}
-
 static void dot_free(struct dot *d)
 {
 	free(d->sel);
@@ -2051,7 +2040,7 @@ int cmd_dot(struct session *s, int argc, char **argv)
 	if ((v = sh_opt(&a, "radius"))) {
 		if (!o.around)
 			return sh_error(s, "dot: --radius goes with --around NODE");
-		if (parse_int(s, "radius", v, 0, &o.radius))
+		if (sh_int_opt(s, "dot", "radius", v, 0, &o.radius))
 			return -1;
 	}
 	o.from_t = sh_opt(&a, "from");
@@ -2062,7 +2051,7 @@ int cmd_dot(struct session *s, int argc, char **argv)
 	if ((v = sh_opt(&a, "depth"))) {
 		if (!o.collapse)
 			return sh_error(s, "dot: --depth goes with --collapse");
-		if (parse_int(s, "depth", v, 1, &o.depth))
+		if (sh_int_opt(s, "dot", "depth", v, 1, &o.depth))
 			return -1;
 	}
 	o.expand_fused = sh_flag(&a, "expand-fused");
@@ -2084,7 +2073,7 @@ int cmd_dot(struct session *s, int argc, char **argv)
 			return sh_error(s, "dot: unknown --rankdir '%s' (TB, LR, BT, RL)", sh_esc(v));
 		o.rankdir = v;
 	}
-	if ((v = sh_opt(&a, "max-nodes")) && parse_int(s, "max-nodes", v, 1, &o.max_nodes))
+	if ((v = sh_opt(&a, "max-nodes")) && sh_int_opt(s, "dot", "max-nodes", v, 1, &o.max_nodes))
 		return -1;
 	if (a.npos == 1) {
 		o.file = a.pos[0];

@@ -84,17 +84,6 @@ int sh_gpu_plan(struct session *s, const char *cmd, const struct exec_values *in
 /* Shared: options, inputs                                                   */
 /* ------------------------------------------------------------------------ */
 
-static int parse_int(struct session *s, const char *cmd, const char *name, const char *v, int min, int *out)
-{
-	char *end;
-	errno = 0;
-	long x = strtol(v, &end, 10);
-	if (!*v || *end || errno || x < min || x > 1000000000)
-		return sh_error(s, "%s: --%s must be a whole number >= %d, not '%s'", cmd, name, min, sh_esc(v));
-	*out = (int)x;
-	return 0;
-}
-
 struct gpu_in {
 	struct exec_shape shapes[40];
 	int n_shapes;
@@ -468,9 +457,9 @@ int cmd_time(struct session *s, int argc, char **argv)
 	int iters = 0, warmup = -1, batch = 0;
 	const char *v;
 	bool gpu;
-	if (((v = sh_opt(&a, "iters")) && parse_int(s, "time", "iters", v, 1, &iters)) ||
-	    ((v = sh_opt(&a, "warmup")) && parse_int(s, "time", "warmup", v, 0, &warmup)) ||
-	    ((v = sh_opt(&a, "batch")) && parse_int(s, "time", "batch", v, 1, &batch)) ||
+	if (((v = sh_opt(&a, "iters")) && sh_int_opt(s, "time", "iters", v, 1, &iters)) ||
+	    ((v = sh_opt(&a, "warmup")) && sh_int_opt(s, "time", "warmup", v, 0, &warmup)) ||
+	    ((v = sh_opt(&a, "batch")) && sh_int_opt(s, "time", "batch", v, 1, &batch)) ||
 	    pick_device(s, "time", &a, &gpu))
 		return -1;
 	if (!gpu && (sh_flag(&a, "no-graph") || sh_flag(&a, "with-copies")))
@@ -583,8 +572,8 @@ int cmd_profile(struct session *s, int argc, char **argv)
 	int iters = 0, top = 0;
 	const char *v;
 	bool gpu;
-	if (((v = sh_opt(&a, "iters")) && parse_int(s, "profile", "iters", v, 1, &iters)) ||
-	    ((v = sh_opt(&a, "top")) && parse_int(s, "profile", "top", v, 1, &top)) ||
+	if (((v = sh_opt(&a, "iters")) && sh_int_opt(s, "profile", "iters", v, 1, &iters)) ||
+	    ((v = sh_opt(&a, "top")) && sh_int_opt(s, "profile", "top", v, 1, &top)) ||
 	    pick_device(s, "profile", &a, &gpu))
 		return -1;
 	if (!iters)

@@ -527,3 +527,14 @@ const char *sh_si(double v, char *buf, size_t size)
 		snprintf(buf, size, "%.0f%s", v, units[u]);
 	return buf;
 }
+
+int sh_int_opt(struct session *s, const char *cmd, const char *name, const char *v, int min, int *out)
+{
+	char *end;
+	errno = 0;
+	long x = strtol(v, &end, 10);
+	if (!*v || *end || errno || x < min || x > 1000000000)
+		return sh_error(s, "%s: --%s must be a whole number >= %d, not '%s'", cmd, name, min, sh_esc(v));
+	*out = (int)x;
+	return 0;
+}

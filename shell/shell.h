@@ -164,6 +164,9 @@ void sh_progress_done(void);
 const char *sh_bytes(uint64_t n, char *buf, size_t size);
 /* "4.09 G", "118 M", "512", "?" (1000-based, 3 significant digits) */
 const char *sh_si(double v, char *buf, size_t size);
+/* Option --NAME=V of command CMD as an int in [min, 1e9]; -1 after an error
+ * ("time: --iters must be a whole number >= 1, not 'x'"). */
+int sh_int_opt(struct session *s, const char *cmd, const char *name, const char *v, int min, int *out);
 /* "25,557,032" */
 const char *sh_count(uint64_t n, char *buf, size_t size);
 /* Colour escapes when colour is on, "" otherwise. */

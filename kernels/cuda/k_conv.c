@@ -304,6 +304,16 @@ static int set_tensor(const struct cudnn_api *api, cudnnTensorDescriptor_t td, i
 				"cudnnSetTensorNdDescriptor", d);
 }
 
+/* A packed channels-last 4-D descriptor: dims [a, b, h, w], memory [a, h, w, b]. */
+static int set_tensor_nhwc(const struct cudnn_api *api, cudnnTensorDescriptor_t td, int dt, int64_t a, int64_t b,
+			   const int64_t *sp, struct ir_diag *d)
+{
+	int dims[4] = { (int)a, (int)b, (int)sp[0], (int)sp[1] };
+	int strides[4] = { (int)(b * sp[0] * sp[1]), 1, (int)(sp[1] * b), (int)b };
+	return cuda_cudnn_check(api->SetTensorNdDescriptor(td, dnn_type(dt), 4, dims, strides),
+				"cudnnSetTensorNdDescriptor", d);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Convolutions                                                              */
 /* ------------------------------------------------------------------------ */
@@ -330,6 +340,9 @@ struct conv_state {
 	bool epilogue;
 	struct kconv_epilogue ep;
 	int bias_in, z_in;       /* inputs of B and Z, -1 when absent */
+	bool nhwc;               /* float16/bfloat16 2-D conv run channels-last (see conv_prepare_any) */
+	void *w_nhwc;            /* W as [M, kh, kw, C/G] (owned) */
+	size_t xt_bytes, yt_bytes;   /* workspace for X and the result in NHWC */
 };
 
 static void conv_release(void *p)
@@ -353,6 +366,8 @@ static void conv_release(void *p)
 	}
 	if (s->zero_bias)
 		cudaFree(s->zero_bias);
+	if (s->w_nhwc)
+		cudaFree(s->w_nhwc);
 	free(s);
 }
 
@@ -581,8 +596,8 @@ static int choose_algo(struct cuda_kctx *k, struct conv_state *s, cudnnHandle_t 
 				(long long)g->pb[i], (long long)g->pe[i], (long long)g->str[i], (long long)g->dil[i],
 				(long long)g->out[i]);
 	if (len < (int)sizeof(key))
-		snprintf(key + len, sizeof(key) - (size_t)len, "] m%lld g%lld %s", (long long)g->M, (long long)g->G,
-			 math_name(s->math));
+		snprintf(key + len, sizeof(key) - (size_t)len, "] m%lld g%lld %s%s", (long long)g->M, (long long)g->G,
+			 math_name(s->math), s->nhwc ? " nhwc" : "");
 	int choice;
 	float ms;
 	size_t ws;
@@ -701,9 +716,32 @@ static int conv_prepare_any(struct cuda_kctx *k, bool transpose, bool fused)
 	    cuda_cudnn_check(api->CreateFilterDescriptor(&s->wd), "cudnnCreateFilterDescriptor", d) ||
 	    cuda_cudnn_check(api->CreateConvolutionDescriptor(&s->cd), "cudnnCreateConvolutionDescriptor", d))
 		return IR_ERR;
+	/*
+	 * OGSH_CONV_LAYOUT=nhwc runs float16/bfloat16 2-D convolutions
+	 * channels-last (X transposed into the workspace, W once here, the
+	 * result back to NCHW in the epilogue's pass). An experiment for the
+	 * layout work: cuDNN's legacy API times its NCHW tensor-core algorithms
+	 * slower than the plain ones on Hopper (0.22 against 0.04 ms for a
+	 * ResNet-50 3x3 conv at batch 1), but on an H200 this path was slower
+	 * still at batch 1 (ResNet-50 2.55 against 1.82 ms) and only a little
+	 * faster at batch 64 (7.86 against 8.36 ms), so it is off by default.
+	 */
+	const char *lay = getenv("OGSH_CONV_LAYOUT");
+	const struct cuda_tensor *y0 = &k->out[0];
+	bool z_ok = s->z_in < 0 || cuda_numel(&k->in[s->z_in]) == ynumel;
+	s->nhwc = !transpose && (s->dt == IR_FLOAT16 || s->dt == IR_BFLOAT16) && nd == 2 && !s->pad_x && z_ok &&
+		  g.N <= 65535 && y0->rank == 4 && lay && !strcmp(lay, "nhwc");
+	if (s->nhwc) {
+		s->xt_bytes = align256((size_t)xn * es);
+		s->yt_bytes = align256((size_t)yn * es);
+		if (set_tensor_nhwc(api, s->xd, s->dt, g.N, g.C, xin, d) ||
+		    set_tensor_nhwc(api, s->yd, s->dt, g.N, g.M, ybig, d))
+			return IR_ERR;
 	/* for ConvTranspose, xd is cuDNN's dy (our X) and yd its dx (our Y, before the crop) */
-	if (set_tensor(api, s->xd, s->dt, g.N, g.C, nd, xin, d) || set_tensor(api, s->yd, s->dt, g.N, g.M, nd, ybig, d))
+	} else if (set_tensor(api, s->xd, s->dt, g.N, g.C, nd, xin, d) ||
+		   set_tensor(api, s->yd, s->dt, g.N, g.M, nd, ybig, d)) {
 		return IR_ERR;
+	}
 	int wdims[2 + MAX_SP];
 	/* the filter of the forward conv: [out channels, in channels per group, k...];
 	 * ONNX's ConvTranspose W [C, M/G, k...] is that of the conv it inverts */
@@ -711,7 +749,8 @@ static int conv_prepare_any(struct cuda_kctx *k, bool transpose, bool fused)
 	wdims[1] = (int)(transpose ? g.M / g.G : g.C / g.G);
 	for (int i = 0; i < nd; i++)
 		wdims[i + 2] = (int)g.ker[i];
-	if (cuda_cudnn_check(api->SetFilterNdDescriptor(s->wd, dnn_type(s->dt), CUDNN_TENSOR_NCHW, nd + 2, wdims),
+	if (cuda_cudnn_check(api->SetFilterNdDescriptor(s->wd, dnn_type(s->dt), s->nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
+						       nd + 2, wdims),
 			     "cudnnSetFilterNdDescriptor", d) ||
 	    cuda_cudnn_check(api->SetConvolutionNdDescriptor(s->cd, nd, pad, str, dil, CUDNN_CROSS_CORRELATION,
 							     CUDNN_DATA_FLOAT),
@@ -721,8 +760,31 @@ static int conv_prepare_any(struct cuda_kctx *k, bool transpose, bool fused)
 	s->math = s->dt != IR_FLOAT ? CUDNN_TENSOR_OP_MATH : k->ctx->tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
 	if (cuda_cudnn_check(api->SetConvolutionMathType(s->cd, s->math), "cudnnSetConvolutionMathType", d))
 		return IR_ERR;
-	if (choose_algo(k, s, h, xn, wn, yn))
+	if (s->nhwc && choose_algo(k, s, h, xn, wn, yn)) {
+		/* no channels-last algorithm (a grouped conv, say): back to NCHW */
+		if (k->d) {
+			free(k->d->error);
+			k->d->error = NULL;
+		}
+		s->nhwc = false;
+		s->xt_bytes = s->yt_bytes = 0;
+		if (set_tensor(api, s->xd, s->dt, g.N, g.C, nd, xin, d) ||
+		    set_tensor(api, s->yd, s->dt, g.N, g.M, nd, ybig, d) ||
+		    cuda_cudnn_check(api->SetFilterNdDescriptor(s->wd, dnn_type(s->dt), CUDNN_TENSOR_NCHW, nd + 2, wdims),
+				     "cudnnSetFilterNdDescriptor", d))
+			return IR_ERR;
+	}
+	if (!s->nhwc && choose_algo(k, s, h, xn, wn, yn))
 		return IR_ERR;
+	if (s->nhwc) {
+		/* W [M, C/G, kh*kw] -> [M, kh*kw, C/G], once (the weights are on the device now) */
+		if (cuda_check(cudaMalloc(&s->w_nhwc, (size_t)wn * es), "cudaMalloc (the NHWC weights)", d))
+			return IR_ERR;
+		kconv_launch_to_nhwc(s->dt, k->in[1].data, s->w_nhwc, wdims[0], wdims[1], g.ker[0] * g.ker[1],
+				     k->ctx->stream);
+		if (cuda_check_launch("kconv_to_nhwc", d))
+			return IR_ERR;
+	}
 
 	/* the epilogue: cuDNN's fused conv+bias+relu for float32 with a full-size Z
 	 * or none, else our kernel */
@@ -749,7 +811,7 @@ static int conv_prepare_any(struct cuda_kctx *k, bool transpose, bool fused)
 		s->fused = true;
 		snprintf(k->impl, sizeof(k->impl), "cudnn conv+bias+relu %s", fwd_algo_name(s->algo));
 	} else {
-		s->epilogue = s->bias_in >= 0 || s->z_in >= 0 || a.kind != KCONV_ACT_NONE;
+		s->epilogue = s->bias_in >= 0 || s->z_in >= 0 || a.kind != KCONV_ACT_NONE || s->nhwc;
 		struct kconv_epilogue *e = &s->ep;
 		e->n = ynumel;
 		e->channels = g.M;
@@ -771,11 +833,11 @@ static int conv_prepare_any(struct cuda_kctx *k, bool transpose, bool fused)
 				e->zstrides[i] = st[i];
 			}
 		}
-		snprintf(k->impl, sizeof(k->impl), "cudnn %s %s%s%s", transpose ? "convtranspose bwd-data" : "conv fwd",
-			 transpose ? bwd_algo_name(s->algo) : fwd_algo_name(s->algo), s->epilogue ? " + ogsh epilogue" : "",
-			 s->pad_x ? " (padded)" : s->crop_y ? " (cropped)" : "");
+		snprintf(k->impl, sizeof(k->impl), "cudnn %s %s%s%s%s", transpose ? "convtranspose bwd-data" : "conv fwd",
+			 transpose ? bwd_algo_name(s->algo) : fwd_algo_name(s->algo), s->nhwc ? " nhwc" : "",
+			 s->epilogue ? " + ogsh epilogue" : "", s->pad_x ? " (padded)" : s->crop_y ? " (cropped)" : "");
 	}
-	k->ws_bytes = s->buf_bytes + s->algo_ws;
+	k->ws_bytes = s->buf_bytes + s->xt_bytes + s->yt_bytes + s->algo_ws;
 	return 0;
 }
 
@@ -807,7 +869,9 @@ static int conv_run(struct cuda_kctx *k)
 		return ir_diag_err(d, IR_ERR, "no cudnn handle: the node was not prepared");
 	char *ws = k->ws;
 	void *buf = s->buf_bytes ? ws : NULL;
-	void *algo_ws = s->algo_ws ? ws + s->buf_bytes : NULL;
+	void *xt = s->nhwc ? ws + s->buf_bytes : NULL;
+	void *yt = s->nhwc ? ws + s->buf_bytes + s->xt_bytes : NULL;
+	void *algo_ws = s->algo_ws ? ws + s->buf_bytes + s->xt_bytes + s->yt_bytes : NULL;
 	const void *x = k->in[0].data, *w = k->in[1].data;
 	const void *b = s->bias_in >= 0 ? k->in[s->bias_in].data : NULL;
 	const void *z = s->z_in >= 0 ? k->in[s->z_in].data : NULL;
@@ -846,6 +910,18 @@ static int conv_run(struct cuda_kctx *k)
 				     "cudnnConvolutionBiasActivationForward", d))
 			return IR_ERR;
 		return 0;
+	} else if (s->nhwc) {
+		const struct geom *g = &s->g;
+		kconv_launch_to_nhwc(s->dt, x, xt, g->N, g->C, g->in[0] * g->in[1], k->ctx->stream);
+		if (cuda_check_launch("kconv_to_nhwc", d))
+			return IR_ERR;
+		if (cuda_cudnn_check(s->api->ConvolutionForward(h, &one, s->xd, xt, s->wd, s->w_nhwc, s->cd,
+								(cudnnConvolutionFwdAlgo_t)s->algo, algo_ws, s->algo_ws,
+								&zero, s->yd, yt),
+				     "cudnnConvolutionForward", d))
+			return IR_ERR;
+		kconv_launch_from_nhwc(s->dt, yt, y, b, z, &s->ep, g->N, k->ctx->stream);
+		return cuda_check_launch("kconv_from_nhwc", d);
 	} else {
 		if (cuda_cudnn_check(s->api->ConvolutionForward(h, &one, s->xd, x, s->wd, w, s->cd,
 								(cudnnConvolutionFwdAlgo_t)s->algo, algo_ws, s->algo_ws,

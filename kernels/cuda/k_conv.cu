@@ -114,7 +114,81 @@ void epilogue_as(void *y, const void *bias, const void *z, const struct kconv_ep
 	epilogue_kernel<T><<<blocks_for(e->n), kThreads, 0, stream>>>((T *)y, (const T *)bias, (const T *)z, *e);
 }
 
+constexpr int kTile = 32;
+
+/* out[b][c][r] = in[b][r][c] (+ the epilogue when e is given: then r is the
+ * channel of the output, bias[r], z in out's layout, the activation) */
+template <typename T>
+__global__ void transpose_kernel(const T *__restrict__ in, T *__restrict__ out, int64_t rows, int64_t cols,
+				 const T *__restrict__ bias, const T *__restrict__ z, struct kconv_epilogue e, int epi)
+{
+	__shared__ float tile[kTile][kTile + 1];
+	int64_t b = blockIdx.z;
+	int64_t r0 = (int64_t)blockIdx.y * kTile, c0 = (int64_t)blockIdx.x * kTile;
+	const T *src = in + b * rows * cols;
+	T *dst = out + b * rows * cols;
+	for (int i = threadIdx.y; i < kTile; i += blockDim.y) {
+		int64_t r = r0 + i, c = c0 + threadIdx.x;
+		if (r < rows && c < cols)
+			tile[i][threadIdx.x] = to_f(src[r * cols + c]);
+	}
+	__syncthreads();
+	for (int i = threadIdx.y; i < kTile; i += blockDim.y) {
+		int64_t c = c0 + i, r = r0 + threadIdx.x;
+		if (r < rows && c < cols) {
+			float v = tile[threadIdx.x][i];
+			int64_t o = c * rows + r;
+			if (epi) {
+				/* out is [channels = cols][inner = rows] */
+				if (bias)
+					v += to_f(bias[c]);
+				if (z)
+					v += to_f(z[b * rows * cols + o]);
+				v = act_apply(e.act, v, e.p0, e.p1);
+			}
+			dst[o] = from_f<T>(v);
+		}
+	}
+}
+
+template <typename T>
+void transpose_as(const void *in, void *out, int64_t batch, int64_t rows, int64_t cols, const void *bias,
+		  const void *z, const struct kconv_epilogue *e, cudaStream_t stream)
+{
+	if (batch <= 0 || rows <= 0 || cols <= 0)
+		return;
+	dim3 grid((unsigned)((cols + kTile - 1) / kTile), (unsigned)((rows + kTile - 1) / kTile), (unsigned)batch);
+	dim3 block(kTile, 8);
+	struct kconv_epilogue none = {};
+	transpose_kernel<T><<<grid, block, 0, stream>>>((const T *)in, (T *)out, rows, cols, (const T *)bias,
+							(const T *)z, e ? *e : none, e != nullptr);
+}
+
 }   // namespace
+
+extern "C" void kconv_launch_to_nhwc(int dtype, const void *x, void *xt, int64_t batch, int64_t rows, int64_t cols,
+				     cudaStream_t stream)
+{
+	switch (dtype) {
+	case KCONV_F32: transpose_as<float>(x, xt, batch, rows, cols, nullptr, nullptr, nullptr, stream); break;
+	case KCONV_F16: transpose_as<__half>(x, xt, batch, rows, cols, nullptr, nullptr, nullptr, stream); break;
+	case KCONV_BF16: transpose_as<__nv_bfloat16>(x, xt, batch, rows, cols, nullptr, nullptr, nullptr, stream); break;
+	default: break;
+	}
+}
+
+extern "C" void kconv_launch_from_nhwc(int dtype, const void *yt, void *y, const void *bias, const void *z,
+				       const struct kconv_epilogue *e, int64_t batch, cudaStream_t stream)
+{
+	/* yt is [batch][inner][channels] */
+	int64_t rows = e->inner, cols = e->channels;
+	switch (dtype) {
+	case KCONV_F32: transpose_as<float>(yt, y, batch, rows, cols, bias, z, e, stream); break;
+	case KCONV_F16: transpose_as<__half>(yt, y, batch, rows, cols, bias, z, e, stream); break;
+	case KCONV_BF16: transpose_as<__nv_bfloat16>(yt, y, batch, rows, cols, bias, z, e, stream); break;
+	default: break;
+	}
+}
 
 extern "C" void kconv_launch_window(int dtype, const void *src, void *dst, const struct kconv_window *w, float fill,
 			     cudaStream_t stream)

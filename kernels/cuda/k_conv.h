@@ -53,6 +53,20 @@ struct kconv_epilogue {
 void kconv_launch_epilogue(int dtype, void *y, const void *bias, const void *z, const struct kconv_epilogue *e,
 		    cudaStream_t stream);
 
+/*
+ * Layout changes for float16/bfloat16 convolutions run in NHWC (cuDNN's
+ * tensor-core kernels want channels last): a batched transpose of
+ * [batch][rows][cols] into [batch][cols][rows] through 32x32 shared-memory
+ * tiles. kconv_launch_to_nhwc: X [N, C, HW] -> [N, HW, C] (rows C, cols HW).
+ * kconv_launch_from_nhwc: the conv's result [N, HW, M] -> Y [N, M, HW] with
+ * the epilogue applied on the way (bias[c], a full-size z in Y's layout,
+ * the activation; e->channels = M, e->inner = HW; e->zfull or no z).
+ */
+void kconv_launch_to_nhwc(int dtype, const void *x, void *xt, int64_t batch, int64_t rows, int64_t cols,
+			  cudaStream_t stream);
+void kconv_launch_from_nhwc(int dtype, const void *yt, void *y, const void *bias, const void *z,
+			    const struct kconv_epilogue *e, int64_t batch, cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif
