@@ -59,6 +59,13 @@ struct cudnn_api {
 	CUDNN_FN(DestroyLRNDescriptor);
 	CUDNN_FN(SetLRNDescriptor);
 	CUDNN_FN(LRNCrossChannelForward);
+	/* the graph (backend) API */
+	CUDNN_FN(BackendCreateDescriptor);
+	CUDNN_FN(BackendDestroyDescriptor);
+	CUDNN_FN(BackendSetAttribute);
+	CUDNN_FN(BackendGetAttribute);
+	CUDNN_FN(BackendFinalize);
+	CUDNN_FN(BackendExecute);
 };
 
 #undef CUDNN_FN

@@ -343,7 +343,11 @@ struct conv_state {
 	bool nhwc;               /* float16/bfloat16 2-D conv run channels-last (see conv_prepare_any) */
 	void *w_nhwc;            /* W as [M, kh, kw, C/G] (owned) */
 	size_t xt_bytes, yt_bytes;   /* workspace for X and the result in NHWC */
+	struct cg_conv *cg;      /* the convolution through cuDNN's graph API, or NULL (legacy API) */
 };
+
+struct cg_conv;
+static void cg_free(struct cg_conv *c);
 
 static void conv_release(void *p)
 {
@@ -368,6 +372,7 @@ static void conv_release(void *p)
 		cudaFree(s->zero_bias);
 	if (s->w_nhwc)
 		cudaFree(s->w_nhwc);
+	cg_free(s->cg);
 	free(s);
 }
 
@@ -632,6 +637,287 @@ static int choose_algo(struct cuda_kctx *k, struct conv_state *s, cudnnHandle_t 
 	return 0;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Convolutions through cuDNN's graph API (float16/bfloat16 forward)        */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * cuDNN's legacy convolution API reaches only the legacy algorithms; its
+ * graph (backend) API lets the engine heuristics pick from every engine,
+ * Hopper's included. Used for float16/bfloat16 forward convolutions with
+ * symmetric pads; anything that fails here falls back to the legacy path.
+ * OGSH_CONV_API=legacy turns it off (for comparisons).
+ */
+#define CG_MAX_CFG 12
+enum { CG_X = 1, CG_W = 2, CG_Y = 3 };
+
+struct cg_conv {
+	const struct cudnn_api *api;
+	cudnnBackendDescriptor_t x, w, y, conv, op, graph, heur, cfg[CG_MAX_CFG], plan, vpack;
+	int n_cfg, choice;
+	int64_t ws;
+	const void *vx, *vw, *vws;   /* the pointers vpack was made for */
+	void *vy;
+};
+
+static void cg_free(struct cg_conv *c)
+{
+	if (!c)
+		return;
+	const struct cudnn_api *api = c->api;
+	cudnnBackendDescriptor_t all[] = { c->vpack, c->plan, c->heur, c->graph, c->op, c->conv, c->x, c->w, c->y };
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		if (all[i])
+			api->BackendDestroyDescriptor(all[i]);
+	for (int i = 0; i < c->n_cfg; i++)
+		if (c->cfg[i])
+			api->BackendDestroyDescriptor(c->cfg[i]);
+	free(c);
+}
+
+static int cg_set(const struct cudnn_api *api, cudnnBackendDescriptor_t dsc, cudnnBackendAttributeName_t name,
+		  cudnnBackendAttributeType_t type, int64_t n, const void *v, struct ir_diag *d)
+{
+	return cuda_cudnn_check(api->BackendSetAttribute(dsc, name, type, n, v), "cudnnBackendSetAttribute", d);
+}
+
+/* A packed tensor of rank n (dims, NCHW-style strides). */
+static int cg_tensor(const struct cudnn_api *api, cudnnBackendDescriptor_t *t, int64_t uid, int dt, int n,
+		     const int64_t *dims, struct ir_diag *d)
+{
+	int64_t strides[2 + MAX_SP], st = 1, align = 16;
+	for (int i = n - 1; i >= 0; i--) {
+		strides[i] = st;
+		st *= dims[i];
+	}
+	cudnnDataType_t ty = dnn_type(dt);
+	if (cuda_cudnn_check(api->BackendCreateDescriptor(CUDNN_BACKEND_TENSOR_DESCRIPTOR, t), "cudnnBackendCreateDescriptor",
+			     d) ||
+	    cg_set(api, *t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &ty, d) ||
+	    cg_set(api, *t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, n, dims, d) ||
+	    cg_set(api, *t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, n, strides, d) ||
+	    cg_set(api, *t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid, d) ||
+	    cg_set(api, *t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align, d))
+		return IR_ERR;
+	return cuda_cudnn_check(api->BackendFinalize(*t), "cudnnBackendFinalize (tensor)", d);
+}
+
+/* The variant pack for these pointers (made again when they change). */
+static int cg_pack(struct cg_conv *c, const void *x, const void *w, void *y, void *ws, struct ir_diag *d)
+{
+	if (c->vpack && c->vx == x && c->vw == w && c->vy == y && c->vws == ws)
+		return 0;
+	const struct cudnn_api *api = c->api;
+	if (c->vpack)
+		api->BackendDestroyDescriptor(c->vpack);
+	c->vpack = NULL;
+	int64_t uids[3] = { CG_X, CG_W, CG_Y };
+	void *ptrs[3] = { (void *)x, (void *)w, y };
+	if (cuda_cudnn_check(api->BackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &c->vpack),
+			     "cudnnBackendCreateDescriptor", d) ||
+	    cg_set(api, c->vpack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids, d) ||
+	    cg_set(api, c->vpack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, ptrs, d) ||
+	    cg_set(api, c->vpack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws, d) ||
+	    cuda_cudnn_check(api->BackendFinalize(c->vpack), "cudnnBackendFinalize (variant pack)", d))
+		return IR_ERR;
+	c->vx = x, c->vw = w, c->vy = y, c->vws = ws;
+	return 0;
+}
+
+/* The execution plan of engine config i; 0 with *ws, IR_ERR when it does not finalize. */
+static int cg_plan(struct cg_conv *c, cudnnHandle_t h, int i, struct ir_diag *d)
+{
+	const struct cudnn_api *api = c->api;
+	if (c->plan)
+		api->BackendDestroyDescriptor(c->plan);
+	c->plan = NULL;
+	int64_t ws = 0, got = 0;
+	if (cuda_cudnn_check(api->BackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &c->plan),
+			     "cudnnBackendCreateDescriptor", d) ||
+	    cg_set(api, c->plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &h, d) ||
+	    cg_set(api, c->plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c->cfg[i], d) ||
+	    cuda_cudnn_check(api->BackendFinalize(c->plan), "cudnnBackendFinalize (execution plan)", d) ||
+	    cuda_cudnn_check(api->BackendGetAttribute(c->plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64,
+						      1, &got, &ws),
+			     "cudnnBackendGetAttribute (workspace size)", d))
+		return IR_ERR;
+	if (ws < 0 || (uint64_t)ws > WS_LIMIT)
+		return ir_diag_err(d, IR_ERR, "engine config %d wants %lld bytes of workspace", i, (long long)ws);
+	c->ws = ws;
+	c->choice = i;
+	return 0;
+}
+
+/* Times the current plan on the real buffers; ms, or a negative value when it fails. */
+static float cg_time(struct cg_conv *c, struct cuda_kctx *k, cudnnHandle_t h, const void *x, const void *w, void *y,
+		     void *ws)
+{
+	struct ir_diag quiet;
+	ir_diag_init(&quiet);
+	cudaEvent_t e0 = NULL, e1 = NULL;
+	float ms = -1;
+	if (cg_pack(c, x, w, y, ws, &quiet) || cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess)
+		goto out;
+	if (c->api->BackendExecute(h, c->plan, c->vpack) != CUDNN_STATUS_SUCCESS)
+		goto out;
+	cudaEventRecord(e0, k->ctx->stream);
+	for (int r = 0; r < 3; r++)
+		if (c->api->BackendExecute(h, c->plan, c->vpack) != CUDNN_STATUS_SUCCESS)
+			goto out;
+	cudaEventRecord(e1, k->ctx->stream);
+	if (cudaEventSynchronize(e1) == cudaSuccess && cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess)
+		ms /= 3;
+	else
+		ms = -1;
+out:
+	cudaGetLastError();
+	if (e0)
+		cudaEventDestroy(e0);
+	if (e1)
+		cudaEventDestroy(e1);
+	ir_diag_clear(&quiet);
+	return ms;
+}
+
+/*
+ * Builds the graph-API convolution of the node (descriptors, heuristics,
+ * the engine choice: timed when tuning, from the tuning cache when known,
+ * else the heuristics' first that finalizes). NULL with the reason in d.
+ */
+static struct cg_conv *cg_new(struct cuda_kctx *k, const struct conv_state *s, cudnnHandle_t h, const char *key,
+			      const int64_t *xdims, const int64_t *wdims, const int64_t *ydims, const int *pad,
+			      const int *str, const int *dil)
+{
+	struct ir_diag *d = k->d;
+	const struct geom *g = &s->g;
+	int nd = g->nd, n = nd + 2;
+	struct cg_conv *c = calloc(1, sizeof(*c));
+	if (!c) {
+		ir_diag_err(d, IR_ENOMEM, "out of memory");
+		return NULL;
+	}
+	const struct cudnn_api *api = c->api = s->api;
+	int64_t pads[MAX_SP], strides[MAX_SP], dils[MAX_SP], snd = nd;
+	for (int i = 0; i < nd; i++)
+		pads[i] = pad[i], strides[i] = str[i], dils[i] = dil[i];
+	cudnnDataType_t comp = CUDNN_DATA_FLOAT;
+	cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+	float alpha = 1, beta = 0;
+	cudnnBackendHeurMode_t hm = CUDNN_HEUR_MODE_A;
+	if (cg_tensor(api, &c->x, CG_X, s->dt, n, xdims, d) || cg_tensor(api, &c->w, CG_W, s->dt, n, wdims, d) ||
+	    cg_tensor(api, &c->y, CG_Y, s->dt, n, ydims, d) ||
+	    cuda_cudnn_check(api->BackendCreateDescriptor(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, &c->conv),
+			     "cudnnBackendCreateDescriptor", d) ||
+	    cg_set(api, c->conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp, d) ||
+	    cg_set(api, c->conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode, d) ||
+	    cg_set(api, c->conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &snd, d) ||
+	    cg_set(api, c->conv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, nd, dils, d) ||
+	    cg_set(api, c->conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, nd, strides, d) ||
+	    cg_set(api, c->conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, nd, pads, d) ||
+	    cg_set(api, c->conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, nd, pads, d) ||
+	    cuda_cudnn_check(api->BackendFinalize(c->conv), "cudnnBackendFinalize (convolution)", d) ||
+	    cuda_cudnn_check(api->BackendCreateDescriptor(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, &c->op),
+			     "cudnnBackendCreateDescriptor", d) ||
+	    cg_set(api, c->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c->x, d) ||
+	    cg_set(api, c->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c->w, d) ||
+	    cg_set(api, c->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c->y, d) ||
+	    cg_set(api, c->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+		   &c->conv, d) ||
+	    cg_set(api, c->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha, d) ||
+	    cg_set(api, c->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta, d) ||
+	    cuda_cudnn_check(api->BackendFinalize(c->op), "cudnnBackendFinalize (operation)", d) ||
+	    cuda_cudnn_check(api->BackendCreateDescriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &c->graph),
+			     "cudnnBackendCreateDescriptor", d) ||
+	    cg_set(api, c->graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &h, d) ||
+	    cg_set(api, c->graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c->op, d) ||
+	    cuda_cudnn_check(api->BackendFinalize(c->graph), "cudnnBackendFinalize (operation graph)", d) ||
+	    cuda_cudnn_check(api->BackendCreateDescriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &c->heur),
+			     "cudnnBackendCreateDescriptor", d) ||
+	    cg_set(api, c->heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c->graph, d) ||
+	    cg_set(api, c->heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &hm, d) ||
+	    cuda_cudnn_check(api->BackendFinalize(c->heur), "cudnnBackendFinalize (heuristics)", d))
+		goto fail;
+	for (int i = 0; i < CG_MAX_CFG; i++)
+		if (cuda_cudnn_check(api->BackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &c->cfg[i]),
+				     "cudnnBackendCreateDescriptor", d))
+			goto fail;
+	c->n_cfg = CG_MAX_CFG;
+	int64_t got = 0;
+	if (cuda_cudnn_check(api->BackendGetAttribute(c->heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+						      CG_MAX_CFG, &got, c->cfg),
+			     "cudnnBackendGetAttribute (heuristics results)", d))
+		goto fail;
+	int n_ok = got < CG_MAX_CFG ? (int)got : CG_MAX_CFG;
+	if (n_ok <= 0) {
+		ir_diag_err(d, IR_ERR, "cudnn's heuristics have no engine for this convolution");
+		goto fail;
+	}
+	struct cuda_ctx *ctx = k->ctx;
+	int choice;
+	float ms;
+	if (ctx->tune && cuda_tune_get(ctx->tune, key, &choice, &ms) && choice >= 0 && choice < n_ok) {
+		struct ir_diag quiet;
+		ir_diag_init(&quiet);
+		int rc = cg_plan(c, h, choice, &quiet);
+		ir_diag_clear(&quiet);
+		if (!rc)
+			return c;
+	}
+	if (ctx->tuning) {
+		/* time each that finalizes; the workspace is a temporary buffer */
+		int best = -1;
+		float best_ms = 0;
+		void *tws = NULL;
+		if (cudaMalloc(&tws, WS_LIMIT) != cudaSuccess) {
+			cudaGetLastError();
+			tws = NULL;
+		}
+		for (int i = 0; tws && i < n_ok; i++) {
+			struct ir_diag quiet;
+			ir_diag_init(&quiet);
+			int rc = cg_plan(c, h, i, &quiet);
+			ir_diag_clear(&quiet);
+			if (rc)
+				continue;
+			float t = cg_time(c, k, h, k->in[0].data, k->in[1].data, k->out[0].data, tws);
+			if (t >= 0 && (best < 0 || t < best_ms))
+				best = i, best_ms = t;
+		}
+		if (c->vpack) {
+			api->BackendDestroyDescriptor(c->vpack);
+			c->vpack = NULL;
+		}
+		cudaFree(tws);
+		if (best >= 0) {
+			if (cg_plan(c, h, best, d))
+				goto fail;
+			if (ctx->tune)
+				cuda_tune_put(ctx->tune, key, best, best_ms);
+			return c;
+		}
+	}
+	for (int i = 0; i < n_ok; i++) {
+		struct ir_diag quiet;
+		ir_diag_init(&quiet);
+		int rc = cg_plan(c, h, i, &quiet);
+		ir_diag_clear(&quiet);
+		if (!rc)
+			return c;
+	}
+	ir_diag_err(d, IR_ERR, "no engine of cudnn's heuristics finalizes for this convolution");
+fail:
+	cg_free(c);
+	return NULL;
+}
+
+static int cg_run(struct cg_conv *c, cudnnHandle_t h, const void *x, const void *w, void *y, void *ws,
+		  struct ir_diag *d)
+{
+	if (cg_pack(c, x, w, y, ws, d))
+		return IR_ERR;
+	return cuda_cudnn_check(c->api->BackendExecute(h, c->plan, c->vpack), "cudnnBackendExecute", d);
+}
+
 static int conv_prepare_any(struct cuda_kctx *k, bool transpose, bool fused)
 {
 	char why[200];
@@ -760,6 +1046,32 @@ static int conv_prepare_any(struct cuda_kctx *k, bool transpose, bool fused)
 	s->math = s->dt != IR_FLOAT ? CUDNN_TENSOR_OP_MATH : k->ctx->tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
 	if (cuda_cudnn_check(api->SetConvolutionMathType(s->cd, s->math), "cudnnSetConvolutionMathType", d))
 		return IR_ERR;
+	/* float16/bfloat16 forward convolutions: cuDNN's graph API first */
+	const char *capi = getenv("OGSH_CONV_API");
+	if (!transpose && (s->dt == IR_FLOAT16 || s->dt == IR_BFLOAT16) && !s->pad_x && !s->nhwc &&
+	    !(capi && !strcmp(capi, "legacy"))) {
+		int64_t xdims[2 + MAX_SP], wd64[2 + MAX_SP], ydims[2 + MAX_SP];
+		char key[512];
+		int len = snprintf(key, sizeof(key), "cudnn graph conv %s", dtname(s->dt));
+		xdims[0] = g.N, xdims[1] = g.C, wd64[0] = g.M, wd64[1] = g.C / g.G, ydims[0] = g.N, ydims[1] = g.M;
+		for (int i = 0; i < nd; i++) {
+			xdims[i + 2] = xin[i], wd64[i + 2] = g.ker[i], ydims[i + 2] = ybig[i];
+			if (len < (int)sizeof(key))
+				len += snprintf(key + len, sizeof(key) - (size_t)len, " %lld/%lld/%lld/%d/%d/%d",
+						(long long)xin[i], (long long)g.ker[i], (long long)ybig[i], pad[i], str[i], dil[i]);
+		}
+		if (len < (int)sizeof(key))
+			snprintf(key + len, sizeof(key) - (size_t)len, " n%lld c%lld m%lld g%lld", (long long)g.N,
+				 (long long)g.C, (long long)g.M, (long long)g.G);
+		struct ir_diag gd;
+		ir_diag_init(&gd);
+		struct cuda_kctx kq = *k;
+		kq.d = &gd;
+		s->cg = cg_new(&kq, s, h, key, xdims, wd64, ydims, pad, str, dil);
+		ir_diag_clear(&gd);
+		if (s->cg)
+			s->algo_ws = (size_t)s->cg->ws;
+	}
 	if (s->nhwc && choose_algo(k, s, h, xn, wn, yn)) {
 		/* no channels-last algorithm (a grouped conv, say): back to NCHW */
 		if (k->d) {
@@ -774,7 +1086,7 @@ static int conv_prepare_any(struct cuda_kctx *k, bool transpose, bool fused)
 				     "cudnnSetFilterNdDescriptor", d))
 			return IR_ERR;
 	}
-	if (!s->nhwc && choose_algo(k, s, h, xn, wn, yn))
+	if (!s->nhwc && !s->cg && choose_algo(k, s, h, xn, wn, yn))
 		return IR_ERR;
 	if (s->nhwc) {
 		/* W [M, C/G, kh*kw] -> [M, kh*kw, C/G], once (the weights are on the device now) */
@@ -833,8 +1145,10 @@ static int conv_prepare_any(struct cuda_kctx *k, bool transpose, bool fused)
 				e->zstrides[i] = st[i];
 			}
 		}
+		char engine[32];
+		snprintf(engine, sizeof(engine), "graph-api engine %d", s->cg ? s->cg->choice : 0);
 		snprintf(k->impl, sizeof(k->impl), "cudnn %s %s%s%s%s", transpose ? "convtranspose bwd-data" : "conv fwd",
-			 transpose ? bwd_algo_name(s->algo) : fwd_algo_name(s->algo), s->nhwc ? " nhwc" : "",
+			 s->cg ? engine : transpose ? bwd_algo_name(s->algo) : fwd_algo_name(s->algo), s->nhwc ? " nhwc" : "",
 			 s->epilogue ? " + ogsh epilogue" : "", s->pad_x ? " (padded)" : s->crop_y ? " (cropped)" : "");
 	}
 	k->ws_bytes = s->buf_bytes + s->xt_bytes + s->yt_bytes + s->algo_ws;
@@ -910,6 +1224,9 @@ static int conv_run(struct cuda_kctx *k)
 				     "cudnnConvolutionBiasActivationForward", d))
 			return IR_ERR;
 		return 0;
+	} else if (s->cg) {
+		if (cg_run(s->cg, h, x, w, y, algo_ws, d))
+			return IR_ERR;
 	} else if (s->nhwc) {
 		const struct geom *g = &s->g;
 		kconv_launch_to_nhwc(s->dt, x, xt, g->N, g->C, g->in[0] * g->in[1], k->ctx->stream);

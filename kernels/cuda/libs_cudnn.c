@@ -39,6 +39,8 @@ static const struct {
 	SYM(ConvolutionBackwardData),
 	SYM(PoolingForward),
 	SYM(CreateLRNDescriptor), SYM(DestroyLRNDescriptor), SYM(SetLRNDescriptor), SYM(LRNCrossChannelForward),
+	SYM(BackendCreateDescriptor), SYM(BackendDestroyDescriptor), SYM(BackendSetAttribute), SYM(BackendGetAttribute),
+	SYM(BackendFinalize), SYM(BackendExecute),
 };
 #undef SYM
 
