@@ -750,6 +750,16 @@ static int cg_plan(struct cg_conv *c, cudnnHandle_t h, int i, struct ir_diag *d)
 	return 0;
 }
 
+/* cg_plan for a candidate: whether it finalizes (its error is not one). */
+static bool cg_try(struct cg_conv *c, cudnnHandle_t h, int i)
+{
+	struct ir_diag quiet;
+	ir_diag_init(&quiet);
+	int rc = cg_plan(c, h, i, &quiet);
+	ir_diag_clear(&quiet);
+	return rc == 0;
+}
+
 /* Times the current plan on the real buffers; ms, or a negative value when it fails. */
 static float cg_time(struct cg_conv *c, struct cuda_kctx *k, cudnnHandle_t h, const void *x, const void *w, void *y,
 		     void *ws)
@@ -891,11 +901,7 @@ static struct cg_conv *cg_new(struct cuda_kctx *k, const struct conv_state *s, c
 	int choice;
 	float ms;
 	if (ctx->tune && cuda_tune_get(ctx->tune, key, &choice, &ms) && choice >= 0 && choice < n_ok && usable[choice]) {
-		struct ir_diag quiet;
-		ir_diag_init(&quiet);
-		int rc = cg_plan(c, h, choice, &quiet);
-		ir_diag_clear(&quiet);
-		if (!rc)
+		if (cg_try(c, h, choice))
 			return c;
 	}
 	if (ctx->tuning) {
@@ -910,11 +916,7 @@ static struct cg_conv *cg_new(struct cuda_kctx *k, const struct conv_state *s, c
 		for (int i = 0; tws && i < n_ok; i++) {
 			if (!usable[i])
 				continue;
-			struct ir_diag quiet;
-			ir_diag_init(&quiet);
-			int rc = cg_plan(c, h, i, &quiet);
-			ir_diag_clear(&quiet);
-			if (rc)
+			if (!cg_try(c, h, i))
 				continue;
 			float t = cg_time(c, k, h, k->in[0].data, k->in[1].data, k->out[0].data, tws);
 			if (t >= 0 && (best < 0 || t < best_ms))
@@ -936,11 +938,7 @@ static struct cg_conv *cg_new(struct cuda_kctx *k, const struct conv_state *s, c
 	for (int i = 0; i < n_ok; i++) {
 		if (!usable[i])
 			continue;
-		struct ir_diag quiet;
-		ir_diag_init(&quiet);
-		int rc = cg_plan(c, h, i, &quiet);
-		ir_diag_clear(&quiet);
-		if (!rc)
+		if (cg_try(c, h, i))
 			return c;
 	}
 	ir_diag_err(d, IR_ERR, "no engine of cudnn's heuristics finalizes for this convolution");
