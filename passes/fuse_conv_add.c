@@ -165,6 +165,10 @@ static int try_op(struct pass_ctx *c, struct ir_node *n)
 
 	/* p now produces the op's output (its name is what the consumers and the graph know) */
 	struct ir_value *z = n->outputs[0];
+	/* the Conv now computes what the Add did too: provenance for drawings and show */
+	if (!p->n_from)
+		pass_add_from(p, p);
+	pass_add_from(p, n);
 	pass_rewrote(c, n, "%s folded into '%s' (%s, %lld output channels): %s", op, pn, p->op_type,
 		     (long long)L.channels, what);
 	if ((rc = ir_node_set_output(p, 0, NULL, c->d)) || (rc = ir_node_set_output(n, 0, NULL, c->d)) ||

@@ -132,6 +132,10 @@ static int try_bn(struct pass_ctx *c, struct ir_node *bn)
 
 	/* p now produces the BN's output (its name is the graph's interface) */
 	struct ir_value *z = bn->outputs[0];
+	/* the Conv now computes what the BatchNormalization did too: provenance for drawings and show */
+	if (!p->n_from)
+		pass_add_from(p, p);
+	pass_add_from(p, bn);
 	pass_rewrote(c, bn, "folded into '%s' (%s, %lld output channels): W' = W * s, b' = (b - mean) * s + beta, s = gamma / sqrt(var + eps)",
 		     pn, p->op_type, (long long)L.channels);
 	if ((rc = ir_node_set_output(p, 0, NULL, c->d)) || (rc = ir_node_set_output(bn, 0, NULL, c->d)) ||

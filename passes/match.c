@@ -104,18 +104,40 @@ char *pass_new_node_name(const struct ir_graph *g, const struct ir_node *anchor,
 	return s;
 }
 
-/* Records the names of the nodes a fused node was made from. */
+/* Appends one name to n->from (nothing when out of memory). */
+static void from_add(struct ir_node *n, const char *name)
+{
+	for (int i = 0; i < n->n_from; i++)
+		if (!strcmp(n->from[i], name))
+			return;
+	char **a = realloc(n->from, sizeof(char *) * (size_t)(n->n_from + 1));
+	if (!a)
+		return;
+	n->from = a;
+	if ((a[n->n_from] = strdup(name)))
+		n->n_from++;
+}
+
+/* Appends what node m was made from: its own provenance when it was made
+ * by an earlier fusion, else its name. */
+void pass_add_from(struct ir_node *n, const struct ir_node *m)
+{
+	if (m->n_from) {
+		for (int i = 0; i < m->n_from; i++)
+			from_add(n, m->from[i]);
+		return;
+	}
+	char nb[64];
+	from_add(n, m->name && *m->name ? m->name : pass_node_name(m, nb, sizeof(nb)));
+}
+
+/* Records the names of the nodes a fused node was made from (through
+ * earlier fusions: a FusedConv made of a Conv that a BatchNormalization
+ * was folded into lists the Conv, the BatchNormalization and the Relu). */
 void pass_set_from(struct ir_node *n, struct ir_node *const *nodes, int k)
 {
-	n->from = calloc((size_t)k, sizeof(char *));
-	if (!n->from)
-		return;
-	for (int i = 0; i < k; i++) {
-		char nb[64];
-		const char *s = nodes[i]->name && *nodes[i]->name ? nodes[i]->name : pass_node_name(nodes[i], nb, sizeof(nb));
-		if ((n->from[n->n_from] = strdup(s)))
-			n->n_from++;
-	}
+	for (int i = 0; i < k; i++)
+		pass_add_from(n, nodes[i]);
 }
 
 /*

@@ -165,6 +165,8 @@ struct ir_node *pass_sole_reader(const struct ir_value *v, char *why, size_t siz
 char *pass_new_node_name(const struct ir_graph *g, const struct ir_node *anchor, const char *op);
 /* Records the names of the nodes a fused node was made from. */
 void pass_set_from(struct ir_node *n, struct ir_node *const *nodes, int k);
+/* Appends to n's provenance what m was made from (m's own list, or its name). */
+void pass_add_from(struct ir_node *n, const struct ir_node *m);
 /*
  * Removes the pattern's nodes (whose outputs nothing reads any more) and then
  * the Constant nodes that fed them and are read by nothing else.
