@@ -33,14 +33,14 @@
  * take 40 s. Above DOT_MEDIUM_NODES edges carry their tensor type as a
  * tooltip (the producer's label has it too) and network simplex is limited
  * (1 s); above DOT_CHEAP_NODES edges are straight lines, crossing
- * minimisation is cut short and long edges become stubs (a 5,000-node
+ * minimisation stops early and long edges are cut short (a 5,000-node
  * transformer in about 3.5 s).
  */
 #define DOT_MEDIUM_NODES 300
 #define DOT_CHEAP_NODES 1500
 /* Without --max-nodes, drawings of more nodes are refused. */
 #define DOT_MAX_NODES 20000
-/* In large drawings an edge spanning more ranks is cut into a stub: long
+/* In large drawings an edge spanning more ranks is cut short: long
  * edges become chains of virtual nodes that the layout places one by one. */
 #define DOT_LONG_EDGE 6
 /* Label caps. */
@@ -576,7 +576,7 @@ struct dot {
 	bool medium;              /* no edge labels, limited positioning */
 	bool whole;               /* every node drawn (no --around, --from, --to) */
 	int *depth;               /* cheap: longest path from the inputs, by id */
-	int n_stubs;              /* cheap: long edges cut into stubs */
+	int n_ends;               /* cheap: long edges cut short */
 	char **block_names;
 	int n_blocks;
 };
@@ -896,10 +896,10 @@ static int compute_depth(struct dot *d)
 }
 
 /* A small text node: a tensor whose producer or readers are not drawn. */
-static Agnode_t *stub(struct dot *d, const char *text)
+static Agnode_t *edge_end(struct dot *d, const char *text)
 {
 	char sn[32];
-	snprintf(sn, sizeof(sn), "x%d", d->n_stubs++);
+	snprintf(sn, sizeof(sn), "x%d", d->n_ends++);
 	Agnode_t *st = mknode(d, d->G, sn);
 	struct lbl l = { .n = 0 };
 	lbl_text(&l, text, 48);
@@ -1934,22 +1934,22 @@ static int build(struct dot *d, struct ir_graph *ga)
 				continue;
 			Agnode_t *src = source_of(d, v);
 			if (!src && !whole && v->producer && v->producer->graph == g) {
-				/* a part: where the tensor comes from, as a stub */
+				/* a part: where the tensor comes from, as a small label */
 				char from[200], nb[40];
 				snprintf(from, sizeof(from), "%s (from %s)", v->name,
 					 node_label_name(v->producer, nb, sizeof(nb)));
-				src = stub(d, from);
+				src = edge_end(d, from);
 			}
 			if (!src || src == dst)
 				continue;
 			if (d->depth && d->depth[n->id] - value_depth(d, v) > DOT_LONG_EDGE)
-				src = stub(d, v->name);   /* a long edge: a stub naming the tensor */
+				src = edge_end(d, v->name);   /* a long edge: cut short, naming the tensor */
 			Agedge_t *e = mkedge(d, src, dst, v, d->n_blocks > 0);
 			if (e && i >= n->n_inputs)
 				set(e, d->estyle, "dotted");
 		}
 	}
-	/* a part: tensors read outside it, as stubs */
+	/* a part: tensors read outside it, as small labels */
 	if (!whole)
 		ir_for_each_node(g, n) {
 			if (!d->sel[n->id] || d->folded[n->id] || !d->an[n->id])
@@ -1965,7 +1965,7 @@ static int build(struct dot *d, struct ir_graph *ga)
 					continue;
 				char to[200];
 				snprintf(to, sizeof(to), "%s (%d more reader%s)", v->name, out, out == 1 ? "" : "s");
-				mkedge(d, d->an[n->id], stub(d, to), v, false);
+				mkedge(d, d->an[n->id], edge_end(d, to), v, false);
 			}
 		}
 	/* graph outputs */
@@ -2014,8 +2014,8 @@ static int build(struct dot *d, struct ir_graph *ga)
 		fprintf(o->file ? s->out : stderr,
 			"note: %s nodes: drawn with straight edges, less crossing minimisation and "
 			"positioning (splines=line, mclimit=0.05, nslimit=0.2), tensor types as tooltips, and "
-			"%d edges spanning over %d ranks cut into stubs, to lay out in seconds\n",
-			sh_count((uint64_t)drawn, b, sizeof(b)), d->n_stubs, DOT_LONG_EDGE);
+			"%d edges spanning over %d ranks cut short, to lay out in seconds\n",
+			sh_count((uint64_t)drawn, b, sizeof(b)), d->n_ends, DOT_LONG_EDGE);
 	}
 	return 0;
 }

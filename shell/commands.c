@@ -248,12 +248,12 @@ const struct sh_cmd sh_commands[] = {
 	  "dashed red. --color-by=flops|memory colours nodes on a 9-step scale by the cost model's "
 	  "FLOPs or bytes moved, time|error by the figures of `profile` or `run --check` for the stage. "
 	  "--around=NODE draws the nodes within --radius steps (default 2); --from/--to the nodes "
-	  "between two tensors; tensors coming from or going to nodes not drawn end in small stubs. --collapse draws each name scope (/encoder/layer.3/...) as one box with "
+	  "between two tensors; tensors coming from or going to nodes not drawn end in small labels. --collapse draws each name scope (/encoder/layer.3/...) as one box with "
 	  "its node count and commonest ops, at --depth scope levels (chosen when not given), and the "
 	  "subgraphs of If/Loop/Scan as clusters. --expand-fused draws a fused node as a cluster of the "
 	  "nodes it was made from. Large drawings are laid out in seconds (a note says how): above 300 nodes edges carry "
 	  "their types as tooltips, not labels; above 1,500 they are straight, with less crossing "
-	  "minimisation, and long ones become stubs; above --max-nodes (default 20,000) the drawing "
+	  "minimisation, and long ones are cut short; above --max-nodes (default 20,000) the drawing "
 	  "is refused.",
 	  "dot model.svg --diff=0", "--stage= --diff= --around= --radius= --from= --to= --collapse --depth= --expand-fused --weights --color-by= --rankdir= --max-nodes=",
 	  SH_C_FILE, 0, "inspect" },

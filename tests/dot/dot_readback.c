@@ -254,7 +254,7 @@ int main(int argc, char **argv)
 			if (!strcmp(fill, "#ffe0b2"))
 				changed++;
 		} else if (named(name, "x")) {
-			/* stubs of long edges (large drawings only) */
+			/* the cut ends of long edges (large drawings only) */
 		} else {
 			CHECK(0, "unexpected node '%s'", name);
 		}
