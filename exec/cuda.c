@@ -1753,22 +1753,6 @@ out:
 /* Timing                                                                    */
 /* ------------------------------------------------------------------------ */
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double pct(const double *sorted, int n, double q)
-{
-	if (n <= 0)
-		return NAN;
-	double r = q * (n - 1);
-	int lo = (int)r;
-	int hi = lo + 1 < n ? lo + 1 : lo;
-	return sorted[lo] + (sorted[hi] - sorted[lo]) * (r - lo);
-}
-
 /* Downloads the graph outputs that live on the device into host buffers (for --with-copies). */
 static int download_outputs(struct exec_plan *p, void **bufs, struct ir_diag *d)
 {
@@ -1850,16 +1834,7 @@ int exec_plan_time(struct exec_plan *p, const struct exec_values *inputs, const 
 		if (it >= warmup)
 			ms[it - warmup] = t;
 	}
-	double sum = 0;
-	for (int i = 0; i < iters; i++)
-		sum += ms[i];
-	qsort(ms, (size_t)iters, sizeof(double), cmp_double);
-	r->iters = iters;
-	r->median_ms = pct(ms, iters, 0.5);
-	r->p90_ms = pct(ms, iters, 0.9);
-	r->min_ms = ms[0];
-	r->max_ms = ms[iters - 1];
-	r->mean_ms = sum / iters;
+	exec_time_summary(ms, iters, r);
 out:
 	if (p->have_stream)
 		cudaStreamSynchronize(p->ctx.stream);
@@ -1944,8 +1919,7 @@ int exec_plan_profile(struct exec_plan *p, const struct exec_values *inputs, int
 	}
 	for (int pos = 0; pos < n; pos++) {
 		memcpy(col, &t[(size_t)pos * (size_t)iters], sizeof(double) * (size_t)iters);
-		qsort(col, (size_t)iters, sizeof(double), cmp_double);
-		node_ms[pos] = pct(col, iters, 0.5);
+		node_ms[pos] = exec_median(col, iters);
 	}
 out:
 	if (p->have_stream) {

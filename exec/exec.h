@@ -228,6 +228,13 @@ struct exec_time_result {
 	double median_ms, p90_ms, min_ms, max_ms, mean_ms;
 	bool graph;                /* the runs replayed a CUDA graph */
 };
+/* Sorts ms (n run times) and fills r's iters, median, p90, min, max, mean. */
+void exec_time_summary(double *ms, int n, struct exec_time_result *r);
+/* The median of n values (sorts v). */
+double exec_median(double *v, int n);
+/* A monotonic clock in milliseconds (host-side timing). */
+double exec_now_ms(void);
+
 /* Times whole runs with CUDA events; Ctrl-C stops between iterations (IR_EINTR). */
 int exec_plan_time(struct exec_plan *p, const struct exec_values *inputs, const struct exec_time_opts *o,
 		   struct exec_time_result *r, struct ir_diag *d);

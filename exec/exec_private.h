@@ -6,8 +6,6 @@
 
 #include "exec/exec.h"
 
-/* A monotonic clock in milliseconds. */
-double exec_now_ms(void);
 /* How errors name a node: "n17 'Conv' (conv1)", or "n17 'Conv'" without a name. */
 void exec_node_label(const struct ir_node *n, char *buf, size_t size);
 

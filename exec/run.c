@@ -473,13 +473,6 @@ out:
 /* Running nodes                                                             */
 /* ------------------------------------------------------------------------ */
 
-double exec_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 void exec_node_label(const struct ir_node *n, char *buf, size_t size)
 {
 	if (n->name && *n->name)

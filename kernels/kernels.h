@@ -67,6 +67,10 @@ void kern_value_clear(struct kern_value *v);
 void kern_store_f64(int dtype, void *p, uint64_t i, double v);
 /* Copies a value (tensors shared by reference); 0 or IR_ENOMEM. */
 int kern_value_copy(struct kern_value *dst, const struct kern_value *src);
+/* Slice of one dim of size `dim` by start/end/step as ONNX's Slice clamps
+ * them (negative indices counted from the end; step != 0): the first index
+ * *s0 and the number of elements *len. Used by the CPU and GPU kernels. */
+void kern_slice_dim(int64_t dim, int64_t start, int64_t end, int64_t step, int64_t *s0, int64_t *len);
 
 struct cpu_kctx;
 

@@ -379,28 +379,6 @@ out:
 /* time                                                                      */
 /* ------------------------------------------------------------------------ */
 
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double pct(const double *v, int n, double q)
-{
-	if (n <= 0)
-		return NAN;
-	double r = q * (n - 1);
-	int lo = (int)r, hi = lo + 1 < n ? lo + 1 : lo;
-	return v[lo] + (v[hi] - v[lo]) * (r - lo);
-}
-
 /* Times exec_run on the CPU with the host clock. */
 static int time_cpu(struct session *s, const struct exec_values *in, int iters, int warmup,
 		    struct exec_time_result *r)
@@ -418,9 +396,9 @@ static int time_cpu(struct session *s, const struct exec_values *in, int iters, 
 		}
 		struct exec_values out = { 0 };
 		struct exec_opts o = { .backend = &exec_backend_cpu };
-		double t0 = now_ms();
+		double t0 = exec_now_ms();
 		rc = exec_run(s->model, in, &o, &out, NULL, NULL, &d);
-		double t = now_ms() - t0;
+		double t = exec_now_ms() - t0;
 		exec_values_clear(&out);
 		if (!rc && it >= warmup)
 			ms[it - warmup] = t;
@@ -430,16 +408,7 @@ static int time_cpu(struct session *s, const struct exec_values *in, int iters, 
 		ir_diag_prefix(&d, "time");
 		return sh_diag(s, &d);
 	}
-	double sum = 0;
-	for (int i = 0; i < iters; i++)
-		sum += ms[i];
-	qsort(ms, (size_t)iters, sizeof(double), cmp_double);
-	r->iters = iters;
-	r->median_ms = pct(ms, iters, 0.5);
-	r->p90_ms = pct(ms, iters, 0.9);
-	r->min_ms = ms[0];
-	r->max_ms = ms[iters - 1];
-	r->mean_ms = sum / iters;
+	exec_time_summary(ms, iters, r);
 	r->graph = false;
 	free(ms);
 	return 0;
@@ -636,8 +605,7 @@ int cmd_profile(struct session *s, int argc, char **argv)
 			goto out;
 		}
 		for (int i = 0; i < n; i++) {
-			qsort(&all[(size_t)i * (size_t)iters], (size_t)iters, sizeof(double), cmp_double);
-			ms[i] = pct(&all[(size_t)i * (size_t)iters], iters, 0.5);
+			ms[i] = exec_median(&all[(size_t)i * (size_t)iters], iters);
 		}
 		free(all);
 		int i = 0;

@@ -685,31 +685,6 @@ static int k_transpose(struct cpu_kctx *k)
 	return copy_strided(k, &m, r, od, 0, ss);
 }
 
-/* Clamped start and length of a slice of one dim (ONNX rules). */
-static void slice_dim(int64_t dim, int64_t start, int64_t end, int64_t step, int64_t *s0, int64_t *len)
-{
-	if (start < 0)
-		start += dim;
-	if (end < 0)
-		end += dim;
-	if (step > 0) {
-		start = start < 0 ? 0 : start > dim ? dim : start;
-		end = end < 0 ? 0 : end > dim ? dim : end;
-		*len = end > start ? (end - start - 1) / step + 1 : 0;
-	} else {
-		start = start < 0 ? 0 : start > dim - 1 ? dim - 1 : start;
-		end = end < -1 ? -1 : end > dim - 1 ? dim - 1 : end;
-		/* step may be INT64_MIN: compare instead of negating */
-		if (start <= end)
-			*len = 0;
-		else if (step < -dim)
-			*len = 1;
-		else
-			*len = (start - end - 1) / (-step) + 1;
-	}
-	*s0 = start;
-}
-
 static int k_slice(struct cpu_kctx *k)
 {
 	const struct ir_tensor *x = kin_req(k, 0);
@@ -768,7 +743,7 @@ static int k_slice(struct cpu_kctx *k)
 		if (steps[i] == 0)
 			return kerr(k, "steps[%d] is 0", i);
 		int64_t s0, len, step = steps[i];
-		slice_dim(x->dims[ax], starts[i], ends[i], step, &s0, &len);
+		kern_slice_dim(x->dims[ax], starts[i], ends[i], step, &s0, &len);
 		if (len <= 1)
 			step = 1;   /* keeps stride * step small */
 		od[ax] = len;

@@ -596,3 +596,27 @@ bool kstr_set(struct ir_bytes *b, const char *data, size_t len)
 	b->len = len;
 	return true;
 }
+
+void kern_slice_dim(int64_t dim, int64_t start, int64_t end, int64_t step, int64_t *s0, int64_t *len)
+{
+	if (start < 0)
+		start += dim;
+	if (end < 0)
+		end += dim;
+	if (step > 0) {
+		start = start < 0 ? 0 : start > dim ? dim : start;
+		end = end < 0 ? 0 : end > dim ? dim : end;
+		*len = end > start ? (end - start - 1) / step + 1 : 0;
+	} else {
+		start = start < 0 ? 0 : start > dim - 1 ? dim - 1 : start;
+		end = end < -1 ? -1 : end > dim - 1 ? dim - 1 : end;
+		/* step may be INT64_MIN: compare instead of negating */
+		if (start <= end)
+			*len = 0;
+		else if (step < -dim)
+			*len = 1;
+		else
+			*len = (start - end - 1) / (-step) + 1;
+	}
+	*s0 = start;
+}

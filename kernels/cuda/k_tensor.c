@@ -405,30 +405,6 @@ static bool build_transpose(const struct cuda_kctx *k, struct kt_state *s, char 
 }
 ENTRIES(transpose)
 
-/* Clamped start and length of a slice of one dim (ONNX rules, as the CPU kernel). */
-static void slice_dim(int64_t dim, int64_t start, int64_t end, int64_t step, int64_t *s0, int64_t *len)
-{
-	if (start < 0)
-		start += dim;
-	if (end < 0)
-		end += dim;
-	if (step > 0) {
-		start = start < 0 ? 0 : start > dim ? dim : start;
-		end = end < 0 ? 0 : end > dim ? dim : end;
-		*len = end > start ? (end - start - 1) / step + 1 : 0;
-	} else {
-		start = start < 0 ? 0 : start > dim - 1 ? dim - 1 : start;
-		end = end < -1 ? -1 : end > dim - 1 ? dim - 1 : end;
-		if (start <= end)
-			*len = 0;
-		else if (step < -dim)
-			*len = 1;
-		else
-			*len = (start - end - 1) / (-step) + 1;
-	}
-	*s0 = start;
-}
-
 static bool build_slice(const struct cuda_kctx *k, struct kt_state *s, char *why, size_t size)
 {
 	const struct cuda_tensor *x = &k->in[0];
@@ -483,7 +459,7 @@ static bool build_slice(const struct cuda_kctx *k, struct kt_state *s, char *why
 	for (int i = 0; i < n; i++) {
 		int ax = (int)axes[i];
 		int64_t s0, len, step = steps[i];
-		slice_dim(x->dims[ax], starts[i], ends[i], step, &s0, &len);
+		kern_slice_dim(x->dims[ax], starts[i], ends[i], step, &s0, &len);
 		if (len <= 1)
 			step = 1;
 		od[ax] = len;
