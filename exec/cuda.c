@@ -240,6 +240,7 @@ struct pval {
 	bool counted;                /* its download is counted (planning) */
 	int first, last;             /* device liveness (node positions) */
 	int last_host;               /* the last CPU node reading its host copy; END_POS: kept */
+	bool nhwc;                   /* stored channels-last on the device (plan_layout) */
 	uint64_t off;                /* VK_ACT on the device: arena offset; VK_CONST: weights offset */
 	void *dev;
 };
@@ -1098,6 +1099,205 @@ static int place_nodes(struct exec_plan *p, const struct exec_values *inputs, st
 	return 0;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Layout                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Which 4-D float16/bfloat16 activations are stored channels-last
+ * ([N, H, W, C], cuda_tensor.nhwc): those a Conv/FusedConv (or a pool or
+ * elementwise op of channels-last inputs) writes and every reader takes in
+ * that layout. Convs take either layout on either side; a pool and an
+ * elementwise op keep their operands and output in one layout; a global
+ * pool reads either and writes NCHW; every other op, a CPU node, and the
+ * graph's outputs read NCHW. The kernels' supports() has the last word:
+ * a node that refuses its layouts gets NCHW values again.
+ * OGSH_LAYOUT=nchw turns it off (for comparisons).
+ */
+enum lclass { LC_OTHER, LC_CONV, LC_POOL, LC_GPOOL, LC_ELTWISE };
+
+static enum lclass layout_class(const struct ir_node *n)
+{
+	switch (n->op) {
+	case IR_OP_Conv:
+	case IR_OP_ogsh_FusedConv:
+		return LC_CONV;
+	case IR_OP_MaxPool:
+	case IR_OP_AveragePool:
+		return LC_POOL;
+	case IR_OP_GlobalAveragePool:
+	case IR_OP_GlobalMaxPool:
+		return LC_GPOOL;
+	case IR_OP_Relu: case IR_OP_LeakyRelu: case IR_OP_Sigmoid: case IR_OP_HardSigmoid: case IR_OP_HardSwish:
+	case IR_OP_Tanh: case IR_OP_Clip: case IR_OP_Gelu: case IR_OP_Erf: case IR_OP_Add: case IR_OP_Sub:
+	case IR_OP_Mul: case IR_OP_Div: case IR_OP_ogsh_Pointwise:
+		return LC_ELTWISE;
+	default:
+		return LC_OTHER;
+	}
+}
+
+static bool demote(struct exec_plan *p, const struct ir_value *v)
+{
+	if (!v || !p->pv[v->idx].nhwc)
+		return false;
+	p->pv[v->idx].nhwc = false;
+	return true;
+}
+
+static int64_t numel_of(const struct pval *v)
+{
+	int64_t n = 1;
+	for (int i = 0; i < v->rank; i++)
+		n *= v->dims[i];
+	return n;
+}
+
+static bool same_dims(const struct pval *a, const struct pval *b)
+{
+	return a->rank == b->rank && !memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->rank);
+}
+
+/* Values that must share one layout: all channels-last or none. */
+static bool tie(struct exec_plan *p, const struct ir_value *const *vs, int n)
+{
+	bool all = true;
+	for (int i = 0; i < n; i++)
+		if (vs[i] && !p->pv[vs[i]->idx].nhwc)
+			all = false;
+	bool changed = false;
+	if (!all)
+		for (int i = 0; i < n; i++)
+			changed |= demote(p, vs[i]);
+	return changed;
+}
+
+/* One pass of the rules over every node; whether anything changed. */
+static bool layout_rules(struct exec_plan *p)
+{
+	bool changed = false;
+	int pos = 0;
+	for (struct ir_node *n = p->m->graph->first; n; n = n->next, pos++) {
+		enum exec_place pl = p->pub[pos].place;
+		if (pl == EXEC_FOLDED)
+			continue;
+		enum lclass lc = pl == EXEC_ON_GPU ? layout_class(n) : LC_OTHER;
+		const struct ir_value *out0 = n->n_outputs > 0 ? n->outputs[0] : NULL;
+		const struct ir_value *set[IR_MAX_RANK + 8];
+		int ns = 0;
+		switch (lc) {
+		case LC_CONV:
+			for (int i = 1; i < n->n_inputs && i < 3; i++)
+				changed |= demote(p, n->inputs[i]);
+			set[ns++] = out0;
+			if (n->n_inputs > 3 && n->inputs[3]) {
+				if (!out0 || !same_dims(&p->pv[n->inputs[3]->idx], &p->pv[out0->idx])) {
+					changed |= demote(p, n->inputs[3]);
+					changed |= demote(p, out0);
+				}
+				set[ns++] = n->inputs[3];
+			}
+			changed |= tie(p, set, ns);
+			break;
+		case LC_POOL:
+			for (int i = 1; i < n->n_inputs; i++)
+				changed |= demote(p, n->inputs[i]);
+			for (int i = 1; i < n->n_outputs; i++)
+				changed |= demote(p, n->outputs[i]);
+			set[ns++] = n->n_inputs > 0 ? n->inputs[0] : NULL;
+			set[ns++] = out0;
+			changed |= tie(p, set, ns);
+			break;
+		case LC_GPOOL:
+			for (int i = 0; i < n->n_outputs; i++)
+				changed |= demote(p, n->outputs[i]);
+			break;
+		case LC_ELTWISE: {
+			bool ok = out0 && n->n_outputs == 1 && n->n_inputs <= (int)(sizeof(set) / sizeof(set[0])) - 1;
+			for (int i = 0; ok && i < n->n_inputs; i++) {
+				const struct ir_value *v = n->inputs[i];
+				if (!v)
+					continue;
+				const struct pval *iv = &p->pv[v->idx];
+				if (iv->typed && same_dims(iv, &p->pv[out0->idx]))
+					set[ns++] = v;
+				else if (!(iv->typed && numel_of(iv) == 1))
+					ok = false;
+			}
+			if (ok) {
+				set[ns++] = out0;
+				changed |= tie(p, set, ns);
+				break;
+			}
+		}
+			/* an operand of another shape: as any other op */
+			__attribute__((fallthrough));
+		default:
+			for (int i = 0; i < n->n_inputs + n->n_implicit; i++)
+				changed |= demote(p, n->inputs[i]);
+			for (int i = 0; i < n->n_outputs; i++)
+				changed |= demote(p, n->outputs[i]);
+			break;
+		}
+	}
+	return changed;
+}
+
+static int plan_layout(struct exec_plan *p)
+{
+	const char *env = getenv("OGSH_LAYOUT");
+	if (env && !strcmp(env, "nchw"))
+		return 0;
+	struct ir_graph *g = p->m->graph;
+	/* candidates: 4-D float16/bfloat16 outputs of a GPU conv, pool or elementwise op */
+	int pos = 0, n_cand = 0;
+	for (struct ir_node *n = g->first; n; n = n->next, pos++) {
+		if (p->pub[pos].place != EXEC_ON_GPU || n->n_outputs < 1 || !n->outputs[0])
+			continue;
+		enum lclass lc = layout_class(n);
+		struct pval *pv = &p->pv[n->outputs[0]->idx];
+		if ((lc == LC_CONV || lc == LC_POOL || lc == LC_ELTWISE) && pv->kind == VK_ACT && pv->typed &&
+		    pv->rank == 4 && (pv->dtype == IR_FLOAT16 || pv->dtype == IR_BFLOAT16) && !n->outputs[0]->is_output) {
+			pv->nhwc = true;
+			n_cand++;
+		}
+	}
+	if (!n_cand)
+		return 0;
+	for (;;) {   /* each round that refuses demotes a value */
+		while (layout_rules(p))
+			;
+		/* the kernels' word on the layouts they were given */
+		bool refused = false;
+		pos = 0;
+		for (struct ir_node *n = g->first; n; n = n->next, pos++) {
+			struct pnode *q = &p->pn[pos];
+			if (p->pub[pos].place != EXEC_ON_GPU)
+				continue;
+			bool any = false;
+			for (int i = 0; i < n->n_inputs; i++)
+				if (n->inputs[i])
+					any |= q->in[i].nhwc = p->pv[n->inputs[i]->idx].nhwc;
+			for (int i = 0; i < n->n_outputs; i++)
+				if (n->outputs[i])
+					any |= q->out[i].nhwc = p->pv[n->outputs[i]->idx].nhwc;
+			char why[160];
+			if (any && !(q->k->supports && q->k->supports(&q->kc, why, sizeof(why)))) {
+				for (int i = 0; i < n->n_inputs; i++)
+					refused |= demote(p, n->inputs[i]);
+				for (int i = 0; i < n->n_outputs; i++)
+					refused |= demote(p, n->outputs[i]);
+			}
+		}
+		if (!refused)
+			break;
+	}
+	for (size_t i = 0; i < p->nv; i++)
+		if (p->pv[i].nhwc)
+			p->sum.n_nhwc++;
+	return 0;
+}
+
 /* Liveness, copies and the arena. */
 static int plan_memory(struct exec_plan *p, struct ir_diag *d)
 {
@@ -1442,7 +1642,7 @@ int exec_plan_new(const struct ir_model *m, const struct exec_values *inputs, co
 		rc = ir_diag_err(d, IR_ENOMEM, "out of memory");
 		goto fail;
 	}
-	if ((rc = place_nodes(p, inputs, d)))
+	if ((rc = place_nodes(p, inputs, d)) || (rc = plan_layout(p)))
 		goto fail;
 	p->sum.n_folded += p->n_prefolded;
 	if ((rc = plan_memory(p, d)) || (rc = plan_device(p, d)))
@@ -1479,6 +1679,27 @@ static int upload_inputs(struct exec_plan *p, const struct exec_values *inputs, 
 }
 
 /* A new host tensor holding the device value of pv (synchronises the stream). */
+/* A channels-last value as downloaded ([N, H, W, C]) into t's NCHW order, in place. */
+static int to_nchw(struct ir_tensor *t, const struct pval *pv)
+{
+	int64_t N = pv->dims[0], C = pv->dims[1], H = pv->dims[2], W = pv->dims[3], n = N * C * H * W;
+	if (n <= 1)
+		return 0;
+	size_t es = (size_t)(pv->bytes / (uint64_t)n);
+	unsigned char *b = ir_tensor_mutable(t), *tmp = malloc(pv->bytes);
+	if (!tmp)
+		return IR_ENOMEM;
+	memcpy(tmp, b, pv->bytes);
+	for (int64_t i = 0; i < N; i++)
+		for (int64_t h = 0; h < H; h++)
+			for (int64_t w = 0; w < W; w++)
+				for (int64_t c = 0; c < C; c++)
+					memcpy(b + (size_t)(((i * C + c) * H + h) * W + w) * es,
+					       tmp + (size_t)(((i * H + h) * W + w) * C + c) * es, es);
+	free(tmp);
+	return 0;
+}
+
 static int download(struct exec_plan *p, const struct pval *pv, struct kern_value *out, struct ir_diag *d)
 {
 	struct ir_tensor *t = ir_tensor_new(pv->dtype, pv->rank, pv->dims, d);
@@ -1489,6 +1710,10 @@ static int download(struct exec_plan *p, const struct pval *pv, struct kern_valu
 			  cuda_check(cudaStreamSynchronize(p->ctx.stream), "cudaStreamSynchronize", d))) {
 		ir_tensor_unref(t);
 		return IR_ERR;
+	}
+	if (pv->nhwc && pv->rank == 4 && pv->bytes && to_nchw(t, pv)) {
+		ir_tensor_unref(t);
+		return ir_diag_err(d, IR_ENOMEM, "out of memory (a channels-last value back to NCHW)");
 	}
 	memset(out, 0, sizeof(*out));
 	out->kind = KV_TENSOR;

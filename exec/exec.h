@@ -192,6 +192,7 @@ struct exec_plan_summary {
 	bool graph;                        /* runs replay a CUDA graph */
 	char graph_why[160];               /* why not, when not */
 	int tuned, tune_hits;              /* kernel choices timed now / found in the cache */
+	int n_nhwc;                        /* activations stored channels-last */
 	double plan_ms;
 };
 

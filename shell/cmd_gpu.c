@@ -337,6 +337,7 @@ int cmd_plan(struct session *s, int argc, char **argv)
 		sh_json_kstr(&j, "graph_why", sm.graph || pending ? NULL : sm.graph_why);
 		sh_json_kint(&j, "tuned", sm.tuned);
 		sh_json_kint(&j, "tune_hits", sm.tune_hits);
+		sh_json_kint(&j, "nhwc_values", sm.n_nhwc);
 		sh_json_knum(&j, "plan_ms", sm.plan_ms);
 		sh_json_obj_end(&j);
 		sh_json_end(&j);
@@ -366,6 +367,8 @@ int cmd_plan(struct session *s, int argc, char **argv)
 		sh_printf(s, "CUDA graph    yes (captured at the first run)\n");
 	else
 		sh_printf(s, "CUDA graph    no: %s\n", sm.graph_why);
+	if (sm.n_nhwc)
+		sh_printf(s, "layout        %d activation%s channels-last (NHWC)\n", sm.n_nhwc, sm.n_nhwc == 1 ? "" : "s");
 	sh_printf(s, "tuning        %d kernel choice%s timed, %d found in the cache\n", sm.tuned, sm.tuned == 1 ? "" : "s",
 		  sm.tune_hits);
 	sh_printf(s, "planned in    %.1f ms\n", sm.plan_ms);

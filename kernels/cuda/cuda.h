@@ -32,6 +32,12 @@ struct cuda_tensor {
 	 * or folded by the planner), else NULL: kernels read small inputs
 	 * such as Slice's starts or Pad's pads from here */
 	const struct ir_tensor *host;
+	/* channels-last: a 4-D [N, C, H, W] value stored as [N, H, W, C]. The
+	 * planner (exec/cuda.c, plan_layout) sets it only on values whose
+	 * producer and readers all take it: Conv and FusedConv in float16 and
+	 * bfloat16, MaxPool, AveragePool, GlobalAveragePool/GlobalMaxPool
+	 * (input), and elementwise ops whose operands are all of one shape */
+	bool nhwc;
 };
 /* Elements of t (1 for rank 0). */
 int64_t cuda_numel(const struct cuda_tensor *t);

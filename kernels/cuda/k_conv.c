@@ -340,10 +340,17 @@ struct conv_state {
 	bool epilogue;
 	struct kconv_epilogue ep;
 	int bias_in, z_in;       /* inputs of B and Z, -1 when absent */
-	bool nhwc;               /* float16/bfloat16 2-D conv run channels-last (see conv_prepare_any) */
+	bool nhwc;               /* X or Y is channels-last (the planner's choice, see conv_prepare_any) */
+	bool xcl, ycl;           /* which */
+	bool cl_nchw;            /* no channels-last algorithm: NCHW between transposes */
 	void *w_nhwc;            /* W as [M, kh, kw, C/G] (owned) */
-	size_t xt_bytes, yt_bytes;   /* workspace for X and the result in NHWC */
+	size_t xt_bytes, yt_bytes;   /* workspace for X and the result transposed */
+	struct kconv_epilogue ep_cl, ep_tx;   /* the epilogue on channels-last Y; X back to NCHW */
 	struct cg_conv *cg;      /* the convolution through cuDNN's graph API, or NULL (legacy API) */
+	bool cg_fused;           /* cg computes bias, Z and the activation too */
+	bool dw;                 /* depthwise channels-last: our kernel (w_nhwc is W as [kh*kw][C]) */
+	int cpad;                /* X of fewer than 8 channels padded to 8 in xt (and W so), or 0 */
+	struct kconv_dw dwp;
 };
 
 struct cg_conv;
@@ -415,6 +422,18 @@ static bool conv_supports_any(const struct cuda_kctx *k, bool transpose, bool fu
 			if (!ok)
 				return no(why, size, "Z does not broadcast to the output's shape");
 		}
+	}
+	if (x->nhwc || y->nhwc || (present(k, 3) && k->in[3].nhwc)) {
+		if (transpose || x->rank != 4 || (dt != IR_FLOAT16 && dt != IR_BFLOAT16))
+			return no(why, size, "channels-last convolutions are 2-d forward ones in float16 or bfloat16");
+		if (w->nhwc || (present(k, 2) && k->in[2].nhwc))
+			return no(why, size, "channels-last weights or bias are not supported");
+		for (int i = 0; i < g.nd; i++)
+			if (g.pb[i] != g.pe[i])
+				return no(why, size, "channels-last convolutions need symmetric pads");
+		if (fused && present(k, 3) &&
+		    (k->in[3].nhwc != y->nhwc || cuda_numel(&k->in[3]) != cuda_numel(y)))
+			return no(why, size, "a channels-last Z must be the output's size and layout");
 	}
 	if (!fits_int(x) || !fits_int(w) || !fits_int(y))
 		return no(why, size, "tensors of 2^31 elements or more are not supported by cuDNN");
@@ -602,7 +621,7 @@ static int choose_algo(struct cuda_kctx *k, struct conv_state *s, cudnnHandle_t 
 				(long long)g->out[i]);
 	if (len < (int)sizeof(key))
 		snprintf(key + len, sizeof(key) - (size_t)len, "] m%lld g%lld %s%s", (long long)g->M, (long long)g->G,
-			 math_name(s->math), s->nhwc ? " nhwc" : "");
+			 math_name(s->math), s->nhwc && !s->cl_nchw ? " nhwc" : "");
 	int choice;
 	float ms;
 	size_t ws;
@@ -651,14 +670,27 @@ static int choose_algo(struct cuda_kctx *k, struct conv_state *s, cudnnHandle_t 
  * OGSH_CONV_API=legacy turns it off (for comparisons).
  */
 #define CG_MAX_CFG 12
-enum { CG_X = 1, CG_W = 2, CG_Y = 3 };
+#define CG_MAX_PW 3
+enum { CG_X = 1, CG_W = 2, CG_Y = 3, CG_B = 4, CG_Z = 5, CG_T = 10 };
+
+/* What a graph-API convolution computes after the conv, in this order:
+ * + bias[c], + Z (Y's size and layout), then Relu or a Clip from 0 (cuDNN's
+ * RELU_FWD with an upper clip). All false/none: the conv alone. */
+struct cg_fuse {
+	bool bias, z;
+	int act;           /* KCONV_ACT_NONE, _RELU or _CLIP with p0 == 0 */
+	float upper;       /* the Clip's max */
+};
 
 struct cg_conv {
 	const struct cudnn_api *api;
-	cudnnBackendDescriptor_t x, w, y, conv, op, graph, heur, cfg[CG_MAX_CFG], plan, vpack;
+	cudnnBackendDescriptor_t x, w, y, b, z, conv, op, graph, heur, cfg[CG_MAX_CFG], plan, vpack;
+	cudnnBackendDescriptor_t t[CG_MAX_PW], pw[CG_MAX_PW], pwop[CG_MAX_PW];
+	int n_pw;
 	int n_cfg, choice;
 	int64_t ws;
-	const void *vx, *vw, *vws;   /* the pointers vpack was made for */
+	float ms;                              /* the choice's time when timed now or cached, else -1 */
+	const void *vx, *vw, *vb, *vz, *vws;   /* the pointers vpack was made for */
 	void *vy;
 };
 
@@ -667,10 +699,18 @@ static void cg_free(struct cg_conv *c)
 	if (!c)
 		return;
 	const struct cudnn_api *api = c->api;
-	cudnnBackendDescriptor_t all[] = { c->vpack, c->plan, c->heur, c->graph, c->op, c->conv, c->x, c->w, c->y };
+	cudnnBackendDescriptor_t all[] = { c->vpack, c->plan, c->heur, c->graph, c->op, c->conv, c->x, c->w, c->y, c->b, c->z };
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		if (all[i])
 			api->BackendDestroyDescriptor(all[i]);
+	for (int i = 0; i < CG_MAX_PW; i++) {
+		if (c->pwop[i])
+			api->BackendDestroyDescriptor(c->pwop[i]);
+		if (c->pw[i])
+			api->BackendDestroyDescriptor(c->pw[i]);
+		if (c->t[i])
+			api->BackendDestroyDescriptor(c->t[i]);
+	}
 	for (int i = 0; i < c->n_cfg; i++)
 		if (c->cfg[i])
 			api->BackendDestroyDescriptor(c->cfg[i]);
@@ -683,46 +723,94 @@ static int cg_set(const struct cudnn_api *api, cudnnBackendDescriptor_t dsc, cud
 	return cuda_cudnn_check(api->BackendSetAttribute(dsc, name, type, n, v), "cudnnBackendSetAttribute", d);
 }
 
-/* A packed tensor of rank n (dims, NCHW-style strides). */
-static int cg_tensor(const struct cudnn_api *api, cudnnBackendDescriptor_t *t, int64_t uid, int dt, int n,
-		     const int64_t *dims, struct ir_diag *d)
+/*
+ * A packed tensor of rank n: NCHW-style strides, or with cl (4-D) the
+ * channels-last ones of [N, C, H, W] stored as [N, H, W, C]. A virtual
+ * tensor (an intermediate of a fused graph) lives in no buffer.
+ */
+static int cg_tensor(const struct cudnn_api *api, cudnnBackendDescriptor_t *t, int64_t uid, cudnnDataType_t ty, int n,
+		     const int64_t *dims, bool cl, bool virt, struct ir_diag *d)
 {
 	int64_t strides[2 + MAX_SP], st = 1, align = 16;
 	for (int i = n - 1; i >= 0; i--) {
 		strides[i] = st;
 		st *= dims[i];
 	}
-	cudnnDataType_t ty = dnn_type(dt);
+	if (cl && n == 4) {
+		strides[1] = 1;
+		strides[3] = dims[1];
+		strides[2] = dims[3] * dims[1];
+		strides[0] = dims[2] * dims[3] * dims[1];
+	}
+	bool v = virt;
 	if (cuda_cudnn_check(api->BackendCreateDescriptor(CUDNN_BACKEND_TENSOR_DESCRIPTOR, t), "cudnnBackendCreateDescriptor",
 			     d) ||
 	    cg_set(api, *t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &ty, d) ||
 	    cg_set(api, *t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, n, dims, d) ||
 	    cg_set(api, *t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, n, strides, d) ||
 	    cg_set(api, *t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid, d) ||
-	    cg_set(api, *t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align, d))
+	    cg_set(api, *t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align, d) ||
+	    (v && cg_set(api, *t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &v, d)))
 		return IR_ERR;
 	return cuda_cudnn_check(api->BackendFinalize(*t), "cudnnBackendFinalize (tensor)", d);
 }
 
-/* The variant pack for these pointers (made again when they change). */
-static int cg_pack(struct cg_conv *c, const void *x, const void *w, void *y, void *ws, struct ir_diag *d)
+/* Pointwise op i of the fused tail: y = mode(x[, b]); RELU_FWD clipped at upper when finite. */
+static int cg_pointwise(struct cg_conv *c, int i, cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x,
+			cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t y, double upper, struct ir_diag *d)
 {
-	if (c->vpack && c->vx == x && c->vw == w && c->vy == y && c->vws == ws)
+	const struct cudnn_api *api = c->api;
+	cudnnDataType_t prec = CUDNN_DATA_FLOAT;
+	if (cuda_cudnn_check(api->BackendCreateDescriptor(CUDNN_BACKEND_POINTWISE_DESCRIPTOR, &c->pw[i]),
+			     "cudnnBackendCreateDescriptor", d) ||
+	    cg_set(api, c->pw[i], CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode, d) ||
+	    cg_set(api, c->pw[i], CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec, d) ||
+	    (mode == CUDNN_POINTWISE_RELU_FWD && isfinite(upper) &&
+	     cg_set(api, c->pw[i], CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP, CUDNN_TYPE_DOUBLE, 1, &upper, d)) ||
+	    cuda_cudnn_check(api->BackendFinalize(c->pw[i]), "cudnnBackendFinalize (pointwise)", d) ||
+	    cuda_cudnn_check(api->BackendCreateDescriptor(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, &c->pwop[i]),
+			     "cudnnBackendCreateDescriptor", d) ||
+	    cg_set(api, c->pwop[i], CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+		   &c->pw[i], d) ||
+	    cg_set(api, c->pwop[i], CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x, d) ||
+	    (b && cg_set(api, c->pwop[i], CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b, d)) ||
+	    cg_set(api, c->pwop[i], CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y, d))
+		return IR_ERR;
+	return cuda_cudnn_check(api->BackendFinalize(c->pwop[i]), "cudnnBackendFinalize (pointwise op)", d);
+}
+
+/* The buffers of one execution (b and z only when the graph reads them). */
+struct cg_bufs {
+	const void *x, *w, *b, *z;
+	void *y, *ws;
+};
+
+/* The variant pack for these pointers (made again when they change). */
+static int cg_pack(struct cg_conv *c, const struct cg_bufs *p, struct ir_diag *d)
+{
+	if (c->vpack && c->vx == p->x && c->vw == p->w && c->vy == p->y && c->vb == p->b && c->vz == p->z &&
+	    c->vws == p->ws)
 		return 0;
 	const struct cudnn_api *api = c->api;
 	if (c->vpack)
 		api->BackendDestroyDescriptor(c->vpack);
 	c->vpack = NULL;
-	int64_t uids[3] = { CG_X, CG_W, CG_Y };
-	void *ptrs[3] = { (void *)x, (void *)w, y };
+	int64_t uids[5] = { CG_X, CG_W, CG_Y };
+	void *ptrs[5] = { (void *)p->x, (void *)p->w, p->y };
+	int n = 3;
+	if (c->b)
+		uids[n] = CG_B, ptrs[n++] = (void *)p->b;
+	if (c->z)
+		uids[n] = CG_Z, ptrs[n++] = (void *)p->z;
+	void *ws = p->ws;
 	if (cuda_cudnn_check(api->BackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &c->vpack),
 			     "cudnnBackendCreateDescriptor", d) ||
-	    cg_set(api, c->vpack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids, d) ||
-	    cg_set(api, c->vpack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, ptrs, d) ||
+	    cg_set(api, c->vpack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n, uids, d) ||
+	    cg_set(api, c->vpack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n, ptrs, d) ||
 	    cg_set(api, c->vpack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws, d) ||
 	    cuda_cudnn_check(api->BackendFinalize(c->vpack), "cudnnBackendFinalize (variant pack)", d))
 		return IR_ERR;
-	c->vx = x, c->vw = w, c->vy = y, c->vws = ws;
+	c->vx = p->x, c->vw = p->w, c->vy = p->y, c->vb = p->b, c->vz = p->z, c->vws = p->ws;
 	return 0;
 }
 
@@ -761,14 +849,13 @@ static bool cg_try(struct cg_conv *c, cudnnHandle_t h, int i)
 }
 
 /* Times the current plan on the real buffers; ms, or a negative value when it fails. */
-static float cg_time(struct cg_conv *c, struct cuda_kctx *k, cudnnHandle_t h, const void *x, const void *w, void *y,
-		     void *ws)
+static float cg_time(struct cg_conv *c, struct cuda_kctx *k, cudnnHandle_t h, const struct cg_bufs *b)
 {
 	struct ir_diag quiet;
 	ir_diag_init(&quiet);
 	cudaEvent_t e0 = NULL, e1 = NULL;
 	float ms = -1;
-	if (cg_pack(c, x, w, y, ws, &quiet) || cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess)
+	if (cg_pack(c, b, &quiet) || cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess)
 		goto out;
 	if (c->api->BackendExecute(h, c->plan, c->vpack) != CUDNN_STATUS_SUCCESS)
 		goto out;
@@ -821,34 +908,39 @@ out:
 	return ok;
 }
 
-/*
- * Builds the graph-API convolution of the node (descriptors, heuristics,
- * the engine choice: timed when tuning, from the tuning cache when known,
- * else the heuristics' first that finalizes). NULL with the reason in d.
- */
-static struct cg_conv *cg_new(struct cuda_kctx *k, const struct conv_state *s, cudnnHandle_t h, const char *key,
-			      const int64_t *xdims, const int64_t *wdims, const int64_t *ydims, const int *pad,
-			      const int *str, const int *dil)
+/* The operation graph of the conv (X, W -> Y, or -> virtual tensors through
+ * the fused tail of f -> Y); 0, or IR_ERR with the reason in d. */
+static int cg_build(struct cg_conv *c, const struct conv_state *s, cudnnHandle_t h, bool cl, const struct cg_fuse *f,
+		    const int64_t *xdims, const int64_t *wdims, const int64_t *ydims, const int *pad, const int *str,
+		    const int *dil, struct ir_diag *d)
 {
-	struct ir_diag *d = k->d;
-	const struct geom *g = &s->g;
-	int nd = g->nd, n = nd + 2;
-	struct cg_conv *c = calloc(1, sizeof(*c));
-	if (!c) {
-		ir_diag_err(d, IR_ENOMEM, "out of memory");
-		return NULL;
-	}
-	const struct cudnn_api *api = c->api = s->api;
+	const struct cudnn_api *api = c->api;
+	int nd = s->g.nd, n = nd + 2;
 	int64_t pads[MAX_SP], strides[MAX_SP], dils[MAX_SP], snd = nd;
 	for (int i = 0; i < nd; i++)
 		pads[i] = pad[i], strides[i] = str[i], dils[i] = dil[i];
-	cudnnDataType_t comp = CUDNN_DATA_FLOAT;
+	cudnnDataType_t comp = CUDNN_DATA_FLOAT, ty = dnn_type(s->dt);
 	cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
 	float alpha = 1, beta = 0;
-	cudnnBackendHeurMode_t hm = CUDNN_HEUR_MODE_A;
-	if (cg_tensor(api, &c->x, CG_X, s->dt, n, xdims, d) || cg_tensor(api, &c->w, CG_W, s->dt, n, wdims, d) ||
-	    cg_tensor(api, &c->y, CG_Y, s->dt, n, ydims, d) ||
-	    cuda_cudnn_check(api->BackendCreateDescriptor(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, &c->conv),
+	int steps = f ? (f->bias ? 1 : 0) + (f->z ? 1 : 0) + (f->act != KCONV_ACT_NONE ? 1 : 0) : 0;
+	if (cg_tensor(api, &c->x, CG_X, ty, n, xdims, cl, false, d) || cg_tensor(api, &c->w, CG_W, ty, n, wdims, cl, false, d) ||
+	    cg_tensor(api, &c->y, CG_Y, ty, n, ydims, cl, false, d))
+		return IR_ERR;
+	/* the intermediates of the tail, in float */
+	for (int i = 0; i < steps; i++)
+		if (cg_tensor(api, &c->t[i], CG_T + i, CUDNN_DATA_FLOAT, n, ydims, cl, true, d))
+			return IR_ERR;
+	if (f && f->bias) {
+		int64_t bd[2 + MAX_SP];
+		for (int i = 0; i < n; i++)
+			bd[i] = i == 1 ? ydims[1] : 1;
+		if (cg_tensor(api, &c->b, CG_B, ty, n, bd, cl, false, d))
+			return IR_ERR;
+	}
+	if (f && f->z && cg_tensor(api, &c->z, CG_Z, ty, n, ydims, cl, false, d))
+		return IR_ERR;
+	cudnnBackendDescriptor_t conv_y = steps ? c->t[0] : c->y;
+	if (cuda_cudnn_check(api->BackendCreateDescriptor(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, &c->conv),
 			     "cudnnBackendCreateDescriptor", d) ||
 	    cg_set(api, c->conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp, d) ||
 	    cg_set(api, c->conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode, d) ||
@@ -862,22 +954,72 @@ static struct cg_conv *cg_new(struct cuda_kctx *k, const struct conv_state *s, c
 			     "cudnnBackendCreateDescriptor", d) ||
 	    cg_set(api, c->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c->x, d) ||
 	    cg_set(api, c->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c->w, d) ||
-	    cg_set(api, c->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c->y, d) ||
+	    cg_set(api, c->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv_y, d) ||
 	    cg_set(api, c->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
 		   &c->conv, d) ||
 	    cg_set(api, c->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha, d) ||
 	    cg_set(api, c->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta, d) ||
-	    cuda_cudnn_check(api->BackendFinalize(c->op), "cudnnBackendFinalize (operation)", d) ||
-	    cuda_cudnn_check(api->BackendCreateDescriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &c->graph),
+	    cuda_cudnn_check(api->BackendFinalize(c->op), "cudnnBackendFinalize (operation)", d))
+		return IR_ERR;
+	int at = 0;
+	cudnnBackendDescriptor_t prev = conv_y;
+	if (f && f->bias) {
+		cudnnBackendDescriptor_t out = at + 1 < steps ? c->t[at + 1] : c->y;
+		if (cg_pointwise(c, at, CUDNN_POINTWISE_ADD, prev, c->b, out, INFINITY, d))
+			return IR_ERR;
+		prev = out, at++;
+	}
+	if (f && f->z) {
+		cudnnBackendDescriptor_t out = at + 1 < steps ? c->t[at + 1] : c->y;
+		if (cg_pointwise(c, at, CUDNN_POINTWISE_ADD, prev, c->z, out, INFINITY, d))
+			return IR_ERR;
+		prev = out, at++;
+	}
+	if (f && f->act != KCONV_ACT_NONE) {
+		double up = f->act == KCONV_ACT_CLIP ? (double)f->upper : INFINITY;
+		if (cg_pointwise(c, at, CUDNN_POINTWISE_RELU_FWD, prev, NULL, c->y, up, d))
+			return IR_ERR;
+		at++;
+	}
+	c->n_pw = at;
+	cudnnBackendDescriptor_t ops[1 + CG_MAX_PW] = { c->op };
+	for (int i = 0; i < at; i++)
+		ops[1 + i] = c->pwop[i];
+	cudnnBackendHeurMode_t hm = CUDNN_HEUR_MODE_A;
+	if (cuda_cudnn_check(api->BackendCreateDescriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &c->graph),
 			     "cudnnBackendCreateDescriptor", d) ||
 	    cg_set(api, c->graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &h, d) ||
-	    cg_set(api, c->graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c->op, d) ||
+	    cg_set(api, c->graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1 + at, ops, d) ||
 	    cuda_cudnn_check(api->BackendFinalize(c->graph), "cudnnBackendFinalize (operation graph)", d) ||
 	    cuda_cudnn_check(api->BackendCreateDescriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &c->heur),
 			     "cudnnBackendCreateDescriptor", d) ||
 	    cg_set(api, c->heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c->graph, d) ||
 	    cg_set(api, c->heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &hm, d) ||
 	    cuda_cudnn_check(api->BackendFinalize(c->heur), "cudnnBackendFinalize (heuristics)", d))
+		return IR_ERR;
+	return 0;
+}
+
+/*
+ * Builds the graph-API convolution of the node (descriptors, heuristics,
+ * the engine choice: timed when tuning, from the tuning cache when known,
+ * else the heuristics' first that finalizes). cl: X, W and Y (and Z) are
+ * channels-last; f: the fused tail, or NULL. b: the buffers to time on.
+ * NULL with the reason in d.
+ */
+static struct cg_conv *cg_new(struct cuda_kctx *k, const struct conv_state *s, cudnnHandle_t h, const char *key,
+			      bool cl, const struct cg_fuse *f, const struct cg_bufs *b, const int64_t *xdims,
+			      const int64_t *wdims, const int64_t *ydims, const int *pad, const int *str, const int *dil)
+{
+	struct ir_diag *d = k->d;
+	struct cg_conv *c = calloc(1, sizeof(*c));
+	if (!c) {
+		ir_diag_err(d, IR_ENOMEM, "out of memory");
+		return NULL;
+	}
+	const struct cudnn_api *api = c->api = s->api;
+	c->ms = -1;
+	if (cg_build(c, s, h, cl, f, xdims, wdims, ydims, pad, str, dil, d))
 		goto fail;
 	for (int i = 0; i < CG_MAX_CFG; i++)
 		if (cuda_cudnn_check(api->BackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &c->cfg[i]),
@@ -901,8 +1043,10 @@ static struct cg_conv *cg_new(struct cuda_kctx *k, const struct conv_state *s, c
 	int choice;
 	float ms;
 	if (ctx->tune && cuda_tune_get(ctx->tune, key, &choice, &ms) && choice >= 0 && choice < n_ok && usable[choice]) {
-		if (cg_try(c, h, choice))
+		if (cg_try(c, h, choice)) {
+			c->ms = ms;
 			return c;
+		}
 	}
 	if (ctx->tuning) {
 		/* time each that finalizes; the workspace is a temporary buffer */
@@ -913,12 +1057,18 @@ static struct cg_conv *cg_new(struct cuda_kctx *k, const struct conv_state *s, c
 			cudaGetLastError();
 			tws = NULL;
 		}
-		for (int i = 0; tws && i < n_ok; i++) {
+		struct cg_bufs tb = *b;
+		tb.ws = tws;
+		/* a fused graph's engines are compiled at run time (slow to plan): the
+		 * heuristics' first four that finalize */
+		int timed = 0;
+		for (int i = 0; tws && i < n_ok && !(c->n_pw && timed >= 4); i++) {
 			if (!usable[i])
 				continue;
 			if (!cg_try(c, h, i))
 				continue;
-			float t = cg_time(c, k, h, k->in[0].data, k->in[1].data, k->out[0].data, tws);
+			timed++;
+			float t = cg_time(c, k, h, &tb);
 			if (t >= 0 && (best < 0 || t < best_ms))
 				best = i, best_ms = t;
 		}
@@ -932,6 +1082,7 @@ static struct cg_conv *cg_new(struct cuda_kctx *k, const struct conv_state *s, c
 				goto fail;
 			if (ctx->tune)
 				cuda_tune_put(ctx->tune, key, best, best_ms);
+			c->ms = best_ms;
 			return c;
 		}
 	}
@@ -947,12 +1098,80 @@ fail:
 	return NULL;
 }
 
-static int cg_run(struct cg_conv *c, cudnnHandle_t h, const void *x, const void *w, void *y, void *ws,
-		  struct ir_diag *d)
+static int cg_run(struct cg_conv *c, cudnnHandle_t h, const struct cg_bufs *b, struct ir_diag *d)
 {
-	if (cg_pack(c, x, w, y, ws, d))
+	if (cg_pack(c, b, d))
 		return IR_ERR;
 	return cuda_cudnn_check(c->api->BackendExecute(h, c->plan, c->vpack), "cudnnBackendExecute", d);
+}
+
+/* The time of our epilogue on the channels-last output (3 runs after one),
+ * ms, or -1 when it cannot be timed. */
+static float epilogue_ms(struct cuda_kctx *k, const struct act *a, const void *b, const void *z)
+{
+	struct kconv_epilogue e = { 0 };
+	e.n = cuda_numel(&k->out[0]);
+	e.channels = k->out[0].dims[1];
+	e.inner = 1;
+	e.act = a->kind;
+	e.p0 = a->p0;
+	e.p1 = a->p1;
+	e.zfull = 1;
+	cudaEvent_t e0 = NULL, e1 = NULL;
+	float ms = -1;
+	cudaStream_t st = k->ctx->stream;
+	if (cudaEventCreate(&e0) == cudaSuccess && cudaEventCreate(&e1) == cudaSuccess) {
+		kconv_launch_epilogue_cl(k->out[0].dtype, k->out[0].data, b, z, &e, st);
+		cudaEventRecord(e0, st);
+		for (int r = 0; r < 3; r++)
+			kconv_launch_epilogue_cl(k->out[0].dtype, k->out[0].data, b, z, &e, st);
+		cudaEventRecord(e1, st);
+		if (cudaEventSynchronize(e1) == cudaSuccess && cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess)
+			ms /= 3;
+		else
+			ms = -1;
+	}
+	cudaGetLastError();
+	if (e0)
+		cudaEventDestroy(e0);
+	if (e1)
+		cudaEventDestroy(e1);
+	return ms;
+}
+
+/* W [M, C/G, kh*kw] -> [M, kh*kw, C/G] in s->w_nhwc, once (the weights are on the device now). */
+static int w_to_nhwc(struct cuda_kctx *k, struct conv_state *s, const int *wdims, int64_t wn)
+{
+	if (s->w_nhwc)
+		cudaFree(s->w_nhwc);
+	s->w_nhwc = NULL;
+	if (cuda_check(cudaMalloc(&s->w_nhwc, (size_t)wn * dt_size(s->dt)), "cudaMalloc (the channels-last weights)", k->d))
+		return IR_ERR;
+	kconv_launch_to_nhwc(s->dt, k->in[1].data, s->w_nhwc, wdims[0], wdims[1], s->g.ker[0] * s->g.ker[1],
+			     k->ctx->stream);
+	return cuda_check_launch("kconv_to_nhwc", k->d);
+}
+
+/* W [M, C, kh*kw] -> [M, kh*kw, s->cpad] with zeros, in s->w_nhwc. */
+static int pad_weights(struct cuda_kctx *k, struct conv_state *s)
+{
+	const struct geom *g = &s->g;
+	int64_t kk = g->ker[0] * g->ker[1];
+	if (s->w_nhwc)
+		cudaFree(s->w_nhwc);
+	s->w_nhwc = NULL;
+	if (cuda_check(cudaMalloc(&s->w_nhwc, (size_t)(g->M * kk * s->cpad) * dt_size(s->dt)),
+		       "cudaMalloc (the padded weights)", k->d))
+		return IR_ERR;
+	kconv_launch_pad_nhwc(s->dt, k->in[1].data, s->w_nhwc, g->M, (int)g->C, kk, s->cpad, k->ctx->stream);
+	return cuda_check_launch("kconv_pad_nhwc", k->d);
+}
+
+/* OGSH_CONV_API=legacy: cuDNN's legacy API only (for comparisons) */
+static bool capi_is_legacy(void)
+{
+	const char *capi = getenv("OGSH_CONV_API");
+	return capi && !strcmp(capi, "legacy");
 }
 
 static int conv_prepare_any(struct cuda_kctx *k, bool transpose, bool fused)
@@ -1040,31 +1259,15 @@ static int conv_prepare_any(struct cuda_kctx *k, bool transpose, bool fused)
 	    cuda_cudnn_check(api->CreateConvolutionDescriptor(&s->cd), "cudnnCreateConvolutionDescriptor", d))
 		return IR_ERR;
 	/*
-	 * OGSH_CONV_LAYOUT=nhwc runs float16/bfloat16 2-D convolutions
-	 * channels-last (X transposed into the workspace, W once here, the
-	 * result back to NCHW in the epilogue's pass). An experiment for the
-	 * layout work: cuDNN's legacy API times its NCHW tensor-core algorithms
-	 * slower than the plain ones on Hopper (0.22 against 0.04 ms for a
-	 * ResNet-50 3x3 conv at batch 1), but on an H200 this path was slower
-	 * still at batch 1 (ResNet-50 2.55 against 1.82 ms) and only a little
-	 * faster at batch 64 (7.86 against 8.36 ms), so it is off by default.
+	 * Channels-last: the planner stores X or Y as [N, H, W, C] (cuDNN's
+	 * tensor-core kernels and its fused conv+bias+add+activation engines
+	 * want that layout). conv_supports_any checked what that needs: a
+	 * float16/bfloat16 2-D forward conv with symmetric pads, Z full-size in
+	 * Y's layout. W is transposed once to [M, kh, kw, C/G].
 	 */
-	const char *lay = getenv("OGSH_CONV_LAYOUT");
-	const struct cuda_tensor *y0 = &k->out[0];
-	bool z_ok = s->z_in < 0 || cuda_numel(&k->in[s->z_in]) == ynumel;
-	s->nhwc = !transpose && (s->dt == IR_FLOAT16 || s->dt == IR_BFLOAT16) && nd == 2 && !s->pad_x && z_ok &&
-		  g.N <= 65535 && y0->rank == 4 && lay && !strcmp(lay, "nhwc");
-	if (s->nhwc) {
-		s->xt_bytes = align256((size_t)xn * es);
-		s->yt_bytes = align256((size_t)yn * es);
-		if (set_tensor_nhwc(api, s->xd, s->dt, g.N, g.C, xin, d) ||
-		    set_tensor_nhwc(api, s->yd, s->dt, g.N, g.M, ybig, d))
-			return IR_ERR;
-	/* for ConvTranspose, xd is cuDNN's dy (our X) and yd its dx (our Y, before the crop) */
-	} else if (set_tensor(api, s->xd, s->dt, g.N, g.C, nd, xin, d) ||
-		   set_tensor(api, s->yd, s->dt, g.N, g.M, nd, ybig, d)) {
-		return IR_ERR;
-	}
+	s->xcl = k->in[0].nhwc;
+	s->ycl = k->out[0].nhwc;
+	s->nhwc = s->xcl || s->ycl;
 	int wdims[2 + MAX_SP];
 	/* the filter of the forward conv: [out channels, in channels per group, k...];
 	 * ONNX's ConvTranspose W [C, M/G, k...] is that of the conv it inverts */
@@ -1072,10 +1275,7 @@ static int conv_prepare_any(struct cuda_kctx *k, bool transpose, bool fused)
 	wdims[1] = (int)(transpose ? g.M / g.G : g.C / g.G);
 	for (int i = 0; i < nd; i++)
 		wdims[i + 2] = (int)g.ker[i];
-	if (cuda_cudnn_check(api->SetFilterNdDescriptor(s->wd, dnn_type(s->dt), s->nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
-						       nd + 2, wdims),
-			     "cudnnSetFilterNdDescriptor", d) ||
-	    cuda_cudnn_check(api->SetConvolutionNdDescriptor(s->cd, nd, pad, str, dil, CUDNN_CROSS_CORRELATION,
+	if (cuda_cudnn_check(api->SetConvolutionNdDescriptor(s->cd, nd, pad, str, dil, CUDNN_CROSS_CORRELATION,
 							     CUDNN_DATA_FLOAT),
 			     "cudnnSetConvolutionNdDescriptor", d) ||
 	    cuda_cudnn_check(api->SetConvolutionGroupCount(s->cd, (int)g.G), "cudnnSetConvolutionGroupCount", d))
@@ -1083,17 +1283,44 @@ static int conv_prepare_any(struct cuda_kctx *k, bool transpose, bool fused)
 	s->math = s->dt != IR_FLOAT ? CUDNN_TENSOR_OP_MATH : k->ctx->tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
 	if (cuda_cudnn_check(api->SetConvolutionMathType(s->cd, s->math), "cudnnSetConvolutionMathType", d))
 		return IR_ERR;
+	if (s->xcl && s->ycl && nd == 2 && g.G == g.C && g.M == g.C && !transpose &&
+	    g.N * g.out[0] * g.out[1] * g.C < INT_MAX && !capi_is_legacy()) {
+		/* depthwise, channels-last on both sides: our kernel with the epilogue
+		 * (cuDNN has no fast engine for it: 2 to 3 times slower at batch 1) */
+		int64_t kk = g.ker[0] * g.ker[1];
+		if (cuda_check(cudaMalloc(&s->w_nhwc, (size_t)wn * es), "cudaMalloc (the depthwise weights)", d))
+			return IR_ERR;
+		kconv_launch_to_nhwc(s->dt, k->in[1].data, s->w_nhwc, 1, g.C, kk, k->ctx->stream);
+		if (cuda_check_launch("kconv_to_nhwc", d))
+			return IR_ERR;
+		s->dw = true;
+		struct kconv_dw *p = &s->dwp;
+		p->n = (int)g.N, p->c = (int)g.C, p->h = (int)g.in[0], p->w = (int)g.in[1];
+		p->oh = (int)g.out[0], p->ow = (int)g.out[1], p->kh = (int)g.ker[0], p->kw = (int)g.ker[1];
+		p->sh = str[0], p->sw = str[1], p->ph = pad[0], p->pw = pad[1], p->dh = dil[0], p->dw = dil[1];
+		p->act = a.kind, p->p0 = a.p0, p->p1 = a.p1;
+		snprintf(k->impl, sizeof(k->impl), "ogsh depthwise nhwc (bias/z/act in)");
+		k->ws_bytes = 0;
+		return 0;
+	}
+	/* an NCHW input of few channels (an image): padded to 8 channels on the
+	 * way to NHWC, where cuDNN's tensor-core kernels are fast (3 channels:
+	 * ResNet-50's first conv at batch 64 was a quarter of the run) */
+	if (s->nhwc && !s->xcl && g.G == 1 && g.C < 8 && s->dt != IR_FLOAT && !transpose && !capi_is_legacy())
+		s->cpad = 8;
+	if (s->nhwc && (w_to_nhwc(k, s, wdims, wn) || (s->cpad && pad_weights(k, s))))
+		return IR_ERR;
 	/* float16/bfloat16 forward convolutions: cuDNN's graph API first
-	 * (OGSH_CONV_API=legacy: the legacy API only) */
-	const char *capi = getenv("OGSH_CONV_API");
-	/* float32 stays on the legacy API: on an H200 the graph API's float32
-	 * engines gained 4% at batch 1 and lost 5% at batch 64 (ResNet-50),
-	 * where the legacy conv+bias+relu call saves the epilogue's pass */
-	if (!transpose && !s->pad_x && !s->nhwc && s->dt != IR_FLOAT && !(capi && !strcmp(capi, "legacy"))) {
+	 * (OGSH_CONV_API=legacy: the legacy API only); float32 stays on the
+	 * legacy API: on an H200 the graph API's float32 engines gained 4% at
+	 * batch 1 and lost 5% at batch 64 (ResNet-50), where the legacy
+	 * conv+bias+relu call saves the epilogue's pass */
+	if (!transpose && !s->pad_x && s->dt != IR_FLOAT && !capi_is_legacy()) {
 		int64_t xdims[2 + MAX_SP], wd64[2 + MAX_SP], ydims[2 + MAX_SP];
 		char key[512];
 		int len = snprintf(key, sizeof(key), "cudnn graph conv %s", dtname(s->dt));
-		xdims[0] = g.N, xdims[1] = g.C, wd64[0] = g.M, wd64[1] = g.C / g.G, ydims[0] = g.N, ydims[1] = g.M;
+		xdims[0] = g.N, xdims[1] = s->cpad ? s->cpad : g.C, wd64[0] = g.M, wd64[1] = s->cpad ? s->cpad : g.C / g.G;
+		ydims[0] = g.N, ydims[1] = g.M;
 		for (int i = 0; i < nd; i++) {
 			xdims[i + 2] = xin[i], wd64[i + 2] = g.ker[i], ydims[i + 2] = ybig[i];
 			if (len < (int)sizeof(key))
@@ -1101,41 +1328,123 @@ static int conv_prepare_any(struct cuda_kctx *k, bool transpose, bool fused)
 						(long long)xin[i], (long long)g.ker[i], (long long)ybig[i], pad[i], str[i], dil[i]);
 		}
 		if (len < (int)sizeof(key))
-			snprintf(key + len, sizeof(key) - (size_t)len, " n%lld c%lld m%lld g%lld%s", (long long)g.N,
-				 (long long)g.C, (long long)g.M, (long long)g.G, k->ctx->tf32 ? " tf32" : "");
+			len += snprintf(key + len, sizeof(key) - (size_t)len, " n%lld c%lld m%lld g%lld%s%s", (long long)g.N,
+					(long long)g.C, (long long)g.M, (long long)g.G, k->ctx->tf32 ? " tf32" : "",
+					s->nhwc ? s->cpad ? " nhwc cpad8" : " nhwc" : "");
+		struct cg_bufs tb = { k->in[0].data, s->nhwc ? s->w_nhwc : k->in[1].data,
+				      s->bias_in >= 0 ? k->in[s->bias_in].data : NULL,
+				      s->z_in >= 0 ? k->in[s->z_in].data : NULL, k->out[0].data, NULL };
+		void *tmpx = NULL;   /* the padded X to time on */
+		if (s->cpad) {
+			size_t nb = (size_t)(xn / g.C * s->cpad) * es;
+			if (cuda_check(cudaMalloc(&tmpx, nb), "cudaMalloc (a padded input to time on)", d) ||
+			    cuda_check(cudaMemsetAsync(tmpx, 0, nb, k->ctx->stream), "cudaMemsetAsync", d)) {
+				cudaFree(tmpx);
+				return IR_ERR;
+			}
+			tb.x = tmpx;
+		}
 		struct ir_diag gd;
 		ir_diag_init(&gd);
 		struct cuda_kctx kq = *k;
 		kq.d = &gd;
-		s->cg = cg_new(&kq, s, h, key, xdims, wd64, ydims, pad, str, dil);
+		/* Y channels-last: bias, Z and Relu or Clip(0, max) fused into the conv */
+		struct cg_fuse f = { s->bias_in >= 0, s->z_in >= 0, a.kind, a.p1 };
+		bool fusable = a.kind == KCONV_ACT_NONE || a.kind == KCONV_ACT_RELU || (a.kind == KCONV_ACT_CLIP && a.p0 == 0);
+		if (s->ycl && fusable && !f.bias && (f.z || f.act != KCONV_ACT_NONE)) {
+			/* cuDNN compiles conv+bias+act where conv+act alone fails: a zero bias */
+			if (cuda_check(cudaMalloc(&s->zero_bias, (size_t)g.M * es), "cudaMalloc", d) ||
+			    cuda_check(cudaMemsetAsync(s->zero_bias, 0, (size_t)g.M * es, k->ctx->stream), "cudaMemsetAsync", d))
+				return IR_ERR;
+			f.bias = true;
+			tb.b = s->zero_bias;
+		}
+		if (s->ycl && fusable && (f.bias || f.z || f.act != KCONV_ACT_NONE) && len < (int)sizeof(key)) {
+			char fkey[600], pick[640];
+			snprintf(fkey, sizeof(fkey), "%s fused%s%s%s", key, f.bias ? " bias" : "", f.z ? " z" : "",
+				 f.act == KCONV_ACT_RELU ? " relu" : f.act == KCONV_ACT_CLIP ? " clip" : "");
+			/* fused, or the conv alone and our epilogue: whichever timed faster
+			 * (cuDNN's fused engines are not always its fastest convs) */
+			snprintf(pick, sizeof(pick), "%s: pick", fkey);
+			int pc = 1;
+			float pms;
+			bool known = k->ctx->tune && cuda_tune_get(k->ctx->tune, pick, &pc, &pms);
+			if (pc == 1)
+				s->cg = cg_new(&kq, s, h, fkey, true, &f, &tb, xdims, wd64, ydims, pad, str, dil);
+			s->cg_fused = s->cg != NULL;
+			if (!s->cg && pc == 1 && getenv("OGSH_CUDNN_DEBUG"))
+				fprintf(stderr, "ogsh: fused conv not built (%s): %s\n", fkey, gd.error ? gd.error : "?");
+			/* a graph cuDNN cannot build is not tried again (its compile is slow) */
+			if (!s->cg && pc == 1 && !known && k->ctx->tune && k->ctx->tuning)
+				cuda_tune_put(k->ctx->tune, pick, 0, 0);
+			ir_diag_clear(&gd);
+			ir_diag_init(&gd);
+			if (s->cg && !known && k->ctx->tuning && s->cg->ms >= 0) {
+				struct cg_conv *u = cg_new(&kq, s, h, key, true, NULL, &tb, xdims, wd64, ydims, pad, str, dil);
+				ir_diag_clear(&gd);
+				ir_diag_init(&gd);
+				float ems = u && u->ms >= 0 ? epilogue_ms(k, &a, s->bias_in >= 0 ? tb.b : NULL, tb.z) : -1;
+				bool alone = ems >= 0 && u->ms + ems < s->cg->ms;
+				if (getenv("OGSH_CUDNN_DEBUG"))
+					fprintf(stderr, "ogsh: %s: fused %.4f ms, conv %.4f + epilogue %.4f ms\n", fkey,
+						(double)s->cg->ms, u ? (double)u->ms : -1.0, (double)ems);
+				if (k->ctx->tune && ems >= 0)
+					cuda_tune_put(k->ctx->tune, pick, alone ? 0 : 1, alone ? u->ms + ems : s->cg->ms);
+				if (alone) {
+					cg_free(s->cg);
+					s->cg = u;
+					s->cg_fused = false;
+				} else {
+					cg_free(u);
+				}
+			}
+		}
+		if (!s->cg)
+			s->cg = cg_new(&kq, s, h, key, s->nhwc, NULL, &tb, xdims, wd64, ydims, pad, str, dil);
 		ir_diag_clear(&gd);
+		if (tmpx) {
+			cudaStreamSynchronize(k->ctx->stream);
+			cudaFree(tmpx);
+		}
 		if (s->cg)
 			s->algo_ws = (size_t)s->cg->ws;
 	}
-	if (s->nhwc && choose_algo(k, s, h, xn, wn, yn)) {
-		/* no channels-last algorithm (a grouped conv, say): back to NCHW */
-		if (k->d) {
+	if (!s->cg && s->cpad) {
+		/* the padding was for the graph API's engines */
+		s->cpad = 0;
+		if (w_to_nhwc(k, s, wdims, wn))
+			return IR_ERR;
+	}
+	if (!s->cg && s->nhwc) {
+		/* the legacy API on channels-last descriptors, else NCHW between transposes */
+		s->cl_nchw = !(!set_tensor_nhwc(api, s->xd, s->dt, g.N, g.C, xin, d) &&
+			       !set_tensor_nhwc(api, s->yd, s->dt, g.N, g.M, ybig, d) &&
+			       !cuda_cudnn_check(api->SetFilterNdDescriptor(s->wd, dnn_type(s->dt), CUDNN_TENSOR_NHWC,
+									    nd + 2, wdims),
+						 "cudnnSetFilterNdDescriptor", d) &&
+			       !choose_algo(k, s, h, xn, wn, yn));
+		if (s->cl_nchw && k->d) {
 			free(k->d->error);
 			k->d->error = NULL;
 		}
-		s->nhwc = false;
-		s->xt_bytes = s->yt_bytes = 0;
-		if (set_tensor(api, s->xd, s->dt, g.N, g.C, nd, xin, d) ||
-		    set_tensor(api, s->yd, s->dt, g.N, g.M, nd, ybig, d) ||
+	}
+	if (!s->cg && (!s->nhwc || s->cl_nchw)) {
+		/* for ConvTranspose, xd is cuDNN's dy (our X) and yd its dx (our Y, before the crop) */
+		if (set_tensor(api, s->xd, s->dt, g.N, g.C, nd, xin, d) || set_tensor(api, s->yd, s->dt, g.N, g.M, nd, ybig, d) ||
 		    cuda_cudnn_check(api->SetFilterNdDescriptor(s->wd, dnn_type(s->dt), CUDNN_TENSOR_NCHW, nd + 2, wdims),
-				     "cudnnSetFilterNdDescriptor", d))
+				     "cudnnSetFilterNdDescriptor", d) ||
+		    choose_algo(k, s, h, xn, wn, yn))
 			return IR_ERR;
 	}
-	if (!s->nhwc && !s->cg && choose_algo(k, s, h, xn, wn, yn))
-		return IR_ERR;
 	if (s->nhwc) {
-		/* W [M, C/G, kh*kw] -> [M, kh*kw, C/G], once (the weights are on the device now) */
-		if (cuda_check(cudaMalloc(&s->w_nhwc, (size_t)wn * es), "cudaMalloc (the NHWC weights)", d))
-			return IR_ERR;
-		kconv_launch_to_nhwc(s->dt, k->in[1].data, s->w_nhwc, wdims[0], wdims[1], g.ker[0] * g.ker[1],
-				     k->ctx->stream);
-		if (cuda_check_launch("kconv_to_nhwc", d))
-			return IR_ERR;
+		/* the transposes around the conv (see conv_run) */
+		if (s->cl_nchw) {
+			s->xt_bytes = s->xcl ? align256((size_t)xn * es) : 0;
+			s->yt_bytes = s->ycl ? align256((size_t)yn * es) : 0;
+		} else {
+			s->xt_bytes = s->xcl ? 0 : align256((size_t)(s->cpad ? xn / g.C * s->cpad : xn) * es);
+			s->yt_bytes = s->ycl ? 0 : align256((size_t)yn * es);
+		}
 	}
 
 	/* the epilogue: cuDNN's fused conv+bias+relu for float32 with a full-size Z
@@ -1146,7 +1455,8 @@ static int conv_prepare_any(struct cuda_kctx *k, bool transpose, bool fused)
 		const struct cuda_tensor *z = &k->in[s->z_in];
 		zfull = cuda_numel(z) == ynumel;
 	}
-	if (fused && a.kind == KCONV_ACT_RELU && s->dt == IR_FLOAT && (s->z_in < 0 || zfull) && !transpose && !s->cg) {
+	if (fused && a.kind == KCONV_ACT_RELU && s->dt == IR_FLOAT && (s->z_in < 0 || zfull) && !transpose && !s->cg &&
+	    !s->nhwc) {
 		int64_t ones[MAX_SP] = { 1, 1, 1 };
 		if (cuda_cudnn_check(api->CreateTensorDescriptor(&s->bd), "cudnnCreateTensorDescriptor", d) ||
 		    set_tensor(api, s->bd, s->dt, 1, g.M, nd, ones, d) ||
@@ -1163,7 +1473,7 @@ static int conv_prepare_any(struct cuda_kctx *k, bool transpose, bool fused)
 		s->fused = true;
 		snprintf(k->impl, sizeof(k->impl), "cudnn conv+bias+relu %s", fwd_algo_name(s->algo));
 	} else {
-		s->epilogue = s->bias_in >= 0 || s->z_in >= 0 || a.kind != KCONV_ACT_NONE || s->nhwc;
+		s->epilogue = !s->cg_fused && (s->bias_in >= 0 || s->z_in >= 0 || a.kind != KCONV_ACT_NONE);
 		struct kconv_epilogue *e = &s->ep;
 		e->n = ynumel;
 		e->channels = g.M;
@@ -1185,11 +1495,22 @@ static int conv_prepare_any(struct cuda_kctx *k, bool transpose, bool fused)
 				e->zstrides[i] = st[i];
 			}
 		}
+		/* the same epilogue on channels-last Y (the channel is the fastest axis) */
+		s->ep_cl = *e;
+		s->ep_cl.inner = 1;
+		/* X back to NCHW: a transpose of [N][HW][C] with nothing applied */
+		memset(&s->ep_tx, 0, sizeof(s->ep_tx));
+		s->ep_tx.channels = g.C;
+		s->ep_tx.inner = g.N && g.C ? xn / (g.N * g.C) : 1;
 		char engine[32];
 		snprintf(engine, sizeof(engine), "graph-api engine %d", s->cg ? s->cg->choice : 0);
-		snprintf(k->impl, sizeof(k->impl), "cudnn %s %s%s%s%s", transpose ? "convtranspose bwd-data" : "conv fwd",
-			 s->cg ? engine : transpose ? bwd_algo_name(s->algo) : fwd_algo_name(s->algo), s->nhwc ? " nhwc" : "",
+		char impl[256];
+		snprintf(impl, sizeof(impl), "cudnn %s %s%s%s%s%s", transpose ? "convtranspose bwd-data" : "conv fwd",
+			 s->cg ? engine : transpose ? bwd_algo_name(s->algo) : fwd_algo_name(s->algo),
+			 !s->nhwc ? "" : s->cl_nchw ? " nchw via transposes" : s->xcl && s->ycl ? " nhwc" : s->xcl ? " nhwc in" : s->cpad ? " nhwc out (x padded to 8 ch)" : " nhwc out",
+			 s->cg_fused ? " fused tail" : "",
 			 s->epilogue ? " + ogsh epilogue" : "", s->pad_x ? " (padded)" : s->crop_y ? " (cropped)" : "");
+		snprintf(k->impl, sizeof(k->impl), "%.*s", (int)sizeof(k->impl) - 1, impl);
 	}
 	k->ws_bytes = s->buf_bytes + s->xt_bytes + s->yt_bytes + s->algo_ws;
 	return 0;
@@ -1210,6 +1531,17 @@ static int fusedconv_prepare(struct cuda_kctx *k)
 	return conv_prepare_any(k, false, true);
 }
 
+/* cudnnConvolutionForward with the prepared descriptors and algorithm. */
+static int legacy_fwd(const struct conv_state *s, cudnnHandle_t h, const void *x, const void *w, void *y, void *algo_ws,
+		      struct ir_diag *d)
+{
+	float one = 1.0f, zero = 0.0f;
+	return cuda_cudnn_check(s->api->ConvolutionForward(h, &one, s->xd, x, s->wd, w, s->cd,
+							   (cudnnConvolutionFwdAlgo_t)s->algo, algo_ws, s->algo_ws, &zero,
+							   s->yd, y),
+				"cudnnConvolutionForward", d);
+}
+
 static int conv_run(struct cuda_kctx *k)
 {
 	struct conv_state *s = k->state;
@@ -1221,21 +1553,84 @@ static int conv_run(struct cuda_kctx *k)
 	cudnnHandle_t h = k->ctx->cudnn;
 	if (!h)
 		return ir_diag_err(d, IR_ERR, "no cudnn handle: the node was not prepared");
+	cudaStream_t st = k->ctx->stream;
 	char *ws = k->ws;
 	void *buf = s->buf_bytes ? ws : NULL;
-	void *xt = s->nhwc ? ws + s->buf_bytes : NULL;
-	void *yt = s->nhwc ? ws + s->buf_bytes + s->xt_bytes : NULL;
+	void *xt = s->xt_bytes ? ws + s->buf_bytes : NULL;
+	void *yt = s->yt_bytes ? ws + s->buf_bytes + s->xt_bytes : NULL;
 	void *algo_ws = s->algo_ws ? ws + s->buf_bytes + s->xt_bytes + s->yt_bytes : NULL;
 	const void *x = k->in[0].data, *w = k->in[1].data;
 	const void *b = s->bias_in >= 0 ? k->in[s->bias_in].data : NULL;
 	const void *z = s->z_in >= 0 ? k->in[s->z_in].data : NULL;
 	void *y = k->out[0].data;
+	const struct geom *g = &s->g;
 	float one = 1.0f, zero = 0.0f;
 	if (s->pad_x) {
-		kconv_launch_window(s->dt, x, buf, &s->win, 0.0f, k->ctx->stream);
+		kconv_launch_window(s->dt, x, buf, &s->win, 0.0f, st);
 		if (cuda_check_launch("kconv_window", d))
 			return IR_ERR;
 		x = buf;
+	}
+	if (s->dw) {
+		kconv_launch_depthwise(s->dt, x, s->w_nhwc, b, z, y, &s->dwp, st);
+		return cuda_check_launch("kconv_depthwise", d);
+	}
+	if (s->nhwc && !s->cl_nchw) {
+		/* channels-last: X into NHWC when it is not, the conv (with its tail
+		 * when fused), then the epilogue in place or on the way back to NCHW */
+		if (!s->xcl) {
+			if (s->cpad)
+				kconv_launch_pad_nhwc(s->dt, x, xt, g->N, (int)g->C, g->in[0] * g->in[1], s->cpad, st);
+			else
+				kconv_launch_to_nhwc(s->dt, x, xt, g->N, g->C, g->in[0] * g->in[1], st);
+			if (cuda_check_launch("kconv_to_nhwc", d))
+				return IR_ERR;
+			x = xt;
+		}
+		void *dst = s->ycl ? y : yt;
+		if (s->cg) {
+			struct cg_bufs cb = { x, s->w_nhwc, b ? b : s->zero_bias, z, dst, algo_ws };
+			if (cg_run(s->cg, h, &cb, d))
+				return IR_ERR;
+		} else if (legacy_fwd(s, h, x, s->w_nhwc, dst, algo_ws, d)) {
+			return IR_ERR;
+		}
+		if (s->cg_fused)
+			return 0;
+		if (!s->ycl) {
+			kconv_launch_from_nhwc(s->dt, yt, y, b, z, &s->ep, g->N, st);
+			return cuda_check_launch("kconv_from_nhwc", d);
+		}
+		if (s->epilogue) {
+			kconv_launch_epilogue_cl(s->dt, y, b, z, &s->ep_cl, st);
+			return cuda_check_launch("kconv_epilogue_cl", d);
+		}
+		return 0;
+	}
+	if (s->nhwc) {
+		/* no channels-last algorithm: NCHW between transposes */
+		if (s->xcl) {
+			kconv_launch_from_nhwc(s->dt, x, xt, NULL, NULL, &s->ep_tx, g->N, st);
+			if (cuda_check_launch("kconv_from_nhwc", d))
+				return IR_ERR;
+			x = xt;
+		}
+		void *dst = s->ycl ? yt : y;
+		if (legacy_fwd(s, h, x, w, dst, algo_ws, d))
+			return IR_ERR;
+		if (s->ycl) {
+			kconv_launch_to_nhwc(s->dt, yt, y, g->N, g->M, g->out[0] * g->out[1], st);
+			if (cuda_check_launch("kconv_to_nhwc", d))
+				return IR_ERR;
+		}
+		if (s->epilogue) {
+			if (s->ycl)
+				kconv_launch_epilogue_cl(s->dt, y, b, z, &s->ep_cl, st);
+			else
+				kconv_launch_epilogue(s->dt, y, b, z, &s->ep, st);
+			return cuda_check_launch("kconv_epilogue", d);
+		}
+		return 0;
 	}
 	if (s->dir == CONV_BWD) {
 		void *dst = s->crop_y ? buf : y;
@@ -1245,7 +1640,7 @@ static int conv_run(struct cuda_kctx *k)
 				     "cudnnConvolutionBackwardData", d))
 			return IR_ERR;
 		if (s->crop_y) {
-			kconv_launch_window(s->dt, buf, y, &s->win, 0.0f, k->ctx->stream);
+			kconv_launch_window(s->dt, buf, y, &s->win, 0.0f, st);
 			if (cuda_check_launch("kconv_window", d))
 				return IR_ERR;
 		}
@@ -1253,7 +1648,7 @@ static int conv_run(struct cuda_kctx *k)
 		float alpha2 = z ? 1.0f : 0.0f;
 		if (!z) {
 			/* z aliases y with alpha2 0: cleared so that no NaN left in y leaks in */
-			if (cuda_check(cudaMemsetAsync(y, 0, (size_t)cuda_numel(&k->out[0]) * dt_size(s->dt), k->ctx->stream),
+			if (cuda_check(cudaMemsetAsync(y, 0, (size_t)cuda_numel(&k->out[0]) * dt_size(s->dt), st),
 				       "cudaMemsetAsync", d))
 				return IR_ERR;
 			z = y;
@@ -1265,29 +1660,14 @@ static int conv_run(struct cuda_kctx *k)
 			return IR_ERR;
 		return 0;
 	} else if (s->cg) {
-		if (cg_run(s->cg, h, x, w, y, algo_ws, d))
+		struct cg_bufs cb = { x, w, NULL, NULL, y, algo_ws };
+		if (cg_run(s->cg, h, &cb, d))
 			return IR_ERR;
-	} else if (s->nhwc) {
-		const struct geom *g = &s->g;
-		kconv_launch_to_nhwc(s->dt, x, xt, g->N, g->C, g->in[0] * g->in[1], k->ctx->stream);
-		if (cuda_check_launch("kconv_to_nhwc", d))
-			return IR_ERR;
-		if (cuda_cudnn_check(s->api->ConvolutionForward(h, &one, s->xd, xt, s->wd, s->w_nhwc, s->cd,
-								(cudnnConvolutionFwdAlgo_t)s->algo, algo_ws, s->algo_ws,
-								&zero, s->yd, yt),
-				     "cudnnConvolutionForward", d))
-			return IR_ERR;
-		kconv_launch_from_nhwc(s->dt, yt, y, b, z, &s->ep, g->N, k->ctx->stream);
-		return cuda_check_launch("kconv_from_nhwc", d);
-	} else {
-		if (cuda_cudnn_check(s->api->ConvolutionForward(h, &one, s->xd, x, s->wd, w, s->cd,
-								(cudnnConvolutionFwdAlgo_t)s->algo, algo_ws, s->algo_ws,
-								&zero, s->yd, y),
-				     "cudnnConvolutionForward", d))
-			return IR_ERR;
+	} else if (legacy_fwd(s, h, x, w, y, algo_ws, d)) {
+		return IR_ERR;
 	}
 	if (s->epilogue) {
-		kconv_launch_epilogue(s->dt, y, b, z, &s->ep, k->ctx->stream);
+		kconv_launch_epilogue(s->dt, y, b, z, &s->ep, st);
 		return cuda_check_launch("kconv_epilogue", d);
 	}
 	return 0;
@@ -1400,6 +1780,13 @@ static bool pool_supports_any(const struct cuda_kctx *k, bool is_max, char *why,
 	bool ceil_extra;
 	if (!pool_geom(k, is_max, &g, &ceil_extra, why, size))
 		return false;
+	if (k->in[0].nhwc || k->out[0].nhwc) {
+		if (k->in[0].nhwc != k->out[0].nhwc || g.nd != 2)
+			return no(why, size, "channels-last pooling needs a 2-d pool with both sides channels-last");
+		for (int i = 0; i < g.nd; i++)
+			if (g.pb[i] != g.pe[i])
+				return no(why, size, "channels-last pooling needs symmetric pads");
+	}
 	if (is_max)
 		return true;
 	bool include = ir_node_attr_int(k->node, "count_include_pad", 0) != 0;
@@ -1438,7 +1825,7 @@ static int pool_prepare_any(struct cuda_kctx *k, bool is_max)
 	k->state = s;
 	s->dt = k->in[0].dtype;
 	bool include = !is_max && ir_node_attr_int(k->node, "count_include_pad", 0) != 0;
-	snprintf(k->impl, sizeof(k->impl), "cudnn pool %s", is_max ? "max" : "avg");
+	snprintf(k->impl, sizeof(k->impl), "cudnn pool %s%s", is_max ? "max" : "avg", k->in[0].nhwc ? " nhwc" : "");
 	if (cuda_numel(&k->out[0]) == 0)
 		return 0;
 	const struct cudnn_api *api = cuda_cudnn(k->d);
@@ -1476,7 +1863,9 @@ static int pool_prepare_any(struct cuda_kctx *k, bool is_max)
 	if (cuda_cudnn_check(api->CreateTensorDescriptor(&s->xd), "cudnnCreateTensorDescriptor", d) ||
 	    cuda_cudnn_check(api->CreateTensorDescriptor(&s->yd), "cudnnCreateTensorDescriptor", d) ||
 	    cuda_cudnn_check(api->CreatePoolingDescriptor(&s->pd), "cudnnCreatePoolingDescriptor", d) ||
-	    set_tensor(api, s->xd, s->dt, g.N, g.C, nd, xin, d) || set_tensor(api, s->yd, s->dt, g.N, g.C, nd, g.out, d) ||
+	    (k->in[0].nhwc ? set_tensor_nhwc(api, s->xd, s->dt, g.N, g.C, xin, d) || set_tensor_nhwc(api, s->yd, s->dt, g.N, g.C, g.out, d)
+			   : set_tensor(api, s->xd, s->dt, g.N, g.C, nd, xin, d) ||
+				     set_tensor(api, s->yd, s->dt, g.N, g.C, nd, g.out, d)) ||
 	    cuda_cudnn_check(api->SetPoolingNdDescriptor(s->pd, mode, CUDNN_NOT_PROPAGATE_NAN, nd, win, pad, str),
 			     "cudnnSetPoolingNdDescriptor", d))
 		return IR_ERR;

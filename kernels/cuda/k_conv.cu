@@ -7,6 +7,9 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <math.h>
+#include <stdint.h>
+
+#include <type_traits>
 
 namespace {
 
@@ -92,6 +95,157 @@ __global__ void epilogue_kernel(T *__restrict__ y, const T *__restrict__ bias, c
 			v += to_f(z[zo]);
 		}
 		y[i] = from_f<T>(act_apply(e.act, v, e.p0, e.p1));
+	}
+}
+
+/* The epilogue on channels-last y, 8 channels per thread (16-byte loads):
+ * channels % 8 == 0 and the buffers 16-byte aligned. I is the index type. */
+template <typename T, typename I>
+__global__ void epilogue_cl8_kernel(T *__restrict__ y, const T *__restrict__ bias, const T *__restrict__ z, I nvec,
+				    I cvec, int act, float p0, float p1)
+{
+	for (I v = (I)blockIdx.x * blockDim.x + threadIdx.x; v < nvec; v += (I)gridDim.x * blockDim.x) {
+		uint4 yv = reinterpret_cast<uint4 *>(y)[v], bv = {}, zv = {};
+		if (bias)
+			bv = reinterpret_cast<const uint4 *>(bias)[v % cvec];
+		if (z)
+			zv = reinterpret_cast<const uint4 *>(z)[v];
+		T *ye = reinterpret_cast<T *>(&yv);
+		const T *be = reinterpret_cast<const T *>(&bv), *ze = reinterpret_cast<const T *>(&zv);
+#pragma unroll
+		for (int k = 0; k < 8; k++) {
+			float f = to_f(ye[k]);
+			if (bias)
+				f += to_f(be[k]);
+			if (z)
+				f += to_f(ze[k]);
+			ye[k] = from_f<T>(act_apply(act, f, p0, p1));
+		}
+		reinterpret_cast<uint4 *>(y)[v] = yv;
+	}
+}
+
+template <typename T>
+void epilogue_cl_as(void *y, const void *bias, const void *z, const struct kconv_epilogue *e, cudaStream_t stream)
+{
+	if (e->n <= 0)
+		return;
+	bool aligned = ((uintptr_t)y | (uintptr_t)bias | (uintptr_t)z) % 16 == 0;
+	if (sizeof(T) != 2 || e->inner != 1 || e->channels % 8 || (!e->zfull && z) || !aligned) {
+		epilogue_kernel<T><<<blocks_for(e->n), kThreads, 0, stream>>>((T *)y, (const T *)bias, (const T *)z, *e);
+		return;
+	}
+	int64_t nvec = e->n / 8, cvec = e->channels / 8;
+	if (nvec < ((int64_t)1 << 31))
+		epilogue_cl8_kernel<T, uint32_t><<<blocks_for(nvec), kThreads, 0, stream>>>(
+			(T *)y, (const T *)bias, (const T *)z, (uint32_t)nvec, (uint32_t)cvec, e->act, e->p0, e->p1);
+	else
+		epilogue_cl8_kernel<T, uint64_t><<<blocks_for(nvec), kThreads, 0, stream>>>(
+			(T *)y, (const T *)bias, (const T *)z, (uint64_t)nvec, (uint64_t)cvec, e->act, e->p0, e->p1);
+}
+
+/* Depthwise conv on channels-last tensors: each thread computes V adjacent
+ * channels of one output pixel (V*sizeof(T)-byte loads, coalesced across
+ * the threads); wt is W as [kh*kw][C]. The epilogue (bias, a full-size z,
+ * the activation) on the way out. */
+template <typename T, int V> struct vec_of { T v[V]; };
+
+template <typename T, int V>
+__device__ __forceinline__ vec_of<T, V> load_v(const T *p)
+{
+	using W = typename std::conditional<V * sizeof(T) == 16, uint4,
+		  typename std::conditional<V * sizeof(T) == 8, uint2,
+		  typename std::conditional<V * sizeof(T) == 4, uint32_t, T>::type>::type>::type;
+	W w = *reinterpret_cast<const W *>(p);
+	return *reinterpret_cast<vec_of<T, V> *>(&w);
+}
+
+template <typename T, int V>
+__global__ void depthwise_kernel(const T *__restrict__ x, const T *__restrict__ wt, const T *__restrict__ bias,
+				 const T *__restrict__ z, T *__restrict__ y, struct kconv_dw p, uint32_t total)
+{
+	uint32_t cv = (uint32_t)(p.c / V);
+	for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+		uint32_t c = (i % cv) * V, pix = i / cv;
+		uint32_t ow = pix % (uint32_t)p.ow, t = pix / (uint32_t)p.ow;
+		uint32_t oh = t % (uint32_t)p.oh, n = t / (uint32_t)p.oh;
+		int ih0 = (int)oh * p.sh - p.ph, iw0 = (int)ow * p.sw - p.pw;
+		const T *xn = x + (size_t)n * p.h * p.w * p.c + c;
+		float acc[V];
+#pragma unroll
+		for (int k = 0; k < V; k++)
+			acc[k] = 0.f;
+		for (int a = 0; a < p.kh; a++) {
+			int ih = ih0 + a * p.dh;
+			if (ih < 0 || ih >= p.h)
+				continue;
+			for (int b = 0; b < p.kw; b++) {
+				int iw = iw0 + b * p.dw;
+				if (iw < 0 || iw >= p.w)
+					continue;
+				vec_of<T, V> xv = load_v<T, V>(xn + ((size_t)ih * p.w + iw) * p.c);
+				vec_of<T, V> wv = load_v<T, V>(wt + (size_t)(a * p.kw + b) * p.c + c);
+#pragma unroll
+				for (int k = 0; k < V; k++)
+					acc[k] += to_f(xv.v[k]) * to_f(wv.v[k]);
+			}
+		}
+		size_t o = (size_t)pix * p.c + c;
+		vec_of<T, V> out;
+#pragma unroll
+		for (int k = 0; k < V; k++) {
+			float f = acc[k];
+			if (bias)
+				f += to_f(bias[c + k]);
+			if (z)
+				f += to_f(z[o + k]);
+			out.v[k] = from_f<T>(act_apply(p.act, f, p.p0, p.p1));
+		}
+		*reinterpret_cast<vec_of<T, V> *>(y + o) = out;
+	}
+}
+
+template <typename T, int V>
+void depthwise_v(const void *x, const void *wt, const void *bias, const void *z, void *y, const struct kconv_dw *p,
+		 uint32_t total, cudaStream_t stream)
+{
+	depthwise_kernel<T, V><<<blocks_for(total), kThreads, 0, stream>>>((const T *)x, (const T *)wt, (const T *)bias,
+									   (const T *)z, (T *)y, *p, total);
+}
+
+template <typename T>
+void depthwise_as(const void *x, const void *wt, const void *bias, const void *z, void *y, const struct kconv_dw *p,
+		  cudaStream_t stream)
+{
+	int64_t pixels = (int64_t)p->n * p->oh * p->ow;
+	if (pixels <= 0 || p->c <= 0)
+		return;
+	bool al = ((uintptr_t)x | (uintptr_t)wt | (uintptr_t)y | (uintptr_t)z) % 16 == 0;
+	int v = al && (p->c * (int)sizeof(T)) % 16 == 0 ? (int)(16 / sizeof(T)) : al && p->c % 2 == 0 && sizeof(T) == 2 ? 2 : 1;
+	uint32_t total = (uint32_t)(pixels * (p->c / v));
+	if (v == 8)
+		depthwise_v<T, (16 / sizeof(T) == 8 ? 8 : 1)>(x, wt, bias, z, y, p, total, stream);
+	else if (v == 4)
+		depthwise_v<T, (16 / sizeof(T) == 4 ? 4 : 1)>(x, wt, bias, z, y, p, total, stream);
+	else if (v == 2)
+		depthwise_v<T, 2>(x, wt, bias, z, y, p, total, stream);
+	else
+		depthwise_v<T, 1>(x, wt, bias, z, y, p, total, stream);
+}
+
+/* [batch][c][inner] -> [batch][inner][cp], channels c..cp-1 zero: one
+ * thread per (batch, inner) position, reads coalesced per channel. */
+template <typename T>
+__global__ void pad_nhwc_kernel(const T *__restrict__ src, T *__restrict__ dst, int64_t batch, int c, int64_t inner,
+				int cp)
+{
+	int64_t n = batch * inner;
+	for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+		int64_t b = i / inner, q = i % inner;
+		const T *s = src + b * c * inner + q;
+		T *d = dst + i * cp;
+		for (int k = 0; k < cp; k++)
+			d[k] = k < c ? s[(int64_t)k * inner] : from_f<T>(0.f);
 	}
 }
 
@@ -208,6 +362,42 @@ extern "C" void kconv_launch_epilogue(int dtype, void *y, const void *bias, cons
 	case KCONV_F32: epilogue_as<float>(y, bias, z, e, stream); break;
 	case KCONV_F16: epilogue_as<__half>(y, bias, z, e, stream); break;
 	case KCONV_BF16: epilogue_as<__nv_bfloat16>(y, bias, z, e, stream); break;
+	default: break;
+	}
+}
+
+extern "C" void kconv_launch_epilogue_cl(int dtype, void *y, const void *bias, const void *z,
+					 const struct kconv_epilogue *e, cudaStream_t stream)
+{
+	switch (dtype) {
+	case KCONV_F32: epilogue_cl_as<float>(y, bias, z, e, stream); break;
+	case KCONV_F16: epilogue_cl_as<__half>(y, bias, z, e, stream); break;
+	case KCONV_BF16: epilogue_cl_as<__nv_bfloat16>(y, bias, z, e, stream); break;
+	default: break;
+	}
+}
+
+extern "C" void kconv_launch_depthwise(int dtype, const void *x, const void *wt, const void *bias, const void *z,
+				       void *y, const struct kconv_dw *p, cudaStream_t stream)
+{
+	switch (dtype) {
+	case KCONV_F32: depthwise_as<float>(x, wt, bias, z, y, p, stream); break;
+	case KCONV_F16: depthwise_as<__half>(x, wt, bias, z, y, p, stream); break;
+	case KCONV_BF16: depthwise_as<__nv_bfloat16>(x, wt, bias, z, y, p, stream); break;
+	default: break;
+	}
+}
+
+extern "C" void kconv_launch_pad_nhwc(int dtype, const void *src, void *dst, int64_t batch, int c, int64_t inner, int cp,
+				      cudaStream_t stream)
+{
+	int64_t n = batch * inner;
+	if (n <= 0)
+		return;
+	switch (dtype) {
+	case KCONV_F32: pad_nhwc_kernel<float><<<blocks_for(n), kThreads, 0, stream>>>((const float *)src, (float *)dst, batch, c, inner, cp); break;
+	case KCONV_F16: pad_nhwc_kernel<__half><<<blocks_for(n), kThreads, 0, stream>>>((const __half *)src, (__half *)dst, batch, c, inner, cp); break;
+	case KCONV_BF16: pad_nhwc_kernel<__nv_bfloat16><<<blocks_for(n), kThreads, 0, stream>>>((const __nv_bfloat16 *)src, (__nv_bfloat16 *)dst, batch, c, inner, cp); break;
 	default: break;
 	}
 }

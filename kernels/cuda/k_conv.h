@@ -67,6 +67,31 @@ void kconv_launch_to_nhwc(int dtype, const void *x, void *xt, int64_t batch, int
 void kconv_launch_from_nhwc(int dtype, const void *yt, void *y, const void *bias, const void *z,
 			    const struct kconv_epilogue *e, int64_t batch, cudaStream_t stream);
 
+/* src [batch][c][inner] -> dst [batch][inner][cp] with channels c..cp-1
+ * zero (cp >= c): a conv input or weight of few channels made channels-last
+ * and padded for the tensor-core kernels. */
+void kconv_launch_pad_nhwc(int dtype, const void *src, void *dst, int64_t batch, int c, int64_t inner, int cp,
+			   cudaStream_t stream);
+
+/* kconv_launch_epilogue on a channels-last y (e->inner 1, e->channels the
+ * fastest axis): 8 channels per thread where channels % 8 == 0. */
+void kconv_launch_epilogue_cl(int dtype, void *y, const void *bias, const void *z, const struct kconv_epilogue *e,
+			      cudaStream_t stream);
+
+/*
+ * A depthwise 2-D convolution (group = C = M) on channels-last x [n, h, w, c]
+ * into y [n, oh, ow, c], with wt the weights as [kh*kw][c], accumulated in
+ * float with the epilogue applied (bias and z may be NULL; z is y's size).
+ * n*oh*ow*c < 2^31.
+ */
+struct kconv_dw {
+	int n, c, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw;
+	int act;
+	float p0, p1;
+};
+void kconv_launch_depthwise(int dtype, const void *x, const void *wt, const void *bias, const void *z, void *y,
+			    const struct kconv_dw *p, cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -216,7 +216,24 @@ static bool global_setup(const struct cuda_kctx *k, struct rd_plan *p, char *why
 		return NO("dtype %s is not supported on the GPU", dtname(x->dtype));
 	if (x->rank < 2)
 		return NO("input must be [N, C, spatial...]");
+	if (k->out[0].nhwc)
+		return NO("the pooled output is not written channels-last");
 	bool red[IR_MAX_RANK];
+	if (x->nhwc) {
+		/* [N, C, H, W] stored as [N, H, W, C]: reduce the middle axes of that view */
+		if (x->rank != 4)
+			return NO("a channels-last input must be 4-D");
+		struct cuda_tensor v = *x;
+		v.dims[1] = x->dims[2], v.dims[2] = x->dims[3], v.dims[3] = x->dims[1];
+		v.nhwc = false;
+		red[0] = red[3] = false;
+		red[1] = red[2] = true;
+		if (!plan_build(p, &v, red))
+			return NO("too many dims to reduce on the GPU");
+		if (cuda_numel(&k->out[0]) != p->nout)
+			return NO("the output's shape does not match the pooling");
+		return true;
+	}
 	for (int d = 0; d < x->rank; d++)
 		red[d] = d >= 2;
 	if (!plan_build(p, x, red))

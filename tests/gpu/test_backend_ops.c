@@ -313,6 +313,15 @@ static const struct spec specs[] = {
 	{ "ai.ogsh:FusedConv", F, "activation='Relu'", { "1x3x9x11", "!4x3x3x3", "!4", "1x4x7x9" }, .tol = 10 },
 	{ "ai.ogsh:FusedConv", F, "strides=[2,2];activation='Clip';activation_params=[0.0,6.0]", { "1x3x9x11", "!4x3x3x3", "" },
 	  .tol = 10 },
+	/* the shapes of MobileNetV2's and ResNet's blocks, where cuDNN's fused engines run
+	 * (channels-last): Clip's max low enough to clip often, a residual Z */
+	{ "ai.ogsh:FusedConv", F, "activation='Clip';activation_params=[0.0,0.5]", { "2x16x12x12", "!32x16x1x1", "!32" },
+	  .tol = 10 },
+	{ "ai.ogsh:FusedConv", F, "group=32;pads=[1,1,1,1];activation='Clip';activation_params=[0.0,0.5]",
+	  { "2x32x12x12", "!32x1x3x3", "!32" }, .tol = 10 },
+	{ "ai.ogsh:FusedConv", F, "pads=[1,1,1,1];activation='Relu'", { "2x16x12x12", "!16x16x3x3", "!16", "2x16x12x12" },
+	  .tol = 10 },
+	{ "ai.ogsh:FusedConv", F, "", { "2x32x12x12", "!16x32x1x1", "!16", "2x16x12x12" }, .tol = 10 },
 	{ "ai.ogsh:FusedConv", F, "activation='LeakyRelu';activation_params=[0.2]", { "1x3x9x11", "!4x3x3x3" }, .tol = 10 },
 	{ "ai.ogsh:FusedConv", F, "activation='Sigmoid'", { "1x3x9x11", "!4x3x3x3", "!4" }, .tol = 10 },
 	{ "ai.ogsh:FusedConv", F, "activation='HardSwish'", { "1x3x9x11", "!4x3x3x3", "!4", "1x4x7x9" }, .tol = 10 },
@@ -961,9 +970,44 @@ static int byte_size(const struct cuda_tensor *t, size_t *n)
 	return 0;
 }
 
-/* Runs the node's GPU kernel on the case; R_SKIP with the reason in msg. */
-static enum result gpu_case(struct tcase *c, const struct cuda_kernel *kern, const struct exec_values *want, char *msg,
-			    size_t size)
+/* Layouts a case runs in besides NCHW: bit L_X input 0 channels-last, L_Y
+ * output 0 (and FusedConv's Z) channels-last, as the planner stores them. */
+enum { L_X = 1, L_Y = 2 };
+
+/* [N, C, H, W] <-> [N, H, W, C] on the host (to_nhwc, or back). */
+static void permute4(const int64_t *dims, size_t es, const void *src, void *dst, bool to_nhwc)
+{
+	int64_t N = dims[0], C = dims[1], H = dims[2], W = dims[3];
+	const unsigned char *a = src;
+	unsigned char *b = dst;
+	for (int64_t n = 0; n < N; n++)
+		for (int64_t c = 0; c < C; c++)
+			for (int64_t h = 0; h < H; h++)
+				for (int64_t w = 0; w < W; w++) {
+					size_t nchw = (size_t)(((n * C + c) * H + h) * W + w), nhwc = (size_t)(((n * H + h) * W + w) * C + c);
+					memcpy(b + (to_nhwc ? nhwc : nchw) * es, a + (to_nhwc ? nchw : nhwc) * es, es);
+				}
+}
+
+/* The channels-last layouts worth a run for this case (0: none). */
+static int layouts_of(const struct tcase *c)
+{
+	if ((c->dtype != IR_FLOAT16 && c->dtype != IR_BFLOAT16) || c->n_in < 1 || c->in[0].omitted || c->in[0].rank != 4)
+		return 0;
+	switch (c->node->op) {
+	case IR_OP_Conv:
+	case IR_OP_ogsh_FusedConv: return L_X | L_Y;
+	case IR_OP_MaxPool:
+	case IR_OP_AveragePool: return L_X | L_Y;
+	case IR_OP_GlobalAveragePool:
+	case IR_OP_GlobalMaxPool: return L_X;
+	default: return 0;
+	}
+}
+
+/* Runs the node's GPU kernel on the case (with the layouts of `lay`); R_SKIP with the reason in msg. */
+static enum result gpu_case(struct tcase *c, const struct cuda_kernel *kern, const struct exec_values *want, int lay,
+			    char *msg, size_t size)
 {
 	struct cuda_tensor tin[MAXIN], tout[MAXOUT];
 	memset(tin, 0, sizeof(tin));
@@ -976,6 +1020,8 @@ static enum result gpu_case(struct tcase *c, const struct cuda_kernel *kern, con
 		tin[i].rank = in->rank;
 		memcpy(tin[i].dims, in->dims, sizeof(in->dims));
 		tin[i].host = in->cnst ? c->t[i] : NULL;
+		tin[i].nhwc = ((lay & L_X) && i == 0) ||
+			      ((lay & L_Y) && i == 3 && c->node->op == IR_OP_ogsh_FusedConv && in->rank == 4);
 	}
 	for (int j = 0; j < c->n_out && j < MAXOUT; j++) {
 		const struct kern_value *v = &want->a[j].v;
@@ -985,6 +1031,7 @@ static enum result gpu_case(struct tcase *c, const struct cuda_kernel *kern, con
 		tout[j].rank = v->t->rank;
 		for (int r = 0; r < v->t->rank && r < IR_MAX_RANK; r++)
 			tout[j].dims[r] = v->t->dims[r];
+		tout[j].nhwc = (lay & L_Y) && j == 0 && v->t->rank == 4;
 	}
 	struct ir_diag d;
 	ir_diag_init(&d);
@@ -1010,7 +1057,18 @@ static enum result gpu_case(struct tcase *c, const struct cuda_kernel *kern, con
 		e = cudaMalloc(&dev_in[i], nb ? nb : 1);
 		if (e == cudaSuccess && nb) {
 			step = "cudaMemcpy (upload)";
-			e = cudaMemcpy(dev_in[i], ir_tensor_data(c->t[i]), nb, cudaMemcpyHostToDevice);
+			const void *src = ir_tensor_data(c->t[i]);
+			void *perm = NULL;
+			if (tin[i].nhwc) {
+				if (!(perm = malloc(nb))) {
+					snprintf(msg, size, "out of memory");
+					goto out;
+				}
+				permute4(tin[i].dims, nb / (size_t)cuda_numel(&tin[i]), src, perm, true);
+				src = perm;
+			}
+			e = cudaMemcpy(dev_in[i], src, nb, cudaMemcpyHostToDevice);
+			free(perm);
 		}
 		tin[i].data = dev_in[i];
 	}
@@ -1065,6 +1123,17 @@ static enum result gpu_case(struct tcase *c, const struct cuda_kernel *kern, con
 							    cudaMemcpyDeviceToHost)) != cudaSuccess) {
 				snprintf(msg, size, "cudaMemcpy (download): %s", cudaGetErrorString(e));
 				goto out;
+			}
+			if (tout[j].nhwc && out_bytes[j]) {
+				void *perm = malloc(out_bytes[j]);
+				if (!perm) {
+					snprintf(msg, size, "out of memory");
+					goto out;
+				}
+				memcpy(perm, ir_tensor_data(got[j]), out_bytes[j]);
+				permute4(tout[j].dims, out_bytes[j] / (size_t)cuda_numel(&tout[j]), perm, ir_tensor_mutable(got[j]),
+					 false);
+				free(perm);
 			}
 			char m2[400];
 			if (!compare(got[j], want->a[j].v.t, c->sp->tol > 0 ? c->sp->tol : 1, m2, sizeof(m2))) {
@@ -1351,7 +1420,30 @@ int main(int argc, char **argv)
 				}
 #ifdef OGSH_HAVE_CUDA
 				char msg[1024] = "";
-				enum result r = gpu_case(&c, kern, &c.want, msg, sizeof(msg));
+				enum result r = gpu_case(&c, kern, &c.want, 0, msg, sizeof(msg));
+				/* the channels-last layouts the planner may give the node */
+				int lays = r == R_PASS ? layouts_of(&c) : 0;
+				static const int tries[] = { L_X, L_Y, L_X | L_Y };
+				for (size_t li = 0; li < sizeof(tries) / sizeof(tries[0]); li++) {
+					int lay = tries[li];
+					if ((lay & lays) != lay)
+						continue;
+					char m2[1024] = "";
+					n_cases++;
+					enum result r2 = gpu_case(&c, kern, &c.want, lay, m2, sizeof(m2));
+					const char *ln = lay == L_X ? "nhwc in" : lay == L_Y ? "nhwc out" : "nhwc";
+					if (r2 == R_FAIL) {
+						n_fail++;
+						printf("FAIL %s [%s]: %s\n", c.label, ln, m2);
+					} else if (r2 == R_SKIP) {
+						n_skip++;
+						printf("skip %s [%s]: %s\n", c.label, ln, m2);
+					} else {
+						n_pass++;
+						if (verbose)
+							printf("ok   %s [%s] (%s)\n", c.label, ln, m2);
+					}
+				}
 				bool must = (sp->flags & MUST_F32) && c.dtype == IR_FLOAT && v == 0;
 				if (r == R_SKIP && must) {
 					printf("FAIL %s: must be supported, but: %s\n", c.label, msg);

@@ -5,7 +5,8 @@ constant folding of BatchNormalization) lays out the originals.
 
     make_models.py OUTDIR [NAME...] [--seed S]
 
-NAME is any of the models below (default: all). Each is OUTDIR/NAME.onnx:
+NAME is any of the models below (default: all), or one of them with
+_fp16 (resnet50_fp16: the model in float16). Each is OUTDIR/NAME.onnx:
 
   resnet50     torchvision resnet50: Conv (no bias) + BatchNormalization +
                Relu, bottlenecks [3, 4, 6, 3] with the stride on the 3x3
@@ -430,6 +431,39 @@ def gpt2(seed, layers=12, d=768, heads=12, ctx=1024, vocab=50257):
 MODELS = {"resnet50": resnet50, "mobilenetv2": mobilenetv2, "bert": bert, "gpt2": gpt2}
 
 
+def to_fp16(m):
+    """The model in float16: every float32 initializer, Constant, graph
+    input/output and value_info, and Cast(to=float) become float16 (what
+    model.half() before the export gives)."""
+    F, H = TensorProto.FLOAT, TensorProto.FLOAT16
+
+    def half(t):
+        if t.data_type != F:
+            return t
+        h = numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float16), t.name)
+        return h
+
+    g = m.graph
+    inits = [half(t) for t in g.initializer]
+    del g.initializer[:]
+    g.initializer.extend(inits)
+    for n in g.node:
+        for a in n.attribute:
+            if n.op_type == "Constant" and a.name == "value" and a.t.data_type == F:
+                a.t.CopyFrom(half(a.t))
+            if n.op_type == "Cast" and a.name == "to" and a.i == F:
+                a.i = H
+    for v in list(g.input) + list(g.output) + list(g.value_info):
+        if v.type.tensor_type.elem_type == F:
+            v.type.tensor_type.elem_type = H
+    m.doc_string += " (float16)"
+    return m
+
+
+for _name in list(MODELS):
+    MODELS[_name + "_fp16"] = (lambda f: lambda seed: to_fp16(f(seed)))(MODELS[_name])
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("outdir")
@@ -441,7 +475,7 @@ def main(argv=None):
         if name not in MODELS:
             ap.error(f"unknown model '{name}' (models: {', '.join(MODELS)})")
     os.makedirs(a.outdir, exist_ok=True)
-    for name in a.names or list(MODELS):
+    for name in a.names or [n for n in MODELS if not n.endswith("_fp16")]:
         m = MODELS[name](a.seed)
         if not a.no_check:
             onnx.checker.check_model(m, full_check=True)
