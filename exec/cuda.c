@@ -13,6 +13,7 @@
  */
 #include "exec/exec.h"
 #include "exec/exec_private.h"
+#include "exec/layout.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -1104,197 +1105,64 @@ static int place_nodes(struct exec_plan *p, const struct exec_values *inputs, st
 /* ------------------------------------------------------------------------ */
 
 /*
- * Which 4-D float16/bfloat16 activations are stored channels-last
- * ([N, H, W, C], cuda_tensor.nhwc): those a Conv/FusedConv (or a pool or
- * elementwise op of channels-last inputs) writes and every reader takes in
- * that layout. Convs take either layout on either side; a pool and an
- * elementwise op keep their operands and output in one layout; a global
- * pool reads either and writes NCHW; every other op, a CPU node, and the
- * graph's outputs read NCHW. The kernels' supports() has the last word:
- * a node that refuses its layouts gets NCHW values again.
+ * Which float16/bfloat16 activations are stored channels-last: the rules
+ * of exec/layout.c, then the kernels' word (supports() with the layouts
+ * set); a node that refuses gets NCHW values and the rules run again.
  * OGSH_LAYOUT=nchw turns it off (for comparisons).
  */
-enum lclass { LC_OTHER, LC_CONV, LC_POOL, LC_GPOOL, LC_ELTWISE };
-
-static enum lclass layout_class(const struct ir_node *n)
-{
-	switch (n->op) {
-	case IR_OP_Conv:
-	case IR_OP_ogsh_FusedConv:
-		return LC_CONV;
-	case IR_OP_MaxPool:
-	case IR_OP_AveragePool:
-		return LC_POOL;
-	case IR_OP_GlobalAveragePool:
-	case IR_OP_GlobalMaxPool:
-		return LC_GPOOL;
-	case IR_OP_Relu: case IR_OP_LeakyRelu: case IR_OP_Sigmoid: case IR_OP_HardSigmoid: case IR_OP_HardSwish:
-	case IR_OP_Tanh: case IR_OP_Clip: case IR_OP_Gelu: case IR_OP_Erf: case IR_OP_Add: case IR_OP_Sub:
-	case IR_OP_Mul: case IR_OP_Div: case IR_OP_ogsh_Pointwise:
-		return LC_ELTWISE;
-	default:
-		return LC_OTHER;
-	}
-}
-
-static bool demote(struct exec_plan *p, const struct ir_value *v)
-{
-	if (!v || !p->pv[v->idx].nhwc)
-		return false;
-	p->pv[v->idx].nhwc = false;
-	return true;
-}
-
-static int64_t numel_of(const struct pval *v)
-{
-	int64_t n = 1;
-	for (int i = 0; i < v->rank; i++)
-		n *= v->dims[i];
-	return n;
-}
-
-static bool same_dims(const struct pval *a, const struct pval *b)
-{
-	return a->rank == b->rank && !memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->rank);
-}
-
-/* Values that must share one layout: all channels-last or none. */
-static bool tie(struct exec_plan *p, const struct ir_value *const *vs, int n)
-{
-	bool all = true;
-	for (int i = 0; i < n; i++)
-		if (vs[i] && !p->pv[vs[i]->idx].nhwc)
-			all = false;
-	bool changed = false;
-	if (!all)
-		for (int i = 0; i < n; i++)
-			changed |= demote(p, vs[i]);
-	return changed;
-}
-
-/* One pass of the rules over every node; whether anything changed. */
-static bool layout_rules(struct exec_plan *p)
-{
-	bool changed = false;
-	int pos = 0;
-	for (struct ir_node *n = p->m->graph->first; n; n = n->next, pos++) {
-		enum exec_place pl = p->pub[pos].place;
-		if (pl == EXEC_FOLDED)
-			continue;
-		enum lclass lc = pl == EXEC_ON_GPU ? layout_class(n) : LC_OTHER;
-		const struct ir_value *out0 = n->n_outputs > 0 ? n->outputs[0] : NULL;
-		const struct ir_value *set[IR_MAX_RANK + 8];
-		int ns = 0;
-		switch (lc) {
-		case LC_CONV:
-			for (int i = 1; i < n->n_inputs && i < 3; i++)
-				changed |= demote(p, n->inputs[i]);
-			set[ns++] = out0;
-			if (n->n_inputs > 3 && n->inputs[3]) {
-				if (!out0 || !same_dims(&p->pv[n->inputs[3]->idx], &p->pv[out0->idx])) {
-					changed |= demote(p, n->inputs[3]);
-					changed |= demote(p, out0);
-				}
-				set[ns++] = n->inputs[3];
-			}
-			changed |= tie(p, set, ns);
-			break;
-		case LC_POOL:
-			for (int i = 1; i < n->n_inputs; i++)
-				changed |= demote(p, n->inputs[i]);
-			for (int i = 1; i < n->n_outputs; i++)
-				changed |= demote(p, n->outputs[i]);
-			set[ns++] = n->n_inputs > 0 ? n->inputs[0] : NULL;
-			set[ns++] = out0;
-			changed |= tie(p, set, ns);
-			break;
-		case LC_GPOOL:
-			for (int i = 0; i < n->n_outputs; i++)
-				changed |= demote(p, n->outputs[i]);
-			break;
-		case LC_ELTWISE: {
-			bool ok = out0 && n->n_outputs == 1 && n->n_inputs <= (int)(sizeof(set) / sizeof(set[0])) - 1;
-			for (int i = 0; ok && i < n->n_inputs; i++) {
-				const struct ir_value *v = n->inputs[i];
-				if (!v)
-					continue;
-				const struct pval *iv = &p->pv[v->idx];
-				if (iv->typed && same_dims(iv, &p->pv[out0->idx]))
-					set[ns++] = v;
-				else if (!(iv->typed && numel_of(iv) == 1))
-					ok = false;
-			}
-			if (ok) {
-				set[ns++] = out0;
-				changed |= tie(p, set, ns);
-				break;
-			}
-		}
-			/* an operand of another shape: as any other op */
-			__attribute__((fallthrough));
-		default:
-			for (int i = 0; i < n->n_inputs + n->n_implicit; i++)
-				changed |= demote(p, n->inputs[i]);
-			for (int i = 0; i < n->n_outputs; i++)
-				changed |= demote(p, n->outputs[i]);
-			break;
-		}
-	}
-	return changed;
-}
-
-static int plan_layout(struct exec_plan *p)
+static int plan_layout(struct exec_plan *p, struct ir_diag *d)
 {
 	const char *env = getenv("OGSH_LAYOUT");
 	if (env && !strcmp(env, "nchw"))
 		return 0;
 	struct ir_graph *g = p->m->graph;
-	/* candidates: 4-D float16/bfloat16 outputs of a GPU conv, pool or elementwise op */
-	int pos = 0, n_cand = 0;
-	for (struct ir_node *n = g->first; n; n = n->next, pos++) {
-		if (p->pub[pos].place != EXEC_ON_GPU || n->n_outputs < 1 || !n->outputs[0])
-			continue;
-		enum lclass lc = layout_class(n);
-		struct pval *pv = &p->pv[n->outputs[0]->idx];
-		if ((lc == LC_CONV || lc == LC_POOL || lc == LC_ELTWISE) && pv->kind == VK_ACT && pv->typed &&
-		    pv->rank == 4 && (pv->dtype == IR_FLOAT16 || pv->dtype == IR_BFLOAT16) && !n->outputs[0]->is_output) {
-			pv->nhwc = true;
-			n_cand++;
-		}
+	struct layout_val *vals = calloc(p->nv ? p->nv : 1, sizeof(*vals));
+	enum exec_place *place = calloc((size_t)(p->n ? p->n : 1), sizeof(*place));
+	if (!vals || !place) {
+		free(vals);
+		free(place);
+		return ir_diag_err(d, IR_ENOMEM, "out of memory");
 	}
-	if (!n_cand)
-		return 0;
-	for (;;) {   /* each round that refuses demotes a value */
-		while (layout_rules(p))
-			;
-		/* the kernels' word on the layouts they were given */
+	for (size_t i = 0; i < p->nv; i++) {
+		const struct pval *pv = &p->pv[i];
+		struct layout_val *v = &vals[i];
+		v->act = pv->kind == VK_ACT;
+		v->typed = pv->typed;
+		v->dtype = pv->dtype;
+		v->rank = pv->rank;
+		memcpy(v->dims, pv->dims, sizeof(v->dims));
+	}
+	for (int i = 0; i < p->n; i++)
+		place[i] = p->pub[i].place;
+	int n_nhwc = exec_layout_plan(g, place, vals);
+	while (n_nhwc) {   /* each round that refuses demotes a value */
 		bool refused = false;
-		pos = 0;
+		int pos = 0;
 		for (struct ir_node *n = g->first; n; n = n->next, pos++) {
 			struct pnode *q = &p->pn[pos];
-			if (p->pub[pos].place != EXEC_ON_GPU)
+			if (place[pos] != EXEC_ON_GPU)
 				continue;
 			bool any = false;
 			for (int i = 0; i < n->n_inputs; i++)
 				if (n->inputs[i])
-					any |= q->in[i].nhwc = p->pv[n->inputs[i]->idx].nhwc;
+					any |= q->in[i].nhwc = vals[n->inputs[i]->idx].nhwc;
 			for (int i = 0; i < n->n_outputs; i++)
 				if (n->outputs[i])
-					any |= q->out[i].nhwc = p->pv[n->outputs[i]->idx].nhwc;
+					any |= q->out[i].nhwc = vals[n->outputs[i]->idx].nhwc;
 			char why[160];
-			if (any && !(q->k->supports && q->k->supports(&q->kc, why, sizeof(why)))) {
-				for (int i = 0; i < n->n_inputs; i++)
-					refused |= demote(p, n->inputs[i]);
-				for (int i = 0; i < n->n_outputs; i++)
-					refused |= demote(p, n->outputs[i]);
-			}
+			if (any && !(q->k->supports && q->k->supports(&q->kc, why, sizeof(why))))
+				refused |= exec_layout_refuse(n, vals);
 		}
 		if (!refused)
 			break;
+		exec_layout_settle(g, place, vals);
 	}
-	for (size_t i = 0; i < p->nv; i++)
-		if (p->pv[i].nhwc)
-			p->sum.n_nhwc++;
+	for (size_t i = 0; i < p->nv; i++) {
+		p->pv[i].nhwc = vals[i].nhwc;
+		p->sum.n_nhwc += vals[i].nhwc;
+	}
+	free(vals);
+	free(place);
 	return 0;
 }
 
@@ -1642,7 +1510,7 @@ int exec_plan_new(const struct ir_model *m, const struct exec_values *inputs, co
 		rc = ir_diag_err(d, IR_ENOMEM, "out of memory");
 		goto fail;
 	}
-	if ((rc = place_nodes(p, inputs, d)) || (rc = plan_layout(p)))
+	if ((rc = place_nodes(p, inputs, d)) || (rc = plan_layout(p, d)))
 		goto fail;
 	p->sum.n_folded += p->n_prefolded;
 	if ((rc = plan_memory(p, d)) || (rc = plan_device(p, d)))
