@@ -1354,8 +1354,10 @@ static int conv_prepare_any(struct cuda_kctx *k, bool transpose, bool fused)
 		if (s->ycl && fusable && !f.bias && (f.z || f.act != KCONV_ACT_NONE)) {
 			/* cuDNN compiles conv+bias+act where conv+act alone fails: a zero bias */
 			if (cuda_check(cudaMalloc(&s->zero_bias, (size_t)g.M * es), "cudaMalloc", d) ||
-			    cuda_check(cudaMemsetAsync(s->zero_bias, 0, (size_t)g.M * es, k->ctx->stream), "cudaMemsetAsync", d))
+			    cuda_check(cudaMemsetAsync(s->zero_bias, 0, (size_t)g.M * es, k->ctx->stream), "cudaMemsetAsync", d)) {
+				cudaFree(tmpx);
 				return IR_ERR;
+			}
 			f.bias = true;
 			tb.b = s->zero_bias;
 		}
