@@ -1,7 +1,8 @@
 /*
  * layout.h - which activations a GPU plan stores channels-last: the rules
  * of exec/cuda.c's layout plan, on plain arrays so that they build and are
- * tested without CUDA (tests/unit/test_layout.c).
+ * tested without CUDA (tests/unit/test_layout.c). Internal to exec/,
+ * like exec_private.h: exec/exec.h stays the layer's public header.
  *
  * A 4-D float16/bfloat16 value [N, C, H, W] is stored as [N, H, W, C]
  * when its producer and every reader take that: Conv and FusedConv take
