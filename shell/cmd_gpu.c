@@ -284,11 +284,7 @@ int cmd_gpu(struct session *s, int argc, char **argv)
 int cmd_plan(struct session *s, int argc, char **argv)
 {
 	struct sh_args a;
-	if (sh_parse_args(s, sh_find_command(argv[0]), argc, argv, &a))
-		return -1;
-	if (a.npos)
-		return sh_usage(s, argv[0]);
-	if (!sh_need_model(s))
+	if (sh_model_cmd_args(s, argc, argv, &a))
 		return -1;
 	char why[200];
 	if (!exec_gpu_available(why, sizeof(why)))
@@ -420,11 +416,7 @@ static int time_cpu(struct session *s, const struct exec_values *in, int iters, 
 int cmd_time(struct session *s, int argc, char **argv)
 {
 	struct sh_args a;
-	if (sh_parse_args(s, sh_find_command(argv[0]), argc, argv, &a))
-		return -1;
-	if (a.npos)
-		return sh_usage(s, argv[0]);
-	if (!sh_need_model(s))
+	if (sh_model_cmd_args(s, argc, argv, &a))
 		return -1;
 	int iters = 0, warmup = -1, batch = 0;
 	const char *v;
@@ -535,11 +527,7 @@ static void fmt1(char *buf, size_t size, double v, const char *unit)
 int cmd_profile(struct session *s, int argc, char **argv)
 {
 	struct sh_args a;
-	if (sh_parse_args(s, sh_find_command(argv[0]), argc, argv, &a))
-		return -1;
-	if (a.npos)
-		return sh_usage(s, argv[0]);
-	if (!sh_need_model(s))
+	if (sh_model_cmd_args(s, argc, argv, &a))
 		return -1;
 	int iters = 0, top = 0;
 	const char *v;

@@ -345,11 +345,7 @@ int cmd_apply(struct session *s, int argc, char **argv)
 int cmd_optimize(struct session *s, int argc, char **argv)
 {
 	struct sh_args a;
-	if (sh_parse_args(s, sh_find_command(argv[0]), argc, argv, &a))
-		return -1;
-	if (a.npos)
-		return sh_usage(s, argv[0]);
-	if (!sh_need_model(s))
+	if (sh_model_cmd_args(s, argc, argv, &a))
 		return -1;
 	int level = PASS_LEVEL_EXTENDED;
 	const char *v = sh_opt(&a, "level");
@@ -446,11 +442,7 @@ int cmd_optimize(struct session *s, int argc, char **argv)
 int cmd_stages(struct session *s, int argc, char **argv)
 {
 	struct sh_args a;
-	if (sh_parse_args(s, sh_find_command(argv[0]), argc, argv, &a))
-		return -1;
-	if (a.npos)
-		return sh_usage(s, argv[0]);
-	if (!sh_need_model(s))
+	if (sh_model_cmd_args(s, argc, argv, &a))
 		return -1;
 	bool json = sh_flag(&a, "json");
 	struct sh_json j;
@@ -515,11 +507,7 @@ static int goto_stage(struct session *s, int n)
 int cmd_undo(struct session *s, int argc, char **argv)
 {
 	struct sh_args a;
-	if (sh_parse_args(s, sh_find_command(argv[0]), argc, argv, &a))
-		return -1;
-	if (a.npos)
-		return sh_usage(s, argv[0]);
-	if (!sh_need_model(s))
+	if (sh_model_cmd_args(s, argc, argv, &a))
 		return -1;
 	int to = s->hist.st[s->hist.cur].parent;
 	if (to < 0)
@@ -530,11 +518,7 @@ int cmd_undo(struct session *s, int argc, char **argv)
 int cmd_redo(struct session *s, int argc, char **argv)
 {
 	struct sh_args a;
-	if (sh_parse_args(s, sh_find_command(argv[0]), argc, argv, &a))
-		return -1;
-	if (a.npos)
-		return sh_usage(s, argv[0]);
-	if (!sh_need_model(s))
+	if (sh_model_cmd_args(s, argc, argv, &a))
 		return -1;
 	for (int i = s->hist.cur + 1; i < s->hist.n; i++)
 		if (s->hist.st[i].parent == s->hist.cur)

@@ -105,6 +105,17 @@ static bool find_option(const char *list, const char *name, size_t len, bool *ta
 	return false;
 }
 
+int sh_model_cmd_args(struct session *s, int argc, char **argv, struct sh_args *a)
+{
+	if (sh_parse_args(s, sh_find_command(argv[0]), argc, argv, a))
+		return -1;
+	if (a->npos)
+		return sh_usage(s, argv[0]);
+	if (!sh_need_model(s))
+		return -1;
+	return 0;
+}
+
 int sh_parse_args(struct session *s, const struct sh_cmd *c, int argc, char **argv, struct sh_args *a)
 {
 	memset(a, 0, sizeof(*a));

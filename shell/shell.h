@@ -138,6 +138,10 @@ struct sh_args {
 
 /* Parses argv[1..] against the command's option list; error message on unknown options. */
 int sh_parse_args(struct session *s, const struct sh_cmd *c, int argc, char **argv, struct sh_args *a);
+/* The prologue of a command that takes options only and needs a model:
+ * sh_parse_args, usage on a positional argument, sh_need_model; -1 when
+ * any fails (the message is out). */
+int sh_model_cmd_args(struct session *s, int argc, char **argv, struct sh_args *a);
 bool sh_flag(const struct sh_args *a, const char *name);
 const char *sh_opt(const struct sh_args *a, const char *name);
 
