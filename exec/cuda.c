@@ -242,6 +242,7 @@ struct pval {
 	int first, last;             /* device liveness (node positions) */
 	int last_host;               /* the last CPU node reading its host copy; END_POS: kept */
 	bool nhwc;                   /* stored channels-last on the device (plan_layout) */
+	int root1;                   /* a view's output sharing value root1 - 1's memory; 0: its own */
 	uint64_t off;                /* VK_ACT on the device: arena offset; VK_CONST: weights offset */
 	void *dev;
 };
@@ -252,6 +253,7 @@ struct pnode {
 	struct cuda_kctx kc;
 	struct cuda_tensor *in, *out;
 	bool prepared;
+	bool view;                   /* its output shares its input's memory: nothing to launch */
 };
 
 struct in_sig {
@@ -1167,6 +1169,43 @@ static int plan_layout(struct exec_plan *p, struct ir_diag *d)
 }
 
 /* Liveness, copies and the arena. */
+/* Ops whose output holds the input's bytes unchanged. */
+static bool view_op(int op)
+{
+	return op == IR_OP_Identity || op == IR_OP_Reshape || op == IR_OP_Flatten || op == IR_OP_Squeeze ||
+	       op == IR_OP_Unsqueeze;
+}
+
+/*
+ * A view on the GPU (Reshape, Flatten, Squeeze, Unsqueeze, Identity) whose
+ * input and output are plain tensors on the device, both in NCHW order,
+ * gets no memory of its own: its output shares the input's (its root's,
+ * following views of views), the root lives as long as the last reader of
+ * any view of it, and the node launches nothing. Nothing writes a value in
+ * place, so sharing is safe for weights and graph inputs too.
+ */
+static void plan_views(struct exec_plan *p)
+{
+	struct ir_graph *g = p->m->graph;
+	int pos = 0;
+	for (struct ir_node *n = g->first; n; n = n->next, pos++) {
+		if (p->pub[pos].place != EXEC_ON_GPU || !view_op(n->op) || n->n_outputs < 1 || n->n_inputs < 1 ||
+		    !n->inputs[0] || !n->outputs[0] || n->inputs[0]->graph != g)
+			continue;
+		struct pval *iv = &p->pv[n->inputs[0]->idx], *ov = &p->pv[n->outputs[0]->idx];
+		if (ov->kind != VK_ACT || !ov->on_dev || !ov->typed || ov->nhwc || ov->cpu_made || !iv->on_dev ||
+		    !iv->typed || iv->nhwc || iv->dtype != ov->dtype || iv->bytes != ov->bytes || iv->kind == VK_NONE)
+			continue;
+		int root = iv->root1 ? iv->root1 - 1 : (int)n->inputs[0]->idx;
+		struct pval *rv = &p->pv[root];
+		ov->root1 = root + 1;
+		if (rv->last < ov->last)
+			rv->last = ov->last;
+		p->pn[pos].view = true;
+		p->sum.n_views++;
+	}
+}
+
 static int plan_memory(struct exec_plan *p, struct ir_diag *d)
 {
 	struct ir_graph *g = p->m->graph;
@@ -1224,6 +1263,7 @@ static int plan_memory(struct exec_plan *p, struct ir_diag *d)
 		else if ((pv->kind == VK_CONST || pv->kind == VK_INPUT) && pv->gpu_reads && pv->typed)
 			pv->on_dev = true;
 	}
+	plan_views(p);
 	/* copies between CPU and GPU nodes (graph inputs and outputs are not counted) */
 	pos = 0;
 	for (struct ir_node *n = g->first; n; n = n->next, pos++) {
@@ -1277,7 +1317,7 @@ static int plan_memory(struct exec_plan *p, struct ir_diag *d)
 			if (!v)
 				continue;
 			struct pval *pv = &p->pv[v->idx];
-			if (pv->kind != VK_ACT || !pv->on_dev)
+			if (pv->kind != VK_ACT || !pv->on_dev || pv->root1)
 				continue;
 			rc = arena_alloc(&a, pv->bytes, &pv->off);
 			p->sum.naive_bytes += align_up(pv->bytes ? pv->bytes : 1);
@@ -1342,7 +1382,9 @@ static int plan_device(struct exec_plan *p, struct ir_diag *d)
 		struct pval *pv = &p->pv[i];
 		if (!pv->on_dev)
 			continue;
-		if (pv->kind == VK_ACT) {
+		if (pv->kind == VK_ACT && pv->root1) {
+			continue;
+		} else if (pv->kind == VK_ACT) {
 			pv->dev = (char *)p->arena + pv->off;
 		} else if (pv->kind == VK_CONST) {
 			pv->dev = (char *)p->weights + pv->off;
@@ -1352,6 +1394,9 @@ static int plan_device(struct exec_plan *p, struct ir_diag *d)
 				return IR_ERR;
 		}
 	}
+	for (size_t i = 0; i < p->nv; i++)
+		if (p->pv[i].on_dev && p->pv[i].root1)
+			p->pv[i].dev = p->pv[p->pv[i].root1 - 1].dev;
 	/* pointers of every GPU node's tensors */
 	int n_gpu = 0, pos = 0;
 	for (struct ir_node *n = g->first; n; n = n->next, pos++) {
@@ -1393,6 +1438,11 @@ static int plan_device(struct exec_plan *p, struct ir_diag *d)
 		}
 		int cnt0 = p->ctx.tune ? cuda_tune_count(p->ctx.tune) : 0;
 		q->kc.d = d;
+		if (q->view) {
+			snprintf(p->pub[pos].impl, sizeof(p->pub[pos].impl), "view (shares its input's memory)");
+			progress(p, "tuning", ++done, n_gpu);
+			continue;
+		}
 		if (q->k->prepare && (rc = q->k->prepare(&q->kc))) {
 			char label[300];
 			exec_node_label(n, label, sizeof(label));
@@ -1685,6 +1735,8 @@ out:
 static int run_gpu_node(struct exec_plan *p, int pos, struct ir_diag *d)
 {
 	struct pnode *q = &p->pn[pos];
+	if (q->view)
+		return 0;
 	q->kc.d = d;
 	return q->k->run(&q->kc);
 }

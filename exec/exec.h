@@ -193,6 +193,7 @@ struct exec_plan_summary {
 	char graph_why[160];               /* why not, when not */
 	int tuned, tune_hits;              /* kernel choices timed now / found in the cache */
 	int n_nhwc;                        /* activations stored channels-last */
+	int n_views;                       /* view nodes sharing their input's memory (nothing launched) */
 	double plan_ms;
 };
 

@@ -138,7 +138,7 @@ static int try_matmul(struct pass_ctx *c, struct ir_node *mm)
 	bool reshape = pass_opt_bool(c, "reshape");
 	if (rank < 2 || (rank > 2 && !reshape)) {
 		pass_rejected(c, mm, "A has rank %d: Gemm takes 2-D inputs%s", rank,
-			      rank > 2 ? " (option reshape=on wraps it in Reshapes to 2-D and back)" : "");
+			      rank > 2 ? " (reshape=off; reshape=on wraps it in Reshapes to 2-D and back)" : "");
 		return 0;
 	}
 	const struct ir_dim *last = &at->dims[rank - 1];
@@ -269,7 +269,7 @@ static int run(struct pass_ctx *c)
 }
 
 static const struct pass_option options[] = {
-	{ "reshape", "bool", "off", "when A has rank > 2, wrap the Gemm in Reshapes to [-1,K] and back (needs A's shape)" },
+	{ "reshape", "bool", "on", "when A has rank > 2, wrap the Gemm in Reshapes to [-1,K] and back (needs A's shape)" },
 	{ NULL, NULL, NULL, NULL },
 };
 
@@ -283,10 +283,12 @@ const struct pass pass_fuse_matmul_add = {
 		"bias is added while each output element is still in registers.\n\n"
 		"B must be a constant matrix [K,N], and the bias a constant that is the same for every row: a "
 		"scalar, [N], [1,N] (used as C directly), or [1,...,1,N] (copied to [N]). Gemm takes 2-D inputs, "
-		"so A must have rank 2. When A has rank 3 or more (a sequence of tokens, [batch,seq,K]) the pass "
-		"rejects it unless option reshape=on: then A is reshaped to [-1,K], multiplied by the Gemm, and "
-		"the result reshaped back to [d0,...,N]. Reshape can work out one unknown dim (-1), so at most "
-		"one leading dim of A may be unknown.\n\n"
+		"so A must have rank 2. When A has rank 3 or more (a sequence of tokens, [batch,seq,K]), A is "
+		"reshaped to [-1,K], multiplied by the Gemm, and the result reshaped back to [d0,...,N] (option "
+		"reshape, on by default; reshape=off rejects such MatMuls instead). The Reshapes cost nothing on "
+		"the GPU, where a Reshape shares its input's memory, and the bias is added in the GEMM's "
+		"epilogue. Reshape can work out one unknown dim (-1), so at most one leading dim of A may be "
+		"unknown.\n\n"
 		"It does not apply when: B or the bias is not a constant; B is not 2-D or not a float type; the "
 		"bias varies along the rows (for example [M,N]) or has more axes than the product; the product is "
 		"read by another node or is a graph output (they need it without the bias); A's rank is not known "

@@ -334,6 +334,7 @@ int cmd_plan(struct session *s, int argc, char **argv)
 		sh_json_kint(&j, "tuned", sm.tuned);
 		sh_json_kint(&j, "tune_hits", sm.tune_hits);
 		sh_json_kint(&j, "nhwc_values", sm.n_nhwc);
+		sh_json_kint(&j, "views", sm.n_views);
 		sh_json_knum(&j, "plan_ms", sm.plan_ms);
 		sh_json_obj_end(&j);
 		sh_json_end(&j);
@@ -365,6 +366,9 @@ int cmd_plan(struct session *s, int argc, char **argv)
 		sh_printf(s, "CUDA graph    no: %s\n", sm.graph_why);
 	if (sm.n_nhwc)
 		sh_printf(s, "layout        %d activation%s channels-last (NHWC)\n", sm.n_nhwc, sm.n_nhwc == 1 ? "" : "s");
+	if (sm.n_views)
+		sh_printf(s, "views         %d node%s (Reshape, Flatten, Squeeze, Unsqueeze, Identity) share their input's "
+			  "memory: no copy\n", sm.n_views, sm.n_views == 1 ? "" : "s");
 	sh_printf(s, "tuning        %d kernel choice%s timed, %d found in the cache\n", sm.tuned, sm.tuned == 1 ? "" : "s",
 		  sm.tune_hits);
 	sh_printf(s, "planned in    %.1f ms\n", sm.plan_ms);

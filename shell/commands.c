@@ -175,7 +175,8 @@ const struct sh_cmd sh_commands[] = {
 	  "share memory when their lifetimes do not overlap) against every value in its own buffer, the "
 	  "weights and the workspace on the GPU, whether runs replay a CUDA graph (only when every node "
 	  "is on the GPU), how many activations are stored channels-last (float16/bfloat16 values between "
-	  "convolutions; OGSH_LAYOUT=nchw turns that off), the kernel choices timed now or found in the "
+	  "convolutions; OGSH_LAYOUT=nchw turns that off), how many views (Reshape, Flatten, Squeeze, "
+	  "Unsqueeze, Identity) share their input's memory instead of copying it, the kernel choices timed now or found in the "
 	  "tuning cache, and the time planning took. run, time and profile reuse the plan.",
 	  "plan --shape=batch=8", "--shape= --json", SH_C_NONE, SH_F_JSON, "run" },
 	{ "time", cmd_time, "[--iters=N] [--warmup=N] [--batch=B] [--no-graph] [--with-copies] [--device=cpu|cuda] [--shape=NAME=DIMS]... [--json]",

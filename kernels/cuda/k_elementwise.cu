@@ -214,7 +214,20 @@ template <typename T>
 __global__ void __launch_bounds__(THREADS)
 k_isspecial(const T *__restrict__ x, uint8_t *__restrict__ y, int64_t n, bool nan, bool pos, bool neg)
 {
-	GRID_LOOP(i, n) {
+	// 4 elements per thread when x and y are aligned to them, the rest one per thread
+	const int64_t nv = ((uintptr_t)x % (4 * sizeof(T)) == 0 && (uintptr_t)y % 4 == 0) ? n / 4 : 0;
+	GRID_LOOP(i, nv) {
+		V4<T> t = reinterpret_cast<const V4<T> *>(x)[i];
+		V4<uint8_t> o;
+#pragma unroll
+		for (int j = 0; j < 4; j++) {
+			float v = Tr<T>::ld(t.v[j]);
+			o.v[j] = nan ? (v != v) : (isinf(v) && (v > 0 ? pos : neg));
+		}
+		reinterpret_cast<V4<uint8_t> *>(y)[i] = o;
+	}
+	GRID_LOOP(k, n - nv * 4) {
+		const int64_t i = nv * 4 + k;
 		float v = Tr<T>::ld(x[i]);
 		y[i] = nan ? (v != v) : (isinf(v) && (v > 0 ? pos : neg));
 	}
@@ -382,93 +395,194 @@ template <typename T> struct Out<T, true> {
 	static __device__ __forceinline__ uint8_t st(typename Tr<T>::C c) { return c != 0; }
 };
 
-enum { M_FLAT, M_VEC, M_BC32, M_BC64 };
+enum { M_FLAT, M_BC32, M_BC64 };
 
+// W elements moved as one load or store (the pointer must be aligned to it)
+template <typename T, int W> struct alignas(W * sizeof(T)) VW {
+	T v[W];
+};
+
+// how a binary operand is walked when the output is seen as [outer, inner]:
+// every element, one element, a row of `inner` repeated (a bias), or one
+// element per row (a column)
+enum { K_FULL, K_SCALAR, K_ROW, K_COL };
+
+// the W elements of operand p at output elements base..base+W-1
+template <typename T, int W>
+__device__ __forceinline__ void ld_kind(const T *__restrict__ p, int kind, int64_t base, int64_t inner,
+					typename Tr<T>::C *x)
+{
+	if (kind == K_SCALAR || kind == K_COL) {
+		typename Tr<T>::C c = Tr<T>::ld(p[kind == K_COL ? base / inner : 0]);
+#pragma unroll
+		for (int j = 0; j < W; j++)
+			x[j] = c;
+		return;
+	}
+	VW<T, W> t = *reinterpret_cast<const VW<T, W> *>(p + (kind == K_ROW ? base % inner : base));
+#pragma unroll
+	for (int j = 0; j < W; j++)
+		x[j] = Tr<T>::ld(t.v[j]);
+}
+
+// the broadcasting path: one element per thread, offsets from the merged shape
 template <typename T, bool CMP>
 __global__ void __launch_bounds__(THREADS)
 k_binary(int op, const T *__restrict__ a, const T *__restrict__ b, typename Out<T, CMP>::Y *__restrict__ y, ew_shape sh,
 	 int mode)
 {
 	typedef typename Tr<T>::C C;
-	typedef typename Out<T, CMP>::Y Y;
-	const int64_t n = sh.n;
-	if (mode == M_BC32 || mode == M_BC64) {
-		GRID_LOOP(i, n) {
-			int64_t off[EW_MAX_ARGS];
-			if (mode == M_BC32) {
-				int32_t o32[EW_MAX_ARGS];
-				bcast_off<int32_t>(sh, (int32_t)i, 2, o32);
-				off[0] = o32[0];
-				off[1] = o32[1];
-			} else {
-				bcast_off<int64_t>(sh, i, 2, off);
-			}
-			C xa[1] = { Tr<T>::ld(a[off[0]]) }, xb[1] = { Tr<T>::ld(b[off[1]]) }, r[1];
-			bop<1>(op, xa, xb, r);
-			y[i] = Out<T, CMP>::st(r[0]);
-		}
-		return;
-	}
-	const bool sa = sh.scalar[0], sb = sh.scalar[1];
-	const C a0 = sa ? Tr<T>::ld(a[0]) : C(0), b0 = sb ? Tr<T>::ld(b[0]) : C(0);
-	int64_t nv = mode == M_VEC ? n / 4 : 0;
-	GRID_LOOP(i, nv) {
-		C xa[4], xb[4], r[4];
-		if (sa) {
-			for (int j = 0; j < 4; j++)
-				xa[j] = a0;
+	GRID_LOOP(i, sh.n) {
+		int64_t off[EW_MAX_ARGS];
+		if (mode == M_BC32) {
+			int32_t o32[EW_MAX_ARGS];
+			bcast_off<int32_t>(sh, (int32_t)i, 2, o32);
+			off[0] = o32[0];
+			off[1] = o32[1];
 		} else {
-			V4<T> t = reinterpret_cast<const V4<T> *>(a)[i];
-			for (int j = 0; j < 4; j++)
-				xa[j] = Tr<T>::ld(t.v[j]);
+			bcast_off<int64_t>(sh, i, 2, off);
 		}
-		if (sb) {
-			for (int j = 0; j < 4; j++)
-				xb[j] = b0;
-		} else {
-			V4<T> t = reinterpret_cast<const V4<T> *>(b)[i];
-			for (int j = 0; j < 4; j++)
-				xb[j] = Tr<T>::ld(t.v[j]);
-		}
-		bop<4>(op, xa, xb, r);
-		V4<Y> o;
-		for (int j = 0; j < 4; j++)
-			o.v[j] = Out<T, CMP>::st(r[j]);
-		reinterpret_cast<V4<Y> *>(y)[i] = o;
-	}
-	GRID_LOOP(k, n - nv * 4) {
-		int64_t i = nv * 4 + k;
-		C xa[1] = { sa ? a0 : Tr<T>::ld(a[i]) }, xb[1] = { sb ? b0 : Tr<T>::ld(b[i]) }, r[1];
+		C xa[1] = { Tr<T>::ld(a[off[0]]) }, xb[1] = { Tr<T>::ld(b[off[1]]) }, r[1];
 		bop<1>(op, xa, xb, r);
 		y[i] = Out<T, CMP>::st(r[0]);
 	}
 }
 
-// the mode of a launch over sh whose operands are ptrs (pointers of elements of esize bytes)
-int pick_mode(const ew_shape *sh, const void *const *ptrs, int nptr, size_t esize, const void *y, size_t ysize)
+// W output elements per thread, each operand full, scalar, a row or a
+// column of [n / inner, inner] (inner % W == 0 for rows and columns); the
+// n % W last elements one per thread (full and scalar operands only)
+template <typename T, bool CMP, int W>
+__global__ void __launch_bounds__(THREADS)
+k_binary_vec(int op, const T *__restrict__ a, const T *__restrict__ b, typename Out<T, CMP>::Y *__restrict__ y,
+	     int64_t n, int ka, int kb, int64_t inner)
 {
-	if (!sh->flat)
-		return sh->n <= INT32_MAX ? M_BC32 : M_BC64;
-	if (sh->n < 4 || !aligned(y, 4 * ysize))
-		return M_FLAT;
-	for (int i = 0; i < nptr; i++)
-		if (!sh->scalar[i] && !aligned(ptrs[i], 4 * esize))
-			return M_FLAT;
-	return M_VEC;
+	typedef typename Tr<T>::C C;
+	typedef typename Out<T, CMP>::Y Y;
+	const int64_t nv = n / W;
+	GRID_LOOP(i, nv) {
+		C xa[W], xb[W], r[W];
+		ld_kind<T, W>(a, ka, i * W, inner, xa);
+		ld_kind<T, W>(b, kb, i * W, inner, xb);
+		bop<W>(op, xa, xb, r);
+		VW<Y, W> o;
+#pragma unroll
+		for (int j = 0; j < W; j++)
+			o.v[j] = Out<T, CMP>::st(r[j]);
+		reinterpret_cast<VW<Y, W> *>(y)[i] = o;
+	}
+	GRID_LOOP(k, n - nv * W) {
+		int64_t i = nv * W + k;
+		C xa[1] = { ka == K_SCALAR ? Tr<T>::ld(a[0]) : Tr<T>::ld(a[i]) };
+		C xb[1] = { kb == K_SCALAR ? Tr<T>::ld(b[0]) : Tr<T>::ld(b[i]) }, r[1];
+		bop<1>(op, xa, xb, r);
+		y[i] = Out<T, CMP>::st(r[0]);
+	}
+}
+
+// W output elements per thread over any broadcast whose innermost dim is a
+// multiple of W and walked by each operand with stride 1 or 0: the offsets
+// of the first element from the merged shape, then W elements (vector
+// load) or one (repeated)
+template <typename T, bool CMP, int W>
+__global__ void __launch_bounds__(THREADS)
+k_binary_vbc(int op, const T *__restrict__ a, const T *__restrict__ b, typename Out<T, CMP>::Y *__restrict__ y,
+	     ew_shape sh)
+{
+	typedef typename Tr<T>::C C;
+	typedef typename Out<T, CMP>::Y Y;
+	const int last = sh.rank - 1;
+	const int ka = sh.st[0][last] ? K_FULL : K_SCALAR, kb = sh.st[1][last] ? K_FULL : K_SCALAR;
+	GRID_LOOP(i, sh.n / W) {
+		int64_t off[EW_MAX_ARGS];
+		bcast_off<int64_t>(sh, i * W, 2, off);
+		C xa[W], xb[W], r[W];
+		ld_kind<T, W>(a + off[0], ka, 0, 1, xa);
+		ld_kind<T, W>(b + off[1], kb, 0, 1, xb);
+		bop<W>(op, xa, xb, r);
+		VW<Y, W> o;
+#pragma unroll
+		for (int j = 0; j < W; j++)
+			o.v[j] = Out<T, CMP>::st(r[j]);
+		reinterpret_cast<VW<Y, W> *>(y)[i] = o;
+	}
+}
+
+// the kind of operand o over sh seen as [n / inner, inner]; -1: none fits
+int operand_kind(const ew_shape *sh, int o, int64_t *inner)
+{
+	if (sh->flat)
+		return sh->scalar[o] ? K_SCALAR : K_FULL;
+	if (sh->rank != 2)
+		return -1;
+	*inner = sh->dims[1];
+	const int64_t *st = sh->st[o];
+	if (st[0] == 0 && st[1] == 0)
+		return K_SCALAR;
+	if (st[0] == sh->dims[1] && st[1] == 1)
+		return K_FULL;
+	if (st[0] == 0 && st[1] == 1)
+		return K_ROW;
+	if (st[0] == 1 && st[1] == 0)
+		return K_COL;
+	return -1;
+}
+
+// W elements per thread when every operand is full, scalar, a row or a column and aligned; false: not
+template <typename T, bool CMP, int W>
+bool launch_binary_vec(int op, const void *a, const void *b, void *y, const ew_shape *sh, cudaStream_t s)
+{
+	typedef typename Out<T, CMP>::Y Y;
+	int64_t inner = 1;
+	int ka = operand_kind(sh, 0, &inner), kb = operand_kind(sh, 1, &inner);
+	if (sh->n < W || !aligned(y, W * sizeof(Y)))
+		return false;
+	if (ka < 0 || kb < 0) {
+		// other broadcasts: the innermost dim in whole vectors, each operand's stride there 1 or 0
+		const int last = sh->rank - 1;
+		if (sh->dims[last] % W)
+			return false;
+		const void *p[2] = { a, b };
+		for (int i = 0; i < 2; i++) {
+			if (sh->st[i][last] != 0 && sh->st[i][last] != 1)
+				return false;
+			// every vector's start is a multiple of W elements from p (the other strides are multiples of dims[last])
+			if (sh->st[i][last] == 1 && !aligned(p[i], W * sizeof(T)))
+				return false;
+			for (int d = 0; d < last; d++)
+				if (sh->st[i][last] == 1 && sh->st[i][d] % W)
+					return false;
+		}
+		k_binary_vbc<T, CMP, W><<<grid_for(sh->n / W), THREADS, 0, s>>>(op, (const T *)a, (const T *)b, (Y *)y,
+										 *sh);
+		return true;
+	}
+	const void *p[2] = { a, b };
+	int k[2] = { ka, kb };
+	for (int i = 0; i < 2; i++) {
+		if ((k[i] == K_ROW || k[i] == K_COL) && inner % W)
+			return false;
+		if (k[i] != K_SCALAR && k[i] != K_COL && !aligned(p[i], W * sizeof(T)))
+			return false;
+	}
+	k_binary_vec<T, CMP, W><<<grid_for(sh->n / W + sh->n % W), THREADS, 0, s>>>(
+		op, (const T *)a, (const T *)b, (Y *)y, sh->n, ka, kb, inner);
+	return true;
 }
 
 template <typename T>
 cudaError_t launch_binary(int op, const void *a, const void *b, void *y, const ew_shape *sh, cudaStream_t s)
 {
-	const void *ptrs[2] = { a, b };
+	// 16 bytes of each operand per thread (8 bytes for the bool results of comparisons of 16-bit types)
+	const int W = 16 / sizeof(T) > 8 ? 8 : 16 / sizeof(T);
 	bool cmp = op >= EB_AND;
-	int mode = pick_mode(sh, ptrs, 2, sizeof(T), y, cmp ? 1 : sizeof(T));
-	int64_t work = mode == M_VEC ? sh->n / 4 : sh->n;
+	if (cmp ? launch_binary_vec<T, true, W>(op, a, b, y, sh, s) : launch_binary_vec<T, false, W>(op, a, b, y, sh, s))
+		return cudaGetLastError();
+	int mode = sh->n <= INT32_MAX ? M_BC32 : M_BC64;
 	if (cmp)
-		k_binary<T, true><<<grid_for(work), THREADS, 0, s>>>(op, (const T *)a, (const T *)b, (uint8_t *)y, *sh,
-								      mode);
+		k_binary<T, true><<<grid_for(sh->n), THREADS, 0, s>>>(op, (const T *)a, (const T *)b, (uint8_t *)y, *sh,
+								       mode);
 	else
-		k_binary<T, false><<<grid_for(work), THREADS, 0, s>>>(op, (const T *)a, (const T *)b, (T *)y, *sh, mode);
+		k_binary<T, false><<<grid_for(sh->n), THREADS, 0, s>>>(op, (const T *)a, (const T *)b, (T *)y, *sh, mode);
 	return cudaGetLastError();
 }
 
@@ -478,11 +592,10 @@ cudaError_t launch_binary<uint8_t>(int op, const void *a, const void *b, void *y
 {
 	if (op < EB_AND)
 		return cudaErrorInvalidValue;
-	const void *ptrs[2] = { a, b };
-	int mode = pick_mode(sh, ptrs, 2, 1, y, 1);
-	int64_t work = mode == M_VEC ? sh->n / 4 : sh->n;
-	k_binary<uint8_t, true><<<grid_for(work), THREADS, 0, s>>>(op, (const uint8_t *)a, (const uint8_t *)b,
-								    (uint8_t *)y, *sh, mode);
+	if (launch_binary_vec<uint8_t, true, 8>(op, a, b, y, sh, s))
+		return cudaGetLastError();
+	k_binary<uint8_t, true><<<grid_for(sh->n), THREADS, 0, s>>>(op, (const uint8_t *)a, (const uint8_t *)b,
+								     (uint8_t *)y, *sh, sh->n <= INT32_MAX ? M_BC32 : M_BC64);
 	return cudaGetLastError();
 }
 
@@ -564,9 +677,58 @@ k_where(const uint8_t *__restrict__ c, const E *__restrict__ a, const E *__restr
 	}
 }
 
+// every operand full or scalar: 8 elements per thread (vector loads), the n % 8 last one per thread
+template <typename E>
+__global__ void __launch_bounds__(THREADS)
+k_where_vec(const uint8_t *__restrict__ c, const E *__restrict__ a, const E *__restrict__ b, E *__restrict__ y,
+	    int64_t n, bool sc, bool sa, bool sb)
+{
+	const int64_t nv = n / 8;
+	GRID_LOOP(i, nv) {
+		VW<uint8_t, 8> vc;
+		VW<E, 8> va, vb, o;
+		if (sc) {
+#pragma unroll
+			for (int j = 0; j < 8; j++)
+				vc.v[j] = c[0];
+		} else {
+			vc = reinterpret_cast<const VW<uint8_t, 8> *>(c)[i];
+		}
+		if (sa) {
+#pragma unroll
+			for (int j = 0; j < 8; j++)
+				va.v[j] = a[0];
+		} else {
+			va = reinterpret_cast<const VW<E, 8> *>(a)[i];
+		}
+		if (sb) {
+#pragma unroll
+			for (int j = 0; j < 8; j++)
+				vb.v[j] = b[0];
+		} else {
+			vb = reinterpret_cast<const VW<E, 8> *>(b)[i];
+		}
+#pragma unroll
+		for (int j = 0; j < 8; j++)
+			o.v[j] = vc.v[j] ? va.v[j] : vb.v[j];
+		reinterpret_cast<VW<E, 8> *>(y)[i] = o;
+	}
+	GRID_LOOP(k, n - nv * 8) {
+		int64_t i = nv * 8 + k;
+		y[i] = c[sc ? 0 : i] ? a[sa ? 0 : i] : b[sb ? 0 : i];
+	}
+}
+
 template <typename E>
 cudaError_t launch_where(const void *c, const void *a, const void *b, void *y, const ew_shape *sh, cudaStream_t s)
 {
+	if (sh->flat && sh->n >= 8 && aligned(y, 8 * sizeof(E)) && (sh->scalar[0] || aligned(c, 8)) &&
+	    (sh->scalar[1] || aligned(a, 8 * sizeof(E))) && (sh->scalar[2] || aligned(b, 8 * sizeof(E)))) {
+		k_where_vec<E><<<grid_for(sh->n / 8 + sh->n % 8), THREADS, 0, s>>>(
+			(const uint8_t *)c, (const E *)a, (const E *)b, (E *)y, sh->n, sh->scalar[0], sh->scalar[1],
+			sh->scalar[2]);
+		return cudaGetLastError();
+	}
 	int mode = sh->flat ? M_FLAT : sh->n <= INT32_MAX ? M_BC32 : M_BC64;
 	k_where<E><<<grid_for(sh->n), THREADS, 0, s>>>((const uint8_t *)c, (const E *)a, (const E *)b, (E *)y, *sh,
 							mode);

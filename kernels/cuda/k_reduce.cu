@@ -306,6 +306,76 @@ static cudaError_t reduce_t(int op, const rd_plan *p, const void *x, void *y, cu
 // Softmax, LogSoftmax
 // ------------------------------------------------------------------------
 
+// 16 bytes of T
+template <typename T> struct alignas(16) Vec16 {
+	T v[16 / sizeof(T)];
+};
+
+// one warp per row held in registers (n % (16 / sizeof(T)) == 0, at most
+// 32 * VPL vectors of 16 bytes per row): each element read once, exp once
+template <typename T, int VPL>
+__global__ void __launch_bounds__(BS) softmax_reg(const T *__restrict__ x, T *__restrict__ y, int64_t rows, int n,
+						  bool logsm)
+{
+	const int W = 16 / sizeof(T);
+	const int lane = threadIdx.x % 32, nvec = n / W;
+	const int64_t warps = (int64_t)gridDim.x * (BS / 32);
+	for (int64_t r = (int64_t)blockIdx.x * (BS / 32) + threadIdx.x / 32; r < rows; r += warps) {
+		const Vec16<T> *xr = reinterpret_cast<const Vec16<T> *>(x + r * n);
+		Vec16<T> *yr = reinterpret_cast<Vec16<T> *>(y + r * n);
+		float v[VPL][W];
+		float mx = -INFINITY;
+#pragma unroll
+		for (int k = 0; k < VPL; k++) {
+			const int c = lane + 32 * k;
+			if (c < nvec) {
+				Vec16<T> t = xr[c];
+#pragma unroll
+				for (int j = 0; j < W; j++) {
+					v[k][j] = tof(t.v[j]);
+					mx = fmaxf(mx, v[k][j]);
+				}
+			}
+		}
+		for (int o = 16; o > 0; o >>= 1)
+			mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+		if (mx == -INFINITY)
+			mx = 0;
+		float su = 0;
+#pragma unroll
+		for (int k = 0; k < VPL; k++)
+			if (lane + 32 * k < nvec)
+#pragma unroll
+				for (int j = 0; j < W; j++) {
+					v[k][j] -= mx;
+					const float e = expf(v[k][j]);
+					su += e;
+					if (!logsm)
+						v[k][j] = e;
+				}
+		for (int o = 16; o > 0; o >>= 1)
+			su += __shfl_xor_sync(0xffffffffu, su, o);
+		const float ls = logf(su), inv = 1.f / su;
+#pragma unroll
+		for (int k = 0; k < VPL; k++) {
+			const int c = lane + 32 * k;
+			if (c < nvec) {
+				Vec16<T> t;
+#pragma unroll
+				for (int j = 0; j < W; j++)
+					t.v[j] = fromf<T>(logsm ? v[k][j] - ls : v[k][j] * inv);
+				yr[c] = t;
+			}
+		}
+	}
+}
+
+template <typename T, int VPL>
+static void softmax_reg_launch(bool logsm, int64_t rows, int64_t n, const void *x, void *y, cudaStream_t s)
+{
+	softmax_reg<T, VPL><<<grid_for(rows, BS / 32), BS, 0, s>>>((const T *)x, (T *)y, rows, (int)n, logsm);
+}
+
 template <typename T, int TPR>
 __global__ void __launch_bounds__(BS) softmax_rows(const T *x, T *y, int64_t rows, int64_t n, bool logsm)
 {
@@ -368,7 +438,18 @@ template <typename T>
 static cudaError_t softmax_t(bool logsm, int64_t outer, int64_t n, int64_t inner, const void *x, void *y,
 			     cudaStream_t s, const char **impl)
 {
-	if (inner == 1) {
+	const int64_t W = 16 / sizeof(T), nvec = n / W;
+	if (inner == 1 && n % W == 0 && nvec <= 32 * 8 && ((uintptr_t)x % 16) == 0 && ((uintptr_t)y % 16) == 0) {
+		*impl = logsm ? "ogsh logsoftmax warp, row in registers" : "ogsh softmax warp, row in registers";
+		if (nvec <= 32)
+			softmax_reg_launch<T, 1>(logsm, outer, n, x, y, s);
+		else if (nvec <= 64)
+			softmax_reg_launch<T, 2>(logsm, outer, n, x, y, s);
+		else if (nvec <= 128)
+			softmax_reg_launch<T, 4>(logsm, outer, n, x, y, s);
+		else
+			softmax_reg_launch<T, 8>(logsm, outer, n, x, y, s);
+	} else if (inner == 1) {
 		if (n >= 1024 || outer < 1024) {
 			*impl = "ogsh softmax block";
 			softmax_rows<T, BS><<<grid_for(outer, 1), BS, 0, s>>>((const T *)x, (T *)y, outer, n, logsm);
@@ -726,11 +807,104 @@ __global__ void __launch_bounds__(BS) rownorm(const T *x, T *y, int64_t rows, in
 	}
 }
 
+// one warp per row held in registers: each lane loads VPL vectors of 16
+// bytes once (cols % (16 / sizeof(T)) == 0, at most 32 * VPL vectors per
+// row), the mean and the variance from the registers, then the output;
+// scale and bias are [cols] (nd 0)
+template <typename T, int VPL>
+__global__ void __launch_bounds__(BS) rownorm_reg(const T *__restrict__ x, T *__restrict__ y, int64_t rows, int cols,
+						  float eps, bool rms, rd_param sc, rd_param bi, void *mean_out,
+						  void *inv_out, int sdt)
+{
+	const int W = 16 / sizeof(T);
+	const int lane = threadIdx.x % 32, nvec = cols / W;
+	const int64_t warps = (int64_t)gridDim.x * (BS / 32);
+	for (int64_t r = (int64_t)blockIdx.x * (BS / 32) + threadIdx.x / 32; r < rows; r += warps) {
+		const Vec16<T> *xr = reinterpret_cast<const Vec16<T> *>(x + r * cols);
+		Vec16<T> *yr = reinterpret_cast<Vec16<T> *>(y + r * cols);
+		float v[VPL][W];
+		float su = 0;
+#pragma unroll
+		for (int k = 0; k < VPL; k++) {
+			const int c = lane + 32 * k;
+			if (c < nvec) {
+				Vec16<T> t = xr[c];
+#pragma unroll
+				for (int j = 0; j < W; j++) {
+					v[k][j] = tof(t.v[j]);
+					su += v[k][j];
+				}
+			}
+		}
+		float mean = 0;
+		if (!rms) {
+			for (int o = 16; o > 0; o >>= 1)
+				su += __shfl_xor_sync(0xffffffffu, su, o);
+			mean = su / (float)cols;
+		}
+		float sq = 0;
+#pragma unroll
+		for (int k = 0; k < VPL; k++)
+			if (lane + 32 * k < nvec)
+#pragma unroll
+				for (int j = 0; j < W; j++) {
+					const float d = v[k][j] - mean;
+					sq += d * d;
+				}
+		for (int o = 16; o > 0; o >>= 1)
+			sq += __shfl_xor_sync(0xffffffffu, sq, o);
+		const float inv = 1.f / sqrtf(sq / (float)cols + eps);
+		if (lane == 0) {
+			if (mean_out)
+				stf(mean_out, sdt, r, mean);
+			if (inv_out)
+				stf(inv_out, sdt, r, inv);
+		}
+#pragma unroll
+		for (int k = 0; k < VPL; k++) {
+			const int c = lane + 32 * k;
+			if (c < nvec) {
+				Vec16<T> t;
+#pragma unroll
+				for (int j = 0; j < W; j++) {
+					float o = (v[k][j] - mean) * inv * ldf(sc.p, sc.dtype, (int64_t)c * W + j);
+					if (bi.p)
+						o += ldf(bi.p, bi.dtype, (int64_t)c * W + j);
+					t.v[j] = fromf<T>(o);
+				}
+				yr[c] = t;
+			}
+		}
+	}
+}
+
+template <typename T, int VPL>
+static void rownorm_reg_launch(bool rms, int64_t rows, int64_t cols, float eps, const void *x, void *y,
+			       const rd_param *sc, const rd_param *bi, void *mean, void *inv, int sdt, cudaStream_t s)
+{
+	rownorm_reg<T, VPL><<<grid_for(rows, BS / 32), BS, 0, s>>>((const T *)x, (T *)y, rows, (int)cols, eps, rms, *sc,
+								   *bi, mean, inv, sdt);
+}
+
 template <typename T>
 static cudaError_t rownorm_t(bool rms, int64_t rows, int64_t cols, float eps, const void *x, void *y,
 			     const rd_param *sc, const rd_param *bi, void *mean, void *inv, int sdt, cudaStream_t s,
 			     const char **impl)
 {
+	const int64_t W = 16 / sizeof(T), nvec = cols / W;
+	if (cols % W == 0 && nvec <= 32 * 8 && ((uintptr_t)x % 16) == 0 && ((uintptr_t)y % 16) == 0 && sc->nd == 0 &&
+	    (!bi->p || bi->nd == 0)) {
+		*impl = rms ? "ogsh rmsnorm warp, row in registers" : "ogsh layernorm warp, row in registers";
+		if (nvec <= 32)
+			rownorm_reg_launch<T, 1>(rms, rows, cols, eps, x, y, sc, bi, mean, inv, sdt, s);
+		else if (nvec <= 64)
+			rownorm_reg_launch<T, 2>(rms, rows, cols, eps, x, y, sc, bi, mean, inv, sdt, s);
+		else if (nvec <= 128)
+			rownorm_reg_launch<T, 4>(rms, rows, cols, eps, x, y, sc, bi, mean, inv, sdt, s);
+		else
+			rownorm_reg_launch<T, 8>(rms, rows, cols, eps, x, y, sc, bi, mean, inv, sdt, s);
+		return cudaGetLastError();
+	}
 	if (cols >= 1024 || rows < 1024) {
 		*impl = rms ? "ogsh rmsnorm block" : "ogsh layernorm block";
 		rownorm<T, BS><<<grid_for(rows, 1), BS, 0, s>>>((const T *)x, (T *)y, rows, cols, eps, rms, *sc, *bi, mean,

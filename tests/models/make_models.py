@@ -486,7 +486,26 @@ def main(argv=None):
         n_params = sum(int(np.prod(t.dims)) for t in m.graph.initializer)
         print(f"{path}: {len(m.graph.node)} nodes, {len(m.graph.initializer)} initializers, "
               f"{n_params:,} initializer elements, {os.path.getsize(path):,} bytes")
+        if name == "bert":
+            write_bert_inputs(os.path.join(a.outdir, "bert_inputs"), a.seed)
     return 0
+
+
+def write_bert_inputs(folder, seed, batch=2, seq=16):
+    """Valid inputs for the generated BERT (run --inputs=FOLDER): token ids
+    below the vocabulary, segment ids 0 and 1, the last 3 tokens of the
+    second sequence masked out. ogsh's random integers (-10..10) are not
+    valid token or segment ids."""
+    os.makedirs(folder, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    mask = np.ones([batch, seq], np.int64)
+    mask[-1, -3:] = 0
+    arrays = {"input_ids": rng.integers(0, 30522, [batch, seq], dtype=np.int64),
+              "token_type_ids": (np.arange(seq)[None, :] >= seq // 2).astype(np.int64).repeat(batch, 0),
+              "attention_mask": mask}
+    for k, v in arrays.items():
+        np.save(os.path.join(folder, k + ".npy"), v)
+    print(f"{folder}: {', '.join(f'{k} {list(v.shape)}' for k, v in arrays.items())}")
 
 
 if __name__ == "__main__":

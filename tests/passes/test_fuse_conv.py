@@ -440,8 +440,10 @@ def matmul_cases():
          "apply fuse-matmul-add", rewritten=1, ops={"Gemm": 1})
     case("matmul 2-D scalar bias", mm(["m", K], np.float32(0.5)), {"a": f32(3, K)}, "apply fuse-matmul-add",
          rewritten=1, ops={"Gemm": 1})
-    case("matmul rank 3 rejected", mm([2, 3, K], f32(N)), {"a": f32(2, 3, K)}, "apply fuse-matmul-add",
+    case("matmul rank 3 reshape=off", mm([2, 3, K], f32(N)), {"a": f32(2, 3, K)}, "apply fuse-matmul-add reshape=off",
          rewritten=0, rejected=["mm: A has rank 3: Gemm takes 2-D inputs"], changed=False)
+    case("matmul rank 3 reshape by default", mm([2, 3, K], f32(N)), {"a": f32(2, 3, K)}, "apply fuse-matmul-add",
+         rewritten=1, ops={"Reshape": 2, "Gemm": 1})
     case("matmul rank 3 reshape=on", mm([2, 3, K], f32(1, 1, N)), {"a": f32(2, 3, K)},
          "apply fuse-matmul-add reshape=on", rewritten=1, ops={"Reshape": 2, "Gemm": 1})
     case("matmul rank 3 batch symbolic", mm(["batch", 3, K], f32(N)), {"a": f32(2, 3, K)},
