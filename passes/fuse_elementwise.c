@@ -799,6 +799,6 @@ const struct pass pass_fuse_elementwise = {
 		"(default 8: the producer that would add too many stays outside); a single op (nothing to fuse); "
 		"Clip with bounds that are not constants; subgraphs. At most 64 ops go into one node.",
 	.options = options,
-	.level = PASS_LEVEL_ALL,
+	.level = PASS_LEVEL_EXTENDED,
 	.run = run,
 };

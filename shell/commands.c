@@ -110,7 +110,8 @@ const struct sh_cmd sh_commands[] = {
 	  "Runs every pass of the level and below in the order `passes` lists them, again and again until a "
 	  "round changes nothing (at most 10 rounds), like ONNX Runtime's optimization levels: basic cleans "
 	  "up (fold constants and shapes, remove no-ops, dead code and duplicates), extended adds fusions "
-	  "(default), all adds the fusions that make larger ops. Each pass that changes the model makes a "
+	  "(default; among them fuse-elementwise, which makes one Pointwise node of a chain of "
+	  "elementwise ops), all adds attention fusion (opset 23 models). Each pass that changes the model makes a "
 	  "stage and prints its report (--quiet prints the total only).",
 	  "optimize --level=all", "--level= --quiet", SH_C_NONE, 0, "passes" },
 	{ "stages", cmd_stages, "[--json]", "list the stages, with node, parameter and FLOP changes",
