@@ -397,6 +397,24 @@ template <typename T> struct Out<T, true> {
 
 enum { M_FLAT, M_BC32, M_BC64 };
 
+// the offsets of output element i in the first na operands: M_FLAT, each
+// operand full or a scalar; M_BC32/M_BC64, from the merged broadcast shape
+// in 32- or 64-bit arithmetic
+__device__ __forceinline__ void op_offsets(const ew_shape &sh, int64_t i, int mode, int na, int64_t *off)
+{
+	if (mode == M_BC32) {
+		int32_t o32[EW_MAX_ARGS];
+		bcast_off<int32_t>(sh, (int32_t)i, na, o32);
+		for (int a = 0; a < EW_MAX_ARGS; a++)
+			off[a] = o32[a];
+	} else if (mode == M_BC64) {
+		bcast_off<int64_t>(sh, i, na, off);
+	} else {
+		for (int a = 0; a < EW_MAX_ARGS; a++)
+			off[a] = sh.scalar[a] ? 0 : i;
+	}
+}
+
 // W elements moved as one load or store (the pointer must be aligned to it)
 template <typename T, int W> struct alignas(W * sizeof(T)) VW {
 	T v[W];
@@ -434,18 +452,26 @@ k_binary(int op, const T *__restrict__ a, const T *__restrict__ b, typename Out<
 	typedef typename Tr<T>::C C;
 	GRID_LOOP(i, sh.n) {
 		int64_t off[EW_MAX_ARGS];
-		if (mode == M_BC32) {
-			int32_t o32[EW_MAX_ARGS];
-			bcast_off<int32_t>(sh, (int32_t)i, 2, o32);
-			off[0] = o32[0];
-			off[1] = o32[1];
-		} else {
-			bcast_off<int64_t>(sh, i, 2, off);
-		}
+		op_offsets(sh, i, mode, 2, off);
 		C xa[1] = { Tr<T>::ld(a[off[0]]) }, xb[1] = { Tr<T>::ld(b[off[1]]) }, r[1];
 		bop<1>(op, xa, xb, r);
 		y[i] = Out<T, CMP>::st(r[0]);
 	}
+}
+
+// y's vector i of W elements: op over xa and xb, stored as the output type
+template <typename T, bool CMP, int W>
+__device__ __forceinline__ void bop_store(int op, const typename Tr<T>::C *xa, const typename Tr<T>::C *xb,
+					  typename Out<T, CMP>::Y *__restrict__ y, int64_t i)
+{
+	typedef typename Out<T, CMP>::Y Y;
+	typename Tr<T>::C r[W];
+	bop<W>(op, xa, xb, r);
+	VW<Y, W> o;
+#pragma unroll
+	for (int j = 0; j < W; j++)
+		o.v[j] = Out<T, CMP>::st(r[j]);
+	reinterpret_cast<VW<Y, W> *>(y)[i] = o;
 }
 
 // W output elements per thread, each operand full, scalar, a row or a
@@ -460,15 +486,10 @@ k_binary_vec(int op, const T *__restrict__ a, const T *__restrict__ b, typename 
 	typedef typename Out<T, CMP>::Y Y;
 	const int64_t nv = n / W;
 	GRID_LOOP(i, nv) {
-		C xa[W], xb[W], r[W];
+		C xa[W], xb[W];
 		ld_kind<T, W>(a, ka, i * W, inner, xa);
 		ld_kind<T, W>(b, kb, i * W, inner, xb);
-		bop<W>(op, xa, xb, r);
-		VW<Y, W> o;
-#pragma unroll
-		for (int j = 0; j < W; j++)
-			o.v[j] = Out<T, CMP>::st(r[j]);
-		reinterpret_cast<VW<Y, W> *>(y)[i] = o;
+		bop_store<T, CMP, W>(op, xa, xb, y, i);
 	}
 	GRID_LOOP(k, n - nv * W) {
 		int64_t i = nv * W + k;
@@ -495,15 +516,10 @@ k_binary_vbc(int op, const T *__restrict__ a, const T *__restrict__ b, typename 
 	GRID_LOOP(i, sh.n / W) {
 		int64_t off[EW_MAX_ARGS];
 		bcast_off<int64_t>(sh, i * W, 2, off);
-		C xa[W], xb[W], r[W];
+		C xa[W], xb[W];
 		ld_kind<T, W>(a + off[0], ka, 0, 1, xa);
 		ld_kind<T, W>(b + off[1], kb, 0, 1, xb);
-		bop<W>(op, xa, xb, r);
-		VW<Y, W> o;
-#pragma unroll
-		for (int j = 0; j < W; j++)
-			o.v[j] = Out<T, CMP>::st(r[j]);
-		reinterpret_cast<VW<Y, W> *>(y)[i] = o;
+		bop_store<T, CMP, W>(op, xa, xb, y, i);
 	}
 }
 
@@ -614,17 +630,7 @@ __global__ void __launch_bounds__(THREADS) k_variadic(int op, Ptrs x, T *y, ew_s
 	const int na = sh.nargs;
 	GRID_LOOP(i, sh.n) {
 		int64_t off[EW_MAX_ARGS];
-		if (mode == M_BC32) {
-			int32_t o32[EW_MAX_ARGS];
-			bcast_off<int32_t>(sh, (int32_t)i, na, o32);
-			for (int a = 0; a < EW_MAX_ARGS; a++)
-				off[a] = o32[a];
-		} else if (mode == M_BC64) {
-			bcast_off<int64_t>(sh, i, na, off);
-		} else {
-			for (int a = 0; a < EW_MAX_ARGS; a++)
-				off[a] = sh.scalar[a] ? 0 : i;
-		}
+		op_offsets(sh, i, mode, na, off);
 		C acc[1] = { Tr<T>::ld(((const T *)x.p[0])[off[0]]) };
 #pragma unroll
 		for (int a = 1; a < EW_MAX_ARGS; a++) {
@@ -661,20 +667,23 @@ k_where(const uint8_t *__restrict__ c, const E *__restrict__ a, const E *__restr
 {
 	GRID_LOOP(i, sh.n) {
 		int64_t off[EW_MAX_ARGS];
-		if (mode == M_BC32) {
-			int32_t o32[EW_MAX_ARGS];
-			bcast_off<int32_t>(sh, (int32_t)i, 3, o32);
-			off[0] = o32[0];
-			off[1] = o32[1];
-			off[2] = o32[2];
-		} else if (mode == M_BC64) {
-			bcast_off<int64_t>(sh, i, 3, off);
-		} else {
-			for (int q = 0; q < 3; q++)
-				off[q] = sh.scalar[q] ? 0 : i;
-		}
+		op_offsets(sh, i, mode, 3, off);
 		y[i] = c[off[0]] ? a[off[1]] : b[off[2]];
 	}
+}
+
+// vector i of W elements of p, or p[0] W times when p is a scalar
+template <typename E, int W> __device__ __forceinline__ VW<E, W> ld_or_splat(const E *__restrict__ p, bool scalar, int64_t i)
+{
+	VW<E, W> t;
+	if (scalar) {
+#pragma unroll
+		for (int j = 0; j < W; j++)
+			t.v[j] = p[0];
+	} else {
+		t = reinterpret_cast<const VW<E, W> *>(p)[i];
+	}
+	return t;
 }
 
 // every operand full or scalar: 8 elements per thread (vector loads), the n % 8 last one per thread
@@ -685,29 +694,9 @@ k_where_vec(const uint8_t *__restrict__ c, const E *__restrict__ a, const E *__r
 {
 	const int64_t nv = n / 8;
 	GRID_LOOP(i, nv) {
-		VW<uint8_t, 8> vc;
-		VW<E, 8> va, vb, o;
-		if (sc) {
-#pragma unroll
-			for (int j = 0; j < 8; j++)
-				vc.v[j] = c[0];
-		} else {
-			vc = reinterpret_cast<const VW<uint8_t, 8> *>(c)[i];
-		}
-		if (sa) {
-#pragma unroll
-			for (int j = 0; j < 8; j++)
-				va.v[j] = a[0];
-		} else {
-			va = reinterpret_cast<const VW<E, 8> *>(a)[i];
-		}
-		if (sb) {
-#pragma unroll
-			for (int j = 0; j < 8; j++)
-				vb.v[j] = b[0];
-		} else {
-			vb = reinterpret_cast<const VW<E, 8> *>(b)[i];
-		}
+		const VW<uint8_t, 8> vc = ld_or_splat<uint8_t, 8>(c, sc, i);
+		const VW<E, 8> va = ld_or_splat<E, 8>(a, sa, i), vb = ld_or_splat<E, 8>(b, sb, i);
+		VW<E, 8> o;
 #pragma unroll
 		for (int j = 0; j < 8; j++)
 			o.v[j] = vc.v[j] ? va.v[j] : vb.v[j];

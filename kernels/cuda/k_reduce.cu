@@ -311,6 +311,37 @@ template <typename T> struct alignas(16) Vec16 {
 	T v[16 / sizeof(T)];
 };
 
+// lane's share of row xr as float: vectors lane, lane + 32... below nvec (VPL at most)
+template <typename T, int VPL>
+__device__ __forceinline__ void row_to_regs(const Vec16<T> *__restrict__ xr, int lane, int nvec,
+					    float (*v)[16 / sizeof(T)])
+{
+#pragma unroll
+	for (int k = 0; k < VPL; k++) {
+		const int c = lane + 32 * k;
+		if (c < nvec) {
+			Vec16<T> t = xr[c];
+#pragma unroll
+			for (int j = 0; j < 16 / (int)sizeof(T); j++)
+				v[k][j] = tof(t.v[j]);
+		}
+	}
+}
+
+__device__ __forceinline__ float warp_sum(float x)
+{
+	for (int o = 16; o > 0; o >>= 1)
+		x += __shfl_xor_sync(0xffffffffu, x, o);
+	return x;
+}
+
+__device__ __forceinline__ float warp_max(float x)
+{
+	for (int o = 16; o > 0; o >>= 1)
+		x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
+	return x;
+}
+
 // one warp per row held in registers (n % (16 / sizeof(T)) == 0, at most
 // 32 * VPL vectors of 16 bytes per row): each element read once, exp once
 template <typename T, int VPL>
@@ -324,21 +355,15 @@ __global__ void __launch_bounds__(BS) softmax_reg(const T *__restrict__ x, T *__
 		const Vec16<T> *xr = reinterpret_cast<const Vec16<T> *>(x + r * n);
 		Vec16<T> *yr = reinterpret_cast<Vec16<T> *>(y + r * n);
 		float v[VPL][W];
+		row_to_regs<T, VPL>(xr, lane, nvec, v);
 		float mx = -INFINITY;
 #pragma unroll
-		for (int k = 0; k < VPL; k++) {
-			const int c = lane + 32 * k;
-			if (c < nvec) {
-				Vec16<T> t = xr[c];
+		for (int k = 0; k < VPL; k++)
+			if (lane + 32 * k < nvec)
 #pragma unroll
-				for (int j = 0; j < W; j++) {
-					v[k][j] = tof(t.v[j]);
+				for (int j = 0; j < W; j++)
 					mx = fmaxf(mx, v[k][j]);
-				}
-			}
-		}
-		for (int o = 16; o > 0; o >>= 1)
-			mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+		mx = warp_max(mx);
 		if (mx == -INFINITY)
 			mx = 0;
 		float su = 0;
@@ -353,8 +378,7 @@ __global__ void __launch_bounds__(BS) softmax_reg(const T *__restrict__ x, T *__
 					if (!logsm)
 						v[k][j] = e;
 				}
-		for (int o = 16; o > 0; o >>= 1)
-			su += __shfl_xor_sync(0xffffffffu, su, o);
+		su = warp_sum(su);
 		const float ls = logf(su), inv = 1.f / su;
 #pragma unroll
 		for (int k = 0; k < VPL; k++) {
@@ -823,24 +847,17 @@ __global__ void __launch_bounds__(BS) rownorm_reg(const T *__restrict__ x, T *__
 		const Vec16<T> *xr = reinterpret_cast<const Vec16<T> *>(x + r * cols);
 		Vec16<T> *yr = reinterpret_cast<Vec16<T> *>(y + r * cols);
 		float v[VPL][W];
-		float su = 0;
-#pragma unroll
-		for (int k = 0; k < VPL; k++) {
-			const int c = lane + 32 * k;
-			if (c < nvec) {
-				Vec16<T> t = xr[c];
-#pragma unroll
-				for (int j = 0; j < W; j++) {
-					v[k][j] = tof(t.v[j]);
-					su += v[k][j];
-				}
-			}
-		}
+		row_to_regs<T, VPL>(xr, lane, nvec, v);
 		float mean = 0;
 		if (!rms) {
-			for (int o = 16; o > 0; o >>= 1)
-				su += __shfl_xor_sync(0xffffffffu, su, o);
-			mean = su / (float)cols;
+			float su = 0;
+#pragma unroll
+			for (int k = 0; k < VPL; k++)
+				if (lane + 32 * k < nvec)
+#pragma unroll
+					for (int j = 0; j < W; j++)
+						su += v[k][j];
+			mean = warp_sum(su) / (float)cols;
 		}
 		float sq = 0;
 #pragma unroll
@@ -851,8 +868,7 @@ __global__ void __launch_bounds__(BS) rownorm_reg(const T *__restrict__ x, T *__
 					const float d = v[k][j] - mean;
 					sq += d * d;
 				}
-		for (int o = 16; o > 0; o >>= 1)
-			sq += __shfl_xor_sync(0xffffffffu, sq, o);
+		sq = warp_sum(sq);
 		const float inv = 1.f / sqrtf(sq / (float)cols + eps);
 		if (lane == 0) {
 			if (mean_out)
