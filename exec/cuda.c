@@ -1168,7 +1168,6 @@ static int plan_layout(struct exec_plan *p, struct ir_diag *d)
 	return 0;
 }
 
-/* Liveness, copies and the arena. */
 /* Ops whose output holds the input's bytes unchanged. */
 static bool view_op(int op)
 {
@@ -1206,6 +1205,7 @@ static void plan_views(struct exec_plan *p)
 	}
 }
 
+/* Liveness, copies and the arena. */
 static int plan_memory(struct exec_plan *p, struct ir_diag *d)
 {
 	struct ir_graph *g = p->m->graph;
@@ -1380,11 +1380,9 @@ static int plan_device(struct exec_plan *p, struct ir_diag *d)
 	}
 	for (size_t i = 0; i < p->nv; i++) {
 		struct pval *pv = &p->pv[i];
-		if (!pv->on_dev)
-			continue;
-		if (pv->kind == VK_ACT && pv->root1) {
-			continue;
-		} else if (pv->kind == VK_ACT) {
+		if (!pv->on_dev || pv->root1)
+			continue;     /* a view's output: its root's pointer, below */
+		if (pv->kind == VK_ACT) {
 			pv->dev = (char *)p->arena + pv->off;
 		} else if (pv->kind == VK_CONST) {
 			pv->dev = (char *)p->weights + pv->off;

@@ -5,6 +5,7 @@
  */
 #include "exec/layout.h"
 
+#include <limits.h>
 #include <string.h>
 
 enum lclass { LC_OTHER, LC_CONV, LC_POOL, LC_GPOOL, LC_ELTWISE };
@@ -36,6 +37,17 @@ static bool demote(struct layout_val *vals, const struct ir_value *v)
 		return false;
 	vals[v->idx].nhwc = false;
 	return true;
+}
+
+/* Demotes n's inputs in_from..in_to-1 (in_to clipped to n_inputs) and its outputs out_from... */
+static bool demote_rest(struct layout_val *vals, const struct ir_node *n, int in_from, int in_to, int out_from)
+{
+	bool changed = false;
+	for (int i = in_from; i < n->n_inputs && i < in_to; i++)
+		changed |= demote(vals, n->inputs[i]);
+	for (int i = out_from; i < n->n_outputs; i++)
+		changed |= demote(vals, n->outputs[i]);
+	return changed;
 }
 
 static int64_t numel_of(const struct layout_val *v)
@@ -91,10 +103,7 @@ static bool layout_rules(const struct ir_graph *g, const enum exec_place *place,
 		switch (lc) {
 		case LC_CONV:
 			/* X free; W and B NCHW; Z (FusedConv's input 3) in Y's layout and Y's shape */
-			for (int i = 1; i < n->n_inputs && i < 3; i++)
-				changed |= demote(vals, n->inputs[i]);
-			for (int i = 1; i < n->n_outputs; i++)
-				changed |= demote(vals, n->outputs[i]);
+			changed |= demote_rest(vals, n, 1, 3, 1);
 			set[ns++] = out0;
 			if (n->n_inputs > 3 && n->inputs[3]) {
 				if (!out0 || !same_dims(&vals[n->inputs[3]->idx], &vals[out0->idx])) {
@@ -106,19 +115,13 @@ static bool layout_rules(const struct ir_graph *g, const enum exec_place *place,
 			changed |= tie(vals, set, ns);
 			break;
 		case LC_POOL:
-			for (int i = 1; i < n->n_inputs; i++)
-				changed |= demote(vals, n->inputs[i]);
-			for (int i = 1; i < n->n_outputs; i++)
-				changed |= demote(vals, n->outputs[i]);
+			changed |= demote_rest(vals, n, 1, INT_MAX, 1);
 			set[ns++] = n->n_inputs > 0 ? n->inputs[0] : NULL;
 			set[ns++] = out0;
 			changed |= tie(vals, set, ns);
 			break;
 		case LC_GPOOL:
-			for (int i = 1; i < n->n_inputs; i++)
-				changed |= demote(vals, n->inputs[i]);
-			for (int i = 0; i < n->n_outputs; i++)
-				changed |= demote(vals, n->outputs[i]);
+			changed |= demote_rest(vals, n, 1, INT_MAX, 0);
 			break;
 		case LC_ELTWISE: {
 			bool ok = out0 && n->n_outputs == 1 && n->n_inputs <= (int)(sizeof(set) / sizeof(set[0])) - 1;

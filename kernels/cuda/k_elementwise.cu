@@ -420,24 +420,25 @@ template <typename T, int W> struct alignas(W * sizeof(T)) VW {
 	T v[W];
 };
 
-// how a binary operand is walked when the output is seen as [outer, inner]:
-// every element, one element, a row of `inner` repeated (a bias), or one
-// element per row (a column)
-enum { K_FULL, K_SCALAR, K_ROW, K_COL };
-
-// the W elements of operand p at output elements base..base+W-1
-template <typename T, int W>
-__device__ __forceinline__ void ld_kind(const T *__restrict__ p, int kind, int64_t base, int64_t inner,
-					typename Tr<T>::C *x)
+// vector i of W elements of p, or p[0] W times when p is a scalar
+template <typename E, int W> __device__ __forceinline__ VW<E, W> ld_or_splat(const E *__restrict__ p, bool scalar, int64_t i)
 {
-	if (kind == K_SCALAR || kind == K_COL) {
-		typename Tr<T>::C c = Tr<T>::ld(p[kind == K_COL ? base / inner : 0]);
+	VW<E, W> t;
+	if (scalar) {
 #pragma unroll
 		for (int j = 0; j < W; j++)
-			x[j] = c;
-		return;
+			t.v[j] = p[0];
+	} else {
+		t = reinterpret_cast<const VW<E, W> *>(p)[i];
 	}
-	VW<T, W> t = *reinterpret_cast<const VW<T, W> *>(p + (kind == K_ROW ? base % inner : base));
+	return t;
+}
+
+// the same in the compute type
+template <typename T, int W>
+__device__ __forceinline__ void ld_c(const T *__restrict__ p, bool scalar, int64_t i, typename Tr<T>::C *x)
+{
+	const VW<T, W> t = ld_or_splat<T, W>(p, scalar, i);
 #pragma unroll
 	for (int j = 0; j < W; j++)
 		x[j] = Tr<T>::ld(t.v[j]);
@@ -474,27 +475,24 @@ __device__ __forceinline__ void bop_store(int op, const typename Tr<T>::C *xa, c
 	reinterpret_cast<VW<Y, W> *>(y)[i] = o;
 }
 
-// W output elements per thread, each operand full, scalar, a row or a
-// column of [n / inner, inner] (inner % W == 0 for rows and columns); the
-// n % W last elements one per thread (full and scalar operands only)
+// W output elements per thread, each operand full or a scalar; the n % W
+// last elements one per thread
 template <typename T, bool CMP, int W>
 __global__ void __launch_bounds__(THREADS)
 k_binary_vec(int op, const T *__restrict__ a, const T *__restrict__ b, typename Out<T, CMP>::Y *__restrict__ y,
-	     int64_t n, int ka, int kb, int64_t inner)
+	     int64_t n, bool sa, bool sb)
 {
 	typedef typename Tr<T>::C C;
-	typedef typename Out<T, CMP>::Y Y;
 	const int64_t nv = n / W;
 	GRID_LOOP(i, nv) {
 		C xa[W], xb[W];
-		ld_kind<T, W>(a, ka, i * W, inner, xa);
-		ld_kind<T, W>(b, kb, i * W, inner, xb);
+		ld_c<T, W>(a, sa, i, xa);
+		ld_c<T, W>(b, sb, i, xb);
 		bop_store<T, CMP, W>(op, xa, xb, y, i);
 	}
 	GRID_LOOP(k, n - nv * W) {
 		int64_t i = nv * W + k;
-		C xa[1] = { ka == K_SCALAR ? Tr<T>::ld(a[0]) : Tr<T>::ld(a[i]) };
-		C xb[1] = { kb == K_SCALAR ? Tr<T>::ld(b[0]) : Tr<T>::ld(b[i]) }, r[1];
+		C xa[1] = { Tr<T>::ld(a[sa ? 0 : i]) }, xb[1] = { Tr<T>::ld(b[sb ? 0 : i]) }, r[1];
 		bop<1>(op, xa, xb, r);
 		y[i] = Out<T, CMP>::st(r[0]);
 	}
@@ -512,76 +510,49 @@ k_binary_vbc(int op, const T *__restrict__ a, const T *__restrict__ b, typename 
 	typedef typename Tr<T>::C C;
 	typedef typename Out<T, CMP>::Y Y;
 	const int last = sh.rank - 1;
-	const int ka = sh.st[0][last] ? K_FULL : K_SCALAR, kb = sh.st[1][last] ? K_FULL : K_SCALAR;
+	const bool sa = sh.st[0][last] == 0, sb = sh.st[1][last] == 0;
 	GRID_LOOP(i, sh.n / W) {
 		int64_t off[EW_MAX_ARGS];
 		bcast_off<int64_t>(sh, i * W, 2, off);
 		C xa[W], xb[W];
-		ld_kind<T, W>(a + off[0], ka, 0, 1, xa);
-		ld_kind<T, W>(b + off[1], kb, 0, 1, xb);
+		ld_c<T, W>(a + off[0], sa, 0, xa);
+		ld_c<T, W>(b + off[1], sb, 0, xb);
 		bop_store<T, CMP, W>(op, xa, xb, y, i);
 	}
 }
 
-// the kind of operand o over sh seen as [n / inner, inner]; -1: none fits
-int operand_kind(const ew_shape *sh, int o, int64_t *inner)
-{
-	if (sh->flat)
-		return sh->scalar[o] ? K_SCALAR : K_FULL;
-	if (sh->rank != 2)
-		return -1;
-	*inner = sh->dims[1];
-	const int64_t *st = sh->st[o];
-	if (st[0] == 0 && st[1] == 0)
-		return K_SCALAR;
-	if (st[0] == sh->dims[1] && st[1] == 1)
-		return K_FULL;
-	if (st[0] == 0 && st[1] == 1)
-		return K_ROW;
-	if (st[0] == 1 && st[1] == 0)
-		return K_COL;
-	return -1;
-}
-
-// W elements per thread when every operand is full, scalar, a row or a column and aligned; false: not
+// W elements per thread when the operands are full or scalars, or broadcast
+// with the innermost dim in whole vectors of W, and aligned; false: not
 template <typename T, bool CMP, int W>
 bool launch_binary_vec(int op, const void *a, const void *b, void *y, const ew_shape *sh, cudaStream_t s)
 {
 	typedef typename Out<T, CMP>::Y Y;
-	int64_t inner = 1;
-	int ka = operand_kind(sh, 0, &inner), kb = operand_kind(sh, 1, &inner);
 	if (sh->n < W || !aligned(y, W * sizeof(Y)))
 		return false;
-	if (ka < 0 || kb < 0) {
-		// other broadcasts: the innermost dim in whole vectors, each operand's stride there 1 or 0
-		const int last = sh->rank - 1;
-		if (sh->dims[last] % W)
-			return false;
-		const void *p[2] = { a, b };
-		for (int i = 0; i < 2; i++) {
-			if (sh->st[i][last] != 0 && sh->st[i][last] != 1)
+	const void *p[2] = { a, b };
+	if (sh->flat) {
+		for (int i = 0; i < 2; i++)
+			if (!sh->scalar[i] && !aligned(p[i], W * sizeof(T)))
 				return false;
-			// every vector's start is a multiple of W elements from p (the other strides are multiples of dims[last])
-			if (sh->st[i][last] == 1 && !aligned(p[i], W * sizeof(T)))
-				return false;
-			for (int d = 0; d < last; d++)
-				if (sh->st[i][last] == 1 && sh->st[i][d] % W)
-					return false;
-		}
-		k_binary_vbc<T, CMP, W><<<grid_for(sh->n / W), THREADS, 0, s>>>(op, (const T *)a, (const T *)b, (Y *)y,
-										 *sh);
+		k_binary_vec<T, CMP, W><<<grid_for(sh->n / W + sh->n % W), THREADS, 0, s>>>(
+			op, (const T *)a, (const T *)b, (Y *)y, sh->n, sh->scalar[0], sh->scalar[1]);
 		return true;
 	}
-	const void *p[2] = { a, b };
-	int k[2] = { ka, kb };
+	// a bias (a repeated row), a column, a mask...: each operand's stride in the innermost dim 1 or 0
+	const int last = sh->rank - 1;
+	if (sh->dims[last] % W)
+		return false;
 	for (int i = 0; i < 2; i++) {
-		if ((k[i] == K_ROW || k[i] == K_COL) && inner % W)
+		if (sh->st[i][last] != 0 && sh->st[i][last] != 1)
 			return false;
-		if (k[i] != K_SCALAR && k[i] != K_COL && !aligned(p[i], W * sizeof(T)))
+		// every vector's start is a multiple of W elements from p (the other strides are multiples of W)
+		if (sh->st[i][last] == 1 && !aligned(p[i], W * sizeof(T)))
 			return false;
+		for (int d = 0; d < last; d++)
+			if (sh->st[i][last] == 1 && sh->st[i][d] % W)
+				return false;
 	}
-	k_binary_vec<T, CMP, W><<<grid_for(sh->n / W + sh->n % W), THREADS, 0, s>>>(
-		op, (const T *)a, (const T *)b, (Y *)y, sh->n, ka, kb, inner);
+	k_binary_vbc<T, CMP, W><<<grid_for(sh->n / W), THREADS, 0, s>>>(op, (const T *)a, (const T *)b, (Y *)y, *sh);
 	return true;
 }
 
@@ -670,20 +641,6 @@ k_where(const uint8_t *__restrict__ c, const E *__restrict__ a, const E *__restr
 		op_offsets(sh, i, mode, 3, off);
 		y[i] = c[off[0]] ? a[off[1]] : b[off[2]];
 	}
-}
-
-// vector i of W elements of p, or p[0] W times when p is a scalar
-template <typename E, int W> __device__ __forceinline__ VW<E, W> ld_or_splat(const E *__restrict__ p, bool scalar, int64_t i)
-{
-	VW<E, W> t;
-	if (scalar) {
-#pragma unroll
-		for (int j = 0; j < W; j++)
-			t.v[j] = p[0];
-	} else {
-		t = reinterpret_cast<const VW<E, W> *>(p)[i];
-	}
-	return t;
 }
 
 // every operand full or scalar: 8 elements per thread (vector loads), the n % 8 last one per thread
