@@ -23,6 +23,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #define MAX_SUB_DEPTH 64
 
@@ -1463,9 +1464,11 @@ static bool attention_dims(struct cx *c, const struct ir_node *n, double *bh_s_l
 	if (!in_shape(c, n, 0, &q) || !in_shape(c, n, 1, &k) || !in_shape(c, n, 2, &v))
 		return false;
 	double b, hq, s, dd, l, ddv;
+	const char *layout = n->op == IR_OP_ogsh_FusedAttention ? attr_str(n, "layout", "BHSD") : "BHSD";
 	if (q.rank == 4 && k.rank == 4 && v.rank == 4) {
-		b = q.d[0], hq = q.d[1], s = q.d[2], dd = q.d[3];
-		l = k.d[2];
+		int sx = strcmp(layout, "BSHD") ? 2 : 1;
+		b = q.d[0], hq = q.d[3 - sx], s = q.d[sx], dd = q.d[3];
+		l = k.d[sx];
 		ddv = v.d[3];
 	} else if (q.rank == 3 && k.rank == 3 && v.rank == 3) {
 		int64_t qh = ir_node_attr_int(n, "q_num_heads", 0), kh = ir_node_attr_int(n, "kv_num_heads", 0);
@@ -1503,13 +1506,14 @@ static void attention(struct cx *c, const struct ir_node *n, const struct cx_ent
 	double mac = sc * d + sc * dv;
 	bool mask = has_in(n, 3) || ir_node_attr_int(n, "is_causal", 0) != 0;
 	bool softcap = ir_node_attr_float(n, "softcap", 0) != 0;
-	double per_score = 1 + 5 + (mask ? 1 : 0) + (softcap ? 3 : 0);
+	bool nan_zero = ir_node_attr_int(n, "nan_to_zero", 0) != 0;
+	double per_score = 1 + 5 + (mask ? 1 : 0) + (softcap ? 3 : 0) + (nan_zero ? 2 : 0);
 	c->macs = mac;
 	c->flops = 2 * mac + per_score * sc;
 	how(c, "%s attention scores (batch x heads x queries x keys) x (head size %s + value size %s) = %s MACs",
 	    N1(sc), N2(d), N3(dv), num(mac, (char[40]){ 0 }, 40));
-	how(c, "per score %s FLOPs (scale, softmax 5%s%s)", N1(per_score), mask ? ", mask" : "",
-	    softcap ? ", softcap 3" : "");
+	how(c, "per score %s FLOPs (scale, softmax 5%s%s%s)", N1(per_score), mask ? ", mask" : "",
+	    softcap ? ", softcap 3" : "", nan_zero ? ", NaN test and select 2" : "");
 }
 
 static void linear_attention(struct cx *c, const struct ir_node *n, const struct cx_entry *e)
@@ -2126,7 +2130,7 @@ static const struct cx_entry cx_nn[] = {
 	{ IR_OP_SoftmaxCrossEntropyLoss, nll_loss, 0, "cross entropy" },
 	{ IR_OP_NonMaxSuppression, data_dependent, 0, "how many boxes are compared depends on the scores" },
 	{ IR_OP_ogsh_FusedConv, fused_conv, 0, NULL }, { IR_OP_ogsh_FusedGemm, fused_gemm, 0, NULL },
-	{ IR_OP_ogsh_Pointwise, pointwise, 0, NULL },
+	{ IR_OP_ogsh_Pointwise, pointwise, 0, NULL }, { IR_OP_ogsh_FusedAttention, attention, 0, NULL },
 	{ -1, NULL, 0, NULL },
 };
 

@@ -1223,21 +1223,28 @@ static void attention(struct ir_infer *x, struct ir_node *n)
 		sx_fail(x, n, "q_num_heads or kv_num_heads is out of range");
 		return;
 	}
+	/* ogsh's FusedAttention may have its 4-D tensors as [batch, sequence, heads, size] */
+	const char *layout = n->op == IR_OP_ogsh_FusedAttention ? sx_attr_str(x, n, "layout", "BHSD") : "BHSD";
+	if (strcmp(layout, "BHSD") && strcmp(layout, "BSHD")) {
+		sx_fail(x, n, "layout '%s' is not BHSD or BSHD", layout);
+		return;
+	}
+	const int hx = strcmp(layout, "BSHD") ? 1 : 2, sq = 3 - hx;
 	struct ir_dim batch = sx_in_dim(x, n, 0, 0), kb = sx_in_dim(x, n, 1, 0), vb = sx_in_dim(x, n, 2, 0);
 	if (!sx_unify(&batch, &kb) || !sx_unify(&batch, &vb)) {
 		sx_fail(x, n, "Q, K and V have different batch sizes");
 		return;
 	}
 	/* heads: dim 1 of a 4-D input, the attribute for a 3-D one */
-	struct ir_dim q_heads = rq == 4 ? sx_in_dim(x, n, 0, 1) : rq == 3 ? sx_v(qh) : sx_unknown();
-	struct ir_dim q_seq = sx_in_dim(x, n, 0, rq == 4 ? 2 : 1);
-	struct ir_dim kv_heads = rk == 4 ? sx_in_dim(x, n, 1, 1) : rk == 3 ? sx_v(kh) : sx_unknown();
-	struct ir_dim vh = rv == 4 ? sx_in_dim(x, n, 2, 1) : rv == 3 ? sx_v(kh) : sx_unknown();
+	struct ir_dim q_heads = rq == 4 ? sx_in_dim(x, n, 0, hx) : rq == 3 ? sx_v(qh) : sx_unknown();
+	struct ir_dim q_seq = sx_in_dim(x, n, 0, rq == 4 ? sq : 1);
+	struct ir_dim kv_heads = rk == 4 ? sx_in_dim(x, n, 1, hx) : rk == 3 ? sx_v(kh) : sx_unknown();
+	struct ir_dim vh = rv == 4 ? sx_in_dim(x, n, 2, hx) : rv == 3 ? sx_v(kh) : sx_unknown();
 	if (!sx_unify(&kv_heads, &vh)) {
 		sx_fail(x, n, "K and V have different numbers of heads");
 		return;
 	}
-	struct ir_dim kv_seq = sx_in_dim(x, n, 1, rk == 4 ? 2 : 1), vseq = sx_in_dim(x, n, 2, rv == 4 ? 2 : 1);
+	struct ir_dim kv_seq = sx_in_dim(x, n, 1, rk == 4 ? sq : 1), vseq = sx_in_dim(x, n, 2, rv == 4 ? sq : 1);
 	if (!sx_unify(&kv_seq, &vseq)) {
 		sx_fail(x, n, "K and V have different sequence lengths");
 		return;
@@ -1258,6 +1265,10 @@ static void attention(struct ir_infer *x, struct ir_node *n)
 		sx_out_from(x, n, 0, eq, 0);
 	} else if (rq == 4) {
 		struct ir_dim y[4] = { batch, q_heads, q_seq, v_head };
+		if (hx == 2) {
+			y[1] = q_seq;
+			y[2] = q_heads;
+		}
 		out_dims(x, n, 0, eq, 4, y, "%s", why);
 	} else {
 		struct ir_dim y[3] = { batch, q_seq, sx_mul(x, &q_heads, &v_head) };
@@ -1626,5 +1637,6 @@ const struct sx_entry sx_nn[] = {
 	{ IR_OP_DFT, dft }, { IR_OP_STFT, stft }, { IR_OP_AffineGrid, affine_grid }, { IR_OP_GridSample, grid_sample },
 	/* ogsh's fused ops */
 	{ IR_OP_ogsh_FusedConv, fused_conv }, { IR_OP_ogsh_FusedGemm, fused_gemm },
+	{ IR_OP_ogsh_FusedAttention, attention },
 	{ -1, NULL },
 };

@@ -1,7 +1,9 @@
 /*
  * fuse_attention.c - the fuse-attention pass: scaled dot-product attention
  * written out as MatMul, scale, mask, Softmax, MatMul becomes one Attention
- * node (ONNX opset 23) on the 4-D Q, K, V.
+ * node (ONNX opset 23) on the 4-D Q, K, V, or an ai.ogsh FusedAttention
+ * (older opsets, the exporters' NaN guard, the [batch, seq, heads, size]
+ * layout that saves the transposes around it).
  *
  * Anchors are Softmax nodes that read (through scale and mask ops) a
  * MatMul or feed one: the block is followed back from the Softmax to the
@@ -14,6 +16,7 @@
  * Helpers that other fusion passes have too (const_scalar, sole_reader,
  * remove_nodes...) are static here: pass.h has no shared ones yet.
  */
+#include "passes/fused.h"
 #include "passes/pass.h"
 
 #include <math.h>
@@ -86,6 +89,7 @@ struct match {
 	struct ir_node *sm, *qk, *scale_op, *pv;
 	struct ir_value *q, *kt, *v;
 	double scale;
+	bool nan_zero;          /* the weights pass Where(IsNaN(p), 0, p) */
 	struct part parts[4];   /* from the Softmax backwards */
 	int n_parts;
 	struct ir_node *nodes[MAXN];
@@ -214,13 +218,51 @@ static int match(struct match *m, struct ir_node *sm)
 	}
 	add(m, m->qk);
 	add(m, sm);
-	m->q = m->qk->inputs[0];
-	m->kt = m->qk->inputs[1];
-	m->pv = pass_sole_reader(p, m->why, sizeof(m->why));
+	/* constant scales on Q and K^T themselves (torch's exporter multiplies
+	 * both by sqrt(scale)), when the scores MatMul is all that reads them */
+	struct ir_value *qkin[2] = { m->qk->inputs[0], m->qk->inputs[1] };
+	for (int side = 0; side < 2; side++) {
+		struct ir_node *mn = pass_producer(qkin[side]);
+		char why[160];
+		double k;
+		if (!pass_is_op(mn, IR_OP_Mul, 2) || pass_sole_reader(qkin[side], why, sizeof(why)) != m->qk)
+			continue;
+		int ci = pass_const_scalar(mn->inputs[1], 4, &k) ? 1 : pass_const_scalar(mn->inputs[0], 4, &k) ? 0 : -1;
+		if (ci < 0 || !(k != 0 && isfinite(k)))
+			continue;
+		m->scale *= k;
+		qkin[side] = mn->inputs[1 - ci];
+		add(m, mn);
+	}
+	m->q = qkin[0];
+	m->kt = qkin[1];
+	/* the exporters' guard for rows masked everywhere: Where(IsNaN(p), 0, p) */
+	struct ir_value *w = p;
+	if (p->n_uses == 2 && !p->is_output) {
+		struct ir_node *isn = NULL, *wh = NULL;
+		for (size_t i = 0; i < 2; i++) {
+			struct ir_node *r = p->uses[i].node;
+			if (pass_is_op(r, IR_OP_IsNaN, 1))
+				isn = r;
+			else if (pass_is_op(r, IR_OP_Where, 3))
+				wh = r;
+		}
+		char why[160];
+		double z;
+		if (isn && wh && pass_sole_reader(isn->outputs[0], why, sizeof(why)) == wh &&
+		    wh->inputs[0] == isn->outputs[0] && wh->inputs[2] == p && pass_const_scalar(wh->inputs[1], 4, &z) &&
+		    z == 0) {
+			m->nan_zero = true;
+			add(m, isn);
+			add(m, wh);
+			w = wh->outputs[0];
+		}
+	}
+	m->pv = pass_sole_reader(w, m->why, sizeof(m->why));
 	if (!m->pv)
 		return -1;
-	if (!pass_is_op(m->pv, IR_OP_MatMul, 2) || m->pv->inputs[0] != p) {
-		snprintf(m->why, sizeof(m->why), "the attention weights '%s' are not multiplied with V by a MatMul", p->name);
+	if (!pass_is_op(m->pv, IR_OP_MatMul, 2) || m->pv->inputs[0] != w) {
+		snprintf(m->why, sizeof(m->why), "the attention weights '%s' are not multiplied with V by a MatMul", w->name);
 		return -1;
 	}
 	add(m, m->pv);
@@ -376,19 +418,151 @@ static struct ir_value *expand_rows(struct pass_ctx *c, struct match *m, struct 
 	return emit(c, "Expand", m->sm, ins, 2, base, before, NULL);
 }
 
-static int rewrite(struct pass_ctx *c, struct match *m)
+/* The input of a Transpose with perm `perm` (4 entries) that makes v, else NULL. */
+static struct ir_value *transposed_from(const struct ir_value *v, const int64_t *perm)
+{
+	struct ir_node *t = pass_producer(v);
+	if (!pass_is_op(t, IR_OP_Transpose, 1))
+		return NULL;
+	const struct ir_attr *pa = ir_node_attr(t, "perm");
+	if (!pa || pa->type != IR_ATTR_INTS || pa->n != 4 || pass_rank_of(t->inputs[0]) != 4)
+		return NULL;
+	for (int i = 0; i < 4; i++)
+		if (pa->ints[i] != perm[i])
+			return NULL;
+	return t->inputs[0];
+}
+
+/*
+ * K [B, H, T, D] when K^T [B, H, D, T] is Reshape(Transpose(Reshape(K, [B*H, T, D]), [0, 2, 1]), [B, H, D, T])
+ * (torch's exporter writes k.transpose(-2, -1) so); NULL otherwise.
+ */
+static struct ir_value *k_through_3d(const struct ir_value *kt)
+{
+	struct ir_node *r2 = pass_producer(kt);
+	if (!pass_is_op(r2, IR_OP_Reshape, 2))
+		return NULL;
+	struct ir_node *t = pass_producer(r2->inputs[0]);
+	if (!pass_is_op(t, IR_OP_Transpose, 1))
+		return NULL;
+	const struct ir_attr *pa = ir_node_attr(t, "perm");
+	if (!pa || pa->type != IR_ATTR_INTS || pa->n != 3 || pa->ints[0] != 0 || pa->ints[1] != 2 || pa->ints[2] != 1)
+		return NULL;
+	struct ir_node *r1 = pass_producer(t->inputs[0]);
+	if (!pass_is_op(r1, IR_OP_Reshape, 2))
+		return NULL;
+	const struct ir_type *k4 = tensor4(r1->inputs[0]), *k3 = ir_value_type(r1->outputs[0]), *o = tensor4(kt);
+	if (!k4 || !o || !k3 || k3->kind != IR_TYPE_TENSOR || k3->rank != 3)
+		return NULL;
+	/* [X, T, D] keeps K's element order, so X is B*H; the result must read [B, H, D, T] */
+	if (!same_dim(k3, 1, k4, 2) || !same_dim(k3, 2, k4, 3) || !same_dim(o, 0, k4, 0) || !same_dim(o, 1, k4, 1) ||
+	    !same_dim(o, 2, k4, 3) || !same_dim(o, 3, k4, 2))
+		return NULL;
+	return r1->inputs[0];
+}
+
+/* What the FusedAttention function body is built from. */
+struct body_arg {
+	bool bshd, mask, nan_zero;
+	double scale;
+};
+
+static struct ir_value *body_transpose(struct pass_fbody *b, struct ir_value *x, int64_t p0, int64_t p1, int64_t p2,
+				       int64_t p3)
+{
+	struct ir_node *n = NULL;
+	struct ir_value *y = pass_fb_node(b, "Transpose", &x, 1, &n);
+	const int64_t perm[4] = { p0, p1, p2, p3 };
+	if (y && set_attr_ints(n, "perm", perm, 4, b->d))
+		b->rc = IR_ERR;
+	return y;
+}
+
+/* Y = softmax(Q K^T * scale + mask) V, in standard ops (with the transposes of BSHD) */
+static void build_attention(struct pass_fbody *b, void *arg)
+{
+	const struct body_arg *a = arg;
+	struct ir_value *q = pass_fb_input(b, "Q"), *k = pass_fb_input(b, "K"), *v = pass_fb_input(b, "V");
+	struct ir_value *mask = a->mask ? pass_fb_input(b, "mask") : NULL;
+	struct ir_value *kt;
+	if (a->bshd) {
+		q = body_transpose(b, q, 0, 2, 1, 3);
+		kt = body_transpose(b, k, 0, 2, 3, 1);
+		v = body_transpose(b, v, 0, 2, 1, 3);
+	} else {
+		kt = body_transpose(b, k, 0, 1, 3, 2);
+	}
+	struct ir_value *in[3] = { q, kt };
+	struct ir_value *s = pass_fb_node(b, "MatMul", in, 2, NULL);
+	in[0] = s;
+	in[1] = pass_fb_const(b, a->scale);
+	s = pass_fb_node(b, "Mul", in, 2, NULL);
+	if (mask) {
+		in[0] = s;
+		in[1] = mask;
+		s = pass_fb_node(b, "Add", in, 2, NULL);
+	}
+	struct ir_node *sm = NULL;
+	struct ir_value *p = pass_fb_node(b, "Softmax", &s, 1, &sm);
+	if (p && set_attr_int(sm, "axis", -1, b->d))
+		b->rc = IR_ERR;
+	if (a->nan_zero) {
+		struct ir_value *isn = pass_fb_node(b, "IsNaN", &p, 1, NULL);
+		in[0] = isn;
+		in[1] = pass_fb_const(b, 0);
+		in[2] = p;
+		p = pass_fb_node(b, "Where", in, 3, NULL);
+	}
+	in[0] = p;
+	in[1] = v;
+	struct ir_value *y = pass_fb_node(b, "MatMul", in, 2, NULL);
+	if (a->bshd)
+		y = body_transpose(b, y, 0, 2, 1, 3);
+	pass_fb_output(b, y);
+}
+
+/* The attributes and the model-local function of a new FusedAttention node. */
+static int fused_attrs(struct pass_ctx *c, struct ir_node *n, const struct body_arg *a, int elem)
+{
+	int rc = set_attr_float(n, "scale", a->scale, c->d);
+	if (!rc && a->nan_zero)
+		rc = set_attr_int(n, "nan_to_zero", 1, c->d);
+	if (!rc && a->bshd)
+		rc = pass_fused_set_str(n, "layout", "BSHD", c->d);
+	if (rc)
+		return rc;
+	char key[200], base[80], doc[300];
+	double sc = (double)(float)a->scale;
+	snprintf(key, sizeof(key), "FusedAttention|%s|mask=%d|nan=%d|scale=%.9g|%s", a->bshd ? "BSHD" : "BHSD", a->mask,
+		 a->nan_zero, sc, ir_dtype_name(elem));
+	snprintf(base, sizeof(base), "%s%s%s%s%s", a->bshd ? "BSHD" : "BHSD", a->mask ? "_mask" : "",
+		 a->nan_zero ? "_nan0" : "", elem != IR_FLOAT ? "_" : "", elem != IR_FLOAT ? ir_dtype_name(elem) : "");
+	snprintf(doc, sizeof(doc), "ogsh fused op: Y = softmax(Q K^T * %.9g%s) V per batch and head%s%s", sc,
+		 a->mask ? " + mask" : "", a->nan_zero ? ", NaN softmax rows as 0" : "",
+		 a->bshd ? "; Q, K, V and Y are [batch, sequence, heads, head size]" : "");
+	static const char *const names[] = { "scale", "nan_to_zero", "layout", "q_num_heads", "kv_num_heads" };
+	struct body_arg copy = *a;
+	copy.scale = sc;
+	return pass_fused_fn_use(c, n, base, key, doc, names, 5, elem, build_attention, &copy);
+}
+
+static int rewrite(struct pass_ctx *c, struct match *m, bool std_ok)
 {
 	struct ir_graph *g = c->m->graph;
 	struct ir_node *before = m->pv;
 	int elem = tensor4(m->q)->elem;
 	char base[200];
+	/* nodes that may be left unread once the pattern goes (by id: removals free them) */
+	int maybe_dead[5], n_maybe = 0;
+	struct ir_node *kt_prod = pass_producer(m->kt);
+	if (kt_prod)
+		maybe_dead[n_maybe++] = kt_prod->id;
 	/* K as [B, H, T, D]: undo the last-two-axes swap of K^T */
 	struct ir_value *k = NULL;
-	struct ir_node *kt_tr = pass_producer(m->kt);
 	int64_t perm[4] = { 0, 1, 3, 2 };
 	struct ir_value *k_src = m->kt;
-	if (pass_is_op(kt_tr, IR_OP_Transpose, 1)) {
-		const struct ir_attr *pa = ir_node_attr(kt_tr, "perm");
+	if (pass_is_op(kt_prod, IR_OP_Transpose, 1)) {
+		const struct ir_attr *pa = ir_node_attr(kt_prod, "perm");
 		int64_t p0[4] = { 3, 2, 1, 0 };
 		if (!pa || (pa->type == IR_ATTR_INTS && pa->n == 4)) {
 			for (int i = 0; pa && i < 4; i++)
@@ -397,8 +571,13 @@ static int rewrite(struct pass_ctx *c, struct match *m)
 			perm[1] = p0[1];
 			perm[2] = p0[3];
 			perm[3] = p0[2];
-			k_src = kt_tr->inputs[0];
+			k_src = kt_prod->inputs[0];
 		}
+	} else if ((k_src = k_through_3d(m->kt))) {
+		perm[2] = 2;
+		perm[3] = 3;
+	} else {
+		k_src = m->kt;
 	}
 	if (perm[0] == 0 && perm[1] == 1 && perm[2] == 2 && perm[3] == 3) {
 		k = k_src;
@@ -411,6 +590,19 @@ static int rewrite(struct pass_ctx *c, struct match *m)
 		if (rc)
 			return rc;
 	}
+	/* [B, S, H, D] sources of Q, K, V and an output that goes back to [B, S, H, Dv]: the
+	 * fused op reads and writes that layout, and the four transposes go */
+	static const int64_t swap12[4] = { 0, 2, 1, 3 };
+	struct ir_value *qs = transposed_from(m->q, swap12), *ks = transposed_from(k, swap12);
+	struct ir_value *vs = transposed_from(m->v, swap12);
+	char why[160];
+	struct ir_node *ytr = m->pv->outputs[0]->is_output ? NULL
+			      : pass_sole_reader(m->pv->outputs[0], why, sizeof(why));
+	if (ytr && !transposed_from(ytr->outputs[0], swap12))
+		ytr = NULL;
+	int64_t fop = pass_fused_opset(c->m, why, sizeof(why));
+	struct body_arg ba = { .bshd = fop && qs && ks && vs && ytr, .nan_zero = m->nan_zero, .scale = m->scale };
+	bool fused = ba.bshd || !std_ok;
 	/* the mask: the steps in graph order (from the scores MatMul on), with the scores taken out */
 	struct ir_value *mask = NULL;
 	char mdesc[200] = "";
@@ -452,36 +644,50 @@ static int rewrite(struct pass_ctx *c, struct match *m)
 			return IR_ERR;
 	}
 	bool expanded = false;
-	if (mask && !mask_has_rows(m)) {
+	if (mask && !fused && !mask_has_rows(m)) {
 		if (!(mask = expand_rows(c, m, mask, before)))
 			return IR_ERR;
 		expanded = true;
 	}
-	/* the Attention node takes over the output of the last MatMul */
-	char *name = pass_new_node_name(g, m->sm, "Attention");
+	ba.mask = mask != NULL;
+	struct ir_value *q = m->q, *v = m->v;
+	if (ba.bshd) {
+		struct ir_value *was[3] = { m->q, k, m->v };
+		for (int i = 0; i < 3; i++)
+			maybe_dead[n_maybe++] = pass_producer(was[i])->id;   /* the Transposes transposed_from saw */
+		q = qs;
+		k = ks;
+		v = vs;
+	}
+	/* the fused node takes over the output of the last MatMul (of its Transpose with BSHD) */
+	const char *op = fused ? "FusedAttention" : "Attention";
+	char *name = pass_new_node_name(g, m->sm, op);
 	if (!name)
 		return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
-	struct ir_node *n = ir_node_new(g, "Attention", NULL, name, mask ? 4 : 3, 1, before);
+	struct ir_node *n = ir_node_new(g, op, fused ? FUSED_DOMAIN : NULL, name, mask ? 4 : 3, 1, before);
 	free(name);
 	if (!n)
 		return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
-	int rc = ir_node_set_input(n, 0, m->q);
+	int rc = ir_node_set_input(n, 0, q);
 	if (!rc)
 		rc = ir_node_set_input(n, 1, k);
 	if (!rc)
-		rc = ir_node_set_input(n, 2, m->v);
+		rc = ir_node_set_input(n, 2, v);
 	if (!rc && mask)
 		rc = ir_node_set_input(n, 3, mask);
 	if (!rc)
-		rc = set_attr_float(n, "scale", m->scale, c->d);
-	struct ir_value *y = m->pv->outputs[0];
+		rc = fused ? fused_attrs(c, n, &ba, elem) : set_attr_float(n, "scale", m->scale, c->d);
+	struct ir_node *yowner = ba.bshd ? ytr : m->pv;
+	struct ir_value *y = yowner->outputs[0];
 	if (!rc)
-		rc = ir_node_set_output(m->pv, 0, NULL, c->d);
+		rc = ir_node_set_output(yowner, 0, NULL, c->d);
 	if (!rc)
 		rc = ir_node_set_output(n, 0, y, c->d);
 	if (rc)
 		return rc;
 	pass_set_from(n, m->nodes, m->n);
+	if (ba.bshd)
+		pass_add_from(n, ytr);
 	/* in graph order for the message */
 	char ops[256] = "";
 	size_t ol = 0;
@@ -494,14 +700,24 @@ static int rewrite(struct pass_ctx *c, struct match *m)
 	for (int i = 0; i < no; i++)
 		ol += (size_t)snprintf(ops + ol, ol < sizeof(ops) ? sizeof(ops) - ol : 0, "%s%s", i ? ", " : "", order[i]->op_type);
 	int count = m->n;
-	struct ir_value *kt = m->kt;
+	if (ba.bshd && ir_node_remove(ytr, c->d))   /* its output is the fused node's now */
+		return IR_ERR;
 	if ((rc = pass_remove_nodes(c, m->nodes, m->n)))
 		return rc;
-	/* K^T's Transpose goes too when the scores MatMul was its only reader */
-	if (kt_tr && kt_tr->op == IR_OP_Transpose && !pass_n_readers(kt))
-		ir_node_remove(kt_tr, NULL);
-	pass_rewrote(c, n, "%d nodes (%s) fused into Attention(Q '%s', K '%s', V '%s'%s%s) with scale %g%s", count, ops,
-		     m->q->name, k->name, m->v->name, mask ? ", mask " : "", mask ? mdesc : "", m->scale,
+	/* K^T's Transpose (or reshapes), and with BSHD the transposes of Q, K and V, when nothing else reads them */
+	int swept = ba.bshd ? 1 : 0;
+	for (int i = 0; i < n_maybe; i++) {
+		struct ir_node *x = ir_node_by_id(g, maybe_dead[i]);
+		if (x)
+			swept += pass_remove_dead_from(g, x);
+	}
+	char more[160] = "";
+	if (swept)
+		snprintf(more, sizeof(more), "; %d node%s left unused went too (%s)", swept, swept == 1 ? "" : "s",
+			 ba.bshd ? "the transposes to and from [batch, heads, ...], K^T's" : "K^T's");
+	pass_rewrote(c, n, "%d nodes (%s) fused into %s(Q '%s', K '%s', V '%s'%s%s) with scale %g%s%s%s%s", count, ops,
+		     op, q->name, k->name, v->name, mask ? ", mask " : "", mask ? mdesc : "", m->scale,
+		     ba.bshd ? ", layout BSHD" : "", m->nan_zero ? ", NaN rows as 0" : "", more,
 		     expanded ? "; the mask is expanded to the query length (Shape, Concat, Expand)" : "");
 	return 0;
 }
@@ -513,6 +729,8 @@ static int run(struct pass_ctx *c)
 	if (rc == IR_EINTR || rc == IR_ENOMEM)
 		return ir_diag_err(c->d, rc, rc == IR_EINTR ? "stopped" : "out of memory");
 	int64_t opset = ir_model_opset(c->m, "");
+	char why[200];
+	bool fop = pass_fused_opset(c->m, why, sizeof(why)) != 0;
 	int n_ids = 0, *ids = malloc(sizeof(int) * (size_t)(g->n_nodes + 1));
 	if (!ids)
 		return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
@@ -532,12 +750,14 @@ static int run(struct pass_ctx *c)
 			pass_rejected(c, a, "attention not fused: %s", m.why);
 			continue;
 		}
-		if (opset < ATTN_OPSET) {
-			pass_rejected(c, a, "attention (Q '%s', K^T '%s', V '%s') found, but the model imports opset %lld; "
-				      "Attention needs %d", m.q->name, m.kt->name, m.v->name, (long long)opset, ATTN_OPSET);
+		bool std_ok = opset >= ATTN_OPSET && !m.nan_zero;
+		if (!std_ok && !fop) {
+			pass_rejected(c, a, "attention (Q '%s', K^T '%s', V '%s') found, but the model imports opset %lld: "
+				      "Attention needs %d%s and %s", m.q->name, m.kt->name, m.v->name, (long long)opset,
+				      ATTN_OPSET, m.nan_zero ? " (and cannot zero NaN rows)" : "", why);
 			continue;
 		}
-		rc = rewrite(c, &m);
+		rc = rewrite(c, &m, std_ok);
 	}
 	free(ids);
 	return rc;
@@ -545,31 +765,43 @@ static int run(struct pass_ctx *c)
 
 const struct pass pass_fuse_attention = {
 	.name = "fuse-attention",
-	.summary = "fuse scaled dot-product attention (MatMul, scale, mask, Softmax, MatMul) into Attention (opset 23)",
+	.summary = "fuse scaled dot-product attention (MatMul, scale, mask, Softmax, MatMul) into one Attention or "
+		   "ai.ogsh FusedAttention node",
 	.explain =
 		"Scaled dot-product attention, the core of every transformer layer, is softmax(Q K^T * scale + "
 		"mask) V, per batch and head: Q is [batch, heads, queries, head size], K and V [batch, heads, keys, "
 		"head size]. Exporters write it as MatMul(Q, K^T), a Div by sqrt(head size) (or a Mul by its "
-		"inverse), an Add of the mask, Softmax over the last axis and MatMul with V. This pass puts one "
-		"Attention node (ONNX opset 23) in their place: Attention(Q, K, V, attn_mask, scale=s). A fused "
+		"inverse, or Muls of Q and K^T by its square root, as torch's exporter does), an Add of the mask, "
+		"Softmax over the last axis and MatMul with V. This pass puts one node in their place. A fused "
 		"kernel never writes the [queries, keys] score matrix to memory, which for long sequences is most "
-		"of attention's memory traffic.\n\n"
-		"The reshapes and transposes that make Q, K and V 4-D stay as they are. Attention takes K, not "
-		"K^T: when K^T comes from a Transpose, K is taken from that Transpose's input with the last two "
-		"axes of its permutation swapped back (BERT's perm [0,2,3,1] becomes [0,2,1,3]); otherwise a "
-		"Transpose with perm [0,1,3,2] is added. The scale is 1/c for a Div by c and c for a Mul by c "
-		"(1 when there is none). Mask steps are moved into the additive mask: an Add of M adds M; a "
-		"Where(cond, scores, fill), GPT-2's causal mask, becomes Where(cond, 0, fill) added to the scores, "
-		"which gives exactly the same softmax when fill is -inf or below -1e30 (added to a score it "
-		"swallows it), so only such fills are accepted. ONNX lets the mask broadcast over the query axis, "
-		"but ONNX Runtime wants it spelled out: a mask such as BERT's [batch, 1, 1, keys] is expanded to "
-		"the query length (Shape of Q, Concat, Expand) so the saved model runs there too.\n\n"
+		"of attention's memory traffic, and on the GPU runs both products on tensor cores in float16 and "
+		"bfloat16.\n\n"
+		"The node is ONNX's Attention(Q, K, V, attn_mask, scale=s) (opset 23) when the model imports "
+		"opset 23 or later and that op says the same thing; otherwise ogsh's FusedAttention (domain "
+		"ai.ogsh, saved with a model-local function in standard ops, so other runtimes run it too), in "
+		"three cases: the model's opset is older than 23; the softmax output passes Where(IsNaN(p), 0, p) "
+		"(torch's exporter guards rows masked everywhere so; FusedAttention's nan_to_zero=1 does the same); "
+		"or Q, K and V are each a Transpose with perm [0,2,1,3] of a [batch, sequence, heads, head size] "
+		"tensor and the output goes back through the same Transpose: FusedAttention's layout=BSHD reads "
+		"and writes that layout, and the four transposes (the heads split and merge around every "
+		"attention block) go.\n\n"
+		"Attention takes K, not K^T: when K^T comes from a Transpose, K is taken from that Transpose's input "
+		"with the last two axes of its permutation swapped back (BERT's perm [0,2,3,1] becomes [0,2,1,3]); "
+		"when it comes from Reshape to [batch*heads, keys, size], Transpose [0,2,1] and Reshape back "
+		"(torch's exporter), K is the first Reshape's input; otherwise a Transpose with perm [0,1,3,2] is "
+		"added. The scale is the product of the constants (1/c for a Div by c). Mask steps are moved into "
+		"the additive mask: an Add of M adds M; a Where(cond, scores, fill), GPT-2's causal mask, becomes "
+		"Where(cond, 0, fill) added to the scores, which gives exactly the same softmax when fill is -inf "
+		"or below -1e30 (added to a score it swallows it), so only such fills are accepted. ONNX lets "
+		"Attention's mask broadcast over the query axis, but ONNX Runtime wants it spelled out: a mask such "
+		"as BERT's [batch, 1, 1, keys] is expanded to the query length (Shape of Q, Concat, Expand) so the "
+		"saved model runs there too (FusedAttention's function broadcasts it as Add does).\n\n"
 		"Nothing is fused when a value inside the pattern (the scores, the scaled or masked scores, the "
 		"attention weights) is read by anything else, when the softmax is not over the keys axis, when "
 		"shape inference cannot show that Q, K^T and V are 4-D and agree in batch, heads, head size and "
 		"key length, when a mask step would broadcast the scores to a larger shape, or when the model "
-		"imports an opset older than 23: the pass does not change the model's opset. Only the main graph "
-		"is rewritten.",
-	.level = PASS_LEVEL_ALL,
+		"imports an opset older than 9 (FusedAttention's function needs it). The model's opset is not "
+		"changed. Only the main graph is rewritten.",
+	.level = PASS_LEVEL_EXTENDED,
 	.run = run,
 };

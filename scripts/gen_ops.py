@@ -42,10 +42,18 @@ RMSNormalization LpNormalization MeanVarianceNormalization LRN""".split()
 #   FusedConv(X, W, B?, Z?)  Y = act(Conv(X, W, B) + Z)
 #   FusedGemm(A, B, C?)      Y = act(alpha * A' * B' + beta * C)
 #   Pointwise(x0, x1, ...)   Y = expr(x0, x1, ...), elementwise with broadcasting
+#   FusedAttention(Q, K, V, mask?)
+#                            Y = softmax(Q K^T * scale + mask) V per batch and head, as
+#                            ONNX Attention (3-D or 4-D, q/kv_num_heads); layout BSHD:
+#                            4-D Q, K, V, Y are [batch, sequence, heads, head size];
+#                            nan_to_zero:
+#                            softmax rows that are NaN count as 0 (the exporters'
+#                            Where(IsNaN(p), 0, p))
 OGSH_OPS = [
     ("FusedConv", 2, 4, 1, 1, "0"),
     ("FusedGemm", 2, 3, 1, 1, "0"),
     ("Pointwise", 1, -1, 1, 1, "IR_OPF_ELEMENTWISE"),
+    ("FusedAttention", 3, 4, 1, 1, "0"),
 ]
 
 # Their attributes: (op, name, type, required, default text or None).
@@ -57,6 +65,9 @@ OGSH_ATTRS = {
     "FusedGemm": [("alpha", "FLOAT", False, "1.0"), ("beta", "FLOAT", False, "1.0"),
                   ("transA", "INT", False, "0"), ("transB", "INT", False, "0")] + _ACT,
     "Pointwise": [("dtype", "INT", True, None), ("expr", "STRING", True, None)],
+    "FusedAttention": [("kv_num_heads", "INT", False, None), ("layout", "STRING", False, "BHSD"),
+                       ("nan_to_zero", "INT", False, "0"),
+                       ("q_num_heads", "INT", False, None), ("scale", "FLOAT", False, None)],
 }
 
 

@@ -1,7 +1,7 @@
 /*
  * k_attention.c - CPU kernels: attention ops.
  *
- * Attention (opset 23/24), RotaryEmbedding, LinearAttention,
+ * Attention (opset 23/24) and ogsh's FusedAttention, RotaryEmbedding, LinearAttention,
  * CausalConvWithState, and FlexAttention of ai.onnx.preview. Inputs are
  * read as doubles and the arithmetic is done in double; each output element
  * is rounded once when stored (float16/bfloat16 included), except where the
@@ -84,9 +84,18 @@ struct attn_view {
 	int64_t sb, sh, ss;
 };
 
-static int attn_view(struct cpu_kctx *k, const struct ir_tensor *t, const char *what, int64_t heads,
+static int attn_view(struct cpu_kctx *k, const struct ir_tensor *t, const char *what, int64_t heads, bool bshd,
 		     struct attn_view *v)
 {
+	if (t->rank == 4 && bshd) {   /* (batch, seq, heads, head_size) */
+		v->seq = t->dims[1];
+		v->heads = t->dims[2];
+		v->size = t->dims[3];
+		v->sh = v->size;
+		v->ss = v->heads * v->size;
+		v->sb = v->seq * v->ss;
+		return 0;
+	}
 	if (t->rank == 4) {
 		v->heads = t->dims[1];
 		v->seq = t->dims[2];
@@ -110,8 +119,14 @@ static int attn_view(struct cpu_kctx *k, const struct ir_tensor *t, const char *
 	return 0;
 }
 
+/*
+ * Attention, and ai.ogsh FusedAttention (Q, K, V, mask?): the same with
+ * the mask broadcast as numpy's (a last axis of 1 spans every key) and,
+ * with nan_to_zero, NaN softmax rows counted as zeros.
+ */
 static int k_attention(struct cpu_kctx *k)
 {
+	const bool fused = k->node->op == IR_OP_ogsh_FusedAttention;
 	const struct ir_tensor *Q = kin_req(k, 0), *K = kin_req(k, 1), *V = kin_req(k, 2);
 	if (!Q || !K || !V)
 		return IR_ERR;
@@ -126,8 +141,13 @@ static int k_attention(struct cpu_kctx *k)
 	if ((Q->rank != 3 && Q->rank != 4) || K->rank != Q->rank || V->rank != Q->rank)
 		return kerr(k, "Q, K and V must all be 3-D or all 4-D, not %s, %s, %s", kshape(Q), kshape(K), kshape(V));
 	int64_t qh = kattr_i(k, "q_num_heads", 0), kvh = kattr_i(k, "kv_num_heads", 0);
+	const char *layout = fused ? kattr_s(k, "layout", "BHSD") : "BHSD";
+	if (strcmp(layout, "BHSD") && strcmp(layout, "BSHD"))
+		return kerr(k, "layout '%s' is not BHSD or BSHD", layout);
+	const bool bshd = !strcmp(layout, "BSHD");
 	struct attn_view q, kk, vv;
-	if (attn_view(k, Q, "Q", qh, &q) || attn_view(k, K, "K", kvh, &kk) || attn_view(k, V, "V", kvh, &vv))
+	if (attn_view(k, Q, "Q", qh, bshd, &q) || attn_view(k, K, "K", kvh, bshd, &kk) ||
+	    attn_view(k, V, "V", kvh, bshd, &vv))
 		return IR_ERR;
 	const int64_t B = Q->dims[0];
 	if (K->dims[0] != B || V->dims[0] != B)
@@ -176,6 +196,14 @@ static int k_attention(struct cpu_kctx *k)
 			mstr[i] = mdims[i] == 1 && i < 3 ? 0 : s;
 			s *= mdims[i];
 		}
+		if (fused && mbool)
+			return kerr(k, "FusedAttention's mask is additive: %s is not a float type", ir_dtype_name(M->dtype));
+		if (fused && mdims[3] == 1) {
+			mdims[3] = T;
+			mstr[3] = 0;
+		} else if (fused && mdims[3] != T) {
+			return kerr(k, "mask %s does not broadcast to the %lld keys", kshape(M), (long long)T);
+		}
 		if (mdims[3] > T)
 			return kerr(k, "attn_mask's last dimension %lld is longer than the %lld keys", (long long)mdims[3],
 				    (long long)T);
@@ -192,10 +220,15 @@ static int k_attention(struct cpu_kctx *k)
 	if (mode < 0 || mode > 3)
 		return kerr(k, "qk_matmul_output_mode %lld is not 0, 1, 2 or 3", (long long)mode);
 	double scale = kattr_has(k, "scale") ? kattr_f(k, "scale", 0) : 1.0 / sqrt((double)D);
+	const bool nan_zero = fused && kattr_i(k, "nan_to_zero", 0) != 0;
 
 	/* outputs */
 	int64_t ydims[4] = { B, Hq, Lq, Dv };
 	int yrank = 4;
+	if (bshd) {
+		ydims[1] = Lq;
+		ydims[2] = Hq;
+	}
 	if (Q->rank == 3) {
 		yrank = 3;
 		ydims[1] = Lq;
@@ -305,6 +338,9 @@ static int k_attention(struct cpu_kctx *k)
 					for (int64_t j = 0; j < T; j++)
 						kst(qt, qkout, qko + (uint64_t)j, row[j]);
 				softmax_row(row, T);
+				for (int64_t j = 0; nan_zero && j < T; j++)
+					if (isnan(row[j]))
+						row[j] = 0;
 				if (qkout && mode == 3)
 					for (int64_t j = 0; j < T; j++)
 						kst(qt, qkout, qko + (uint64_t)j, row[j]);
@@ -312,7 +348,7 @@ static int k_attention(struct cpu_kctx *k)
 					double acc = 0;
 					for (int64_t j = 0; j < T; j++)
 						acc += row[j] * vb[j * Dv + d];
-					uint64_t yo = yrank == 4 ? (uint64_t)(((b * Hq + h) * Lq + i) * Dv + d)
+					uint64_t yo = yrank == 4 && !bshd ? (uint64_t)(((b * Hq + h) * Lq + i) * Dv + d)
 								 : (uint64_t)((b * Lq + i) * Hq * Dv + h * Dv + d);
 					kst(qt, yd, yo, acc);
 				}
@@ -800,6 +836,7 @@ out:
 
 const struct cpu_kernel cpu_kernels_attention[] = {
 	{ IR_OP_Attention, k_attention, NULL },
+	{ IR_OP_ogsh_FusedAttention, k_attention, NULL },
 	{ IR_OP_RotaryEmbedding, k_rotary_embedding, NULL },
 	{ IR_OP_CausalConvWithState, k_causal_conv_with_state, NULL },
 	{ IR_OP_LinearAttention, k_linear_attention, NULL },

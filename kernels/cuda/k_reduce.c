@@ -811,10 +811,19 @@ static int run_mvn(struct cuda_kctx *k)
 /* Attention                                                                 */
 /* ------------------------------------------------------------------------ */
 
-/* Heads, sequence, head size and strides of a 4-D [B, H, S, D] or 3-D [B, S, H*D] input. */
-static bool attn_view(const struct cuda_tensor *t, const char *what, int64_t heads, int64_t *h, int64_t *seq,
-		      int64_t *hs, int64_t *sb, int64_t *sh, int64_t *ss, char *why, size_t size)
+/* Heads, sequence, head size and strides of a 4-D [B, H, S, D] (bshd: [B, S, H, D]) or 3-D [B, S, H*D] input. */
+static bool attn_view(const struct cuda_tensor *t, const char *what, int64_t heads, bool bshd, int64_t *h,
+		      int64_t *seq, int64_t *hs, int64_t *sb, int64_t *sh, int64_t *ss, char *why, size_t size)
 {
+	if (t->rank == 4 && bshd) {
+		*seq = t->dims[1];
+		*h = t->dims[2];
+		*hs = t->dims[3];
+		*sh = *hs;
+		*ss = *h * *hs;
+		*sb = *seq * *ss;
+		return true;
+	}
 	if (t->rank == 4) {
 		*h = t->dims[1];
 		*seq = t->dims[2];
@@ -837,10 +846,18 @@ static bool attn_view(const struct cuda_tensor *t, const char *what, int64_t hea
 	return true;
 }
 
+/* Attention, and ogsh's FusedAttention: its layout, nan_to_zero and a mask broadcast as numpy's */
 static bool attn_setup(const struct cuda_kctx *k, struct rd_attn *a, char *why, size_t size)
 {
 	const struct cuda_tensor *Q = &k->in[0], *K = &k->in[1], *V = &k->in[2];
 	memset(a, 0, sizeof(*a));
+	const bool fused = k->node->op == IR_OP_ogsh_FusedAttention;
+	const struct ir_attr *la = fused ? ir_node_attr(k->node, "layout") : NULL;
+	const char *layout = la && la->type == IR_ATTR_STRING && la->s.data ? la->s.data : "BHSD";
+	if (strcmp(layout, "BHSD") && strcmp(layout, "BSHD"))
+		return NO("layout '%s' is not BHSD or BSHD", layout);
+	const bool bshd = !strcmp(layout, "BSHD");
+	a->nan_zero = fused && attr_i(k, "nan_to_zero", 0) != 0;
 	if (!cuda_is_float(Q->dtype))
 		return NO("dtype %s is not supported on the GPU", dtname(Q->dtype));
 	if (K->dtype != Q->dtype || V->dtype != Q->dtype)
@@ -858,9 +875,9 @@ static bool attn_setup(const struct cuda_kctx *k, struct rd_attn *a, char *why, 
 		return NO("Q, K and V must all be 3-D or all 4-D");
 	int64_t qh = attr_i(k, "q_num_heads", 0), kvh = attr_i(k, "kv_num_heads", 0);
 	int64_t Lk, Dk, Hv, Lv;
-	if (!attn_view(Q, "Q", qh, &a->Hq, &a->Lq, &a->D, &a->q_sb, &a->q_sh, &a->q_ss, why, size) ||
-	    !attn_view(K, "K", kvh, &a->Hkv, &Lk, &Dk, &a->k_sb, &a->k_sh, &a->k_ss, why, size) ||
-	    !attn_view(V, "V", kvh, &Hv, &Lv, &a->Dv, &a->v_sb, &a->v_sh, &a->v_ss, why, size))
+	if (!attn_view(Q, "Q", qh, bshd, &a->Hq, &a->Lq, &a->D, &a->q_sb, &a->q_sh, &a->q_ss, why, size) ||
+	    !attn_view(K, "K", kvh, bshd, &a->Hkv, &Lk, &Dk, &a->k_sb, &a->k_sh, &a->k_ss, why, size) ||
+	    !attn_view(V, "V", kvh, bshd, &Hv, &Lv, &a->Dv, &a->v_sb, &a->v_sh, &a->v_ss, why, size))
 		return false;
 	a->B = Q->dims[0];
 	a->T = Lk;
@@ -876,7 +893,11 @@ static bool attn_setup(const struct cuda_kctx *k, struct rd_attn *a, char *why, 
 		return NO("head sizes over 256 are not supported on the GPU");
 	if (a->Hq > 65535 || a->B > 65535 || (a->Lq + 15) / 16 > INT32_MAX)
 		return NO("too many heads, batches or queries for the GPU kernel");
-	if (Q->rank == 4) {
+	if (Q->rank == 4 && bshd) {
+		a->y_sh = a->Dv;
+		a->y_ss = a->Hq * a->Dv;
+		a->y_sb = a->Lq * a->y_ss;
+	} else if (Q->rank == 4) {
 		a->y_ss = a->Dv;
 		a->y_sh = a->Lq * a->Dv;
 		a->y_sb = a->Hq * a->y_sh;
@@ -909,6 +930,14 @@ static bool attn_setup(const struct cuda_kctx *k, struct rd_attn *a, char *why, 
 			return NO("attn_mask's last dimension is longer than the keys");
 		a->mask_dtype = M->dtype;
 		a->mcols = mdims[3];
+		if (fused && M->dtype == IR_BOOL)
+			return NO("FusedAttention's mask is additive, not bool");
+		if (fused && mdims[3] == 1) {   /* numpy broadcasting: one column for every key */
+			a->mstr[3] = 0;
+			a->mcols = a->T;
+		} else if (fused && mdims[3] != a->T) {
+			return NO("the mask does not broadcast to the keys");
+		}
 	}
 	return true;
 }
@@ -961,5 +990,6 @@ const struct cuda_kernel cuda_k_reduce[] = {
 	{ IR_OP_LpNormalization, supports_lpnorm, NULL, run_lpnorm, NULL },
 	{ IR_OP_MeanVarianceNormalization, supports_mvn, prepare_mvn, run_mvn, NULL },
 	{ IR_OP_Attention, supports_attention, NULL, run_attention, NULL },
+	{ IR_OP_ogsh_FusedAttention, supports_attention, NULL, run_attention, NULL },
 	{ .op = -1 },
 };

@@ -1194,11 +1194,487 @@ attention(const T *q, const T *k, const T *v, T *y, rd_attn a)
 		for (int tt = 0; tt < DM / 32; tt++) {
 			const int d = lane + 32 * tt;
 			if (d < Dv) {
-				float o = a.T == 0 ? 0.f : m[qi] == -INFINITY ? NAN : acc[qi][tt] / L;
+				// a row masked everywhere, or with a NaN (L NaN): NaN, or zeros with nan_zero
+				float o = a.T == 0 || (a.nan_zero && (m[qi] == -INFINITY || !(L > 0.f))) ? 0.f
+					  : m[qi] == -INFINITY ? NAN : acc[qi][tt] / L;
 				yr[d] = fromf<T>(o);
 			}
 		}
 	}
+}
+
+// ------------------------------------------------------------------------
+// Attention on tensor cores (float16/bfloat16, head size 32, 64 or 128 for
+// Q, K and V): mma.sync m16n8k16 with float accumulators. A block of NW
+// warps takes NW*16 queries of one (batch, head); K and V pass through
+// shared memory in tiles of 64 keys. A warp keeps its 16 rows of scores in
+// the accumulator layout (row lane/4 and lane/4 + 8, columns 2*(lane%4) and
+// +1 of each 8-key slice), does the online softmax there (a row is spread
+// over 4 lanes), and feeds the probabilities, rounded to T, straight back
+// as the A operand of P.V (the accumulators of two 8-key slices are the A
+// fragment of one 16-key step); V's B fragments come from ldmatrix.trans.
+// Scores, the running max and sums stay float.
+// ------------------------------------------------------------------------
+
+constexpr int FM_KT = 64;   // keys per tile
+
+template <typename T> struct Mma;
+template <> struct Mma<__half> {
+	static __device__ __forceinline__ uint32_t pack(float lo, float hi)
+	{
+		__half2 h = __floats2half2_rn(lo, hi);
+		return *reinterpret_cast<uint32_t *>(&h);
+	}
+	static __device__ __forceinline__ void run(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
+	{
+		asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+			     "{%8,%9}, {%0,%1,%2,%3};\n"
+			     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+			     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+	}
+};
+template <> struct Mma<__nv_bfloat16> {
+	static __device__ __forceinline__ uint32_t pack(float lo, float hi)
+	{
+		__nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+		return *reinterpret_cast<uint32_t *>(&h);
+	}
+	static __device__ __forceinline__ void run(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
+	{
+		asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+			     "{%8,%9}, {%0,%1,%2,%3};\n"
+			     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+			     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+	}
+};
+
+// a tile of FM_KT rows of D elements (row stride ss) into shared rows of D + 8; rows past n are zeros
+template <typename T, int D, int NT>
+__device__ __forceinline__ void fm_tile(T *dst, const T *src, int64_t ss, int64_t n, int tid)
+{
+	constexpr int C = D / 8;   // 16-byte chunks per row
+	for (int e = tid; e < FM_KT * C; e += NT) {
+		const int j = e / C, c = e - j * C;
+		uint4 v = make_uint4(0, 0, 0, 0);
+		if (j < n)
+			v = *reinterpret_cast<const uint4 *>(src + j * ss + c * 8);
+		*reinterpret_cast<uint4 *>(dst + j * (D + 8) + c * 8) = v;
+	}
+}
+
+template <typename T, int D, int NW> __global__ void __launch_bounds__(NW * 32)
+attention_mma(const T *q, const T *k, const T *v, T *y, rd_attn a)
+{
+	__shared__ __align__(16) T ks[FM_KT * (D + 8)];
+	__shared__ __align__(16) T vs[FM_KT * (D + 8)];
+	constexpr float L2E = 1.4426950408889634f;
+	const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5, g = lane >> 2, t4 = lane & 3;
+	const int64_t b = blockIdx.z, h = blockIdx.y, i0 = (int64_t)blockIdx.x * NW * 16 + w * 16;
+	const int64_t hk = h / (a.Hq / a.Hkv);
+	const int64_t rows[2] = { i0 + g, i0 + g + 8 };
+
+	// this warp's 16 rows of Q as A fragments (rows past Lq: zeros)
+	uint32_t qa[D / 16][4];
+#pragma unroll
+	for (int r = 0; r < 2; r++) {
+		const bool in = rows[r] < a.Lq;
+		const T *qr = q + b * a.q_sb + h * a.q_sh + (in ? rows[r] : 0) * a.q_ss;
+#pragma unroll
+		for (int kk = 0; kk < D / 16; kk++) {
+			qa[kk][r] = in ? *reinterpret_cast<const uint32_t *>(qr + kk * 16 + 2 * t4) : 0u;
+			qa[kk][r + 2] = in ? *reinterpret_cast<const uint32_t *>(qr + kk * 16 + 8 + 2 * t4) : 0u;
+		}
+	}
+	float o[D / 8][4], m[2] = { -INFINITY, -INFINITY }, l[2] = { 0.f, 0.f };
+#pragma unroll
+	for (int n = 0; n < D / 8; n++)
+		o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+
+	int64_t tend = a.T;
+	if (a.causal) {
+		const int64_t last = (int64_t)blockIdx.x * NW * 16 + NW * 16;   // keys j <= i < last
+		if (last < tend)
+			tend = last;
+	}
+	const T *kb = k + b * a.k_sb + hk * a.k_sh, *vb = v + b * a.v_sb + hk * a.v_sh;
+	for (int64_t t0 = 0; t0 < tend; t0 += FM_KT) {
+		__syncthreads();
+		fm_tile<T, D, NW * 32>(ks, kb + t0 * a.k_ss, a.k_ss, a.T - t0, tid);
+		fm_tile<T, D, NW * 32>(vs, vb + t0 * a.v_ss, a.v_ss, a.T - t0, tid);
+		__syncthreads();
+		// S = Q K^T for 16 rows x 64 keys
+		float s[FM_KT / 8][4];
+#pragma unroll
+		for (int j = 0; j < FM_KT / 8; j++) {
+			s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+			const T *kr = ks + (j * 8 + g) * (D + 8) + 2 * t4;
+#pragma unroll
+			for (int kk = 0; kk < D / 16; kk++)
+				Mma<T>::run(s[j], qa[kk], *reinterpret_cast<const uint32_t *>(kr + kk * 16),
+					    *reinterpret_cast<const uint32_t *>(kr + kk * 16 + 8));
+		}
+		// scale, masks, the tile's row maxima
+		float mx[2] = { -INFINITY, -INFINITY };
+#pragma unroll
+		for (int j = 0; j < FM_KT / 8; j++)
+#pragma unroll
+			for (int e = 0; e < 4; e++) {
+				const int r = e >> 1;
+				const int64_t key = t0 + j * 8 + 2 * t4 + (e & 1), i = rows[r] < a.Lq ? rows[r] : a.Lq - 1;
+				float x = s[j][e] * a.scale;
+				if (key >= a.T || (a.causal && key > i)) {
+					x = -INFINITY;
+				} else if (a.mask) {
+					if (key >= a.mcols) {
+						x = -INFINITY;
+					} else {
+						const int64_t mo = b * a.mstr[0] + h * a.mstr[1] + i * a.mstr[2] + key * a.mstr[3];
+						if (a.mask_dtype == RD_BOOL)
+							x = ((const uint8_t *)a.mask)[mo] ? x : -INFINITY;
+						else
+							x += ldf(a.mask, a.mask_dtype, mo);
+					}
+				}
+				s[j][e] = x;
+				mx[r] = fmaxf(mx[r], x);
+			}
+		float corr[2], mu[2];
+#pragma unroll
+		for (int r = 0; r < 2; r++) {
+			mx[r] = fmaxf(mx[r], __shfl_xor_sync(FULL, mx[r], 1));
+			mx[r] = fmaxf(mx[r], __shfl_xor_sync(FULL, mx[r], 2));
+			const float mn = fmaxf(m[r], mx[r]);
+			mu[r] = mn == -INFINITY ? 0.f : mn;   // a row masked so far: every p is 0
+			corr[r] = exp2f((m[r] - mu[r]) * L2E);
+			m[r] = mn;
+			l[r] *= corr[r];
+		}
+#pragma unroll
+		for (int n = 0; n < D / 8; n++) {
+			o[n][0] *= corr[0];
+			o[n][1] *= corr[0];
+			o[n][2] *= corr[1];
+			o[n][3] *= corr[1];
+		}
+#pragma unroll
+		for (int j = 0; j < FM_KT / 8; j++)
+#pragma unroll
+			for (int e = 0; e < 4; e++) {
+				const float p = exp2f((s[j][e] - mu[e >> 1]) * L2E);
+				l[e >> 1] += p;
+				s[j][e] = p;
+			}
+		// O += P V, 16 keys a step
+#pragma unroll
+		for (int kc = 0; kc < FM_KT / 16; kc++) {
+			uint32_t pa[4] = { Mma<T>::pack(s[2 * kc][0], s[2 * kc][1]), Mma<T>::pack(s[2 * kc][2], s[2 * kc][3]),
+					   Mma<T>::pack(s[2 * kc + 1][0], s[2 * kc + 1][1]),
+					   Mma<T>::pack(s[2 * kc + 1][2], s[2 * kc + 1][3]) };
+			const int mi = lane >> 3;
+			const T *vrow = vs + (kc * 16 + (lane & 7) + (mi & 1) * 8) * (D + 8) + (mi >> 1) * 8;
+#pragma unroll
+			for (int nd = 0; nd < D / 16; nd++) {
+				uint32_t r0, r1, r2, r3;
+				const uint32_t addr = (uint32_t)__cvta_generic_to_shared(vrow + nd * 16);
+				asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+					     : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+					     : "r"(addr));
+				Mma<T>::run(o[2 * nd], pa, r0, r1);
+				Mma<T>::run(o[2 * nd + 1], pa, r2, r3);
+			}
+		}
+	}
+	// the rows' sums over their 4 lanes; a row masked everywhere (sum 0) or with a NaN (sum NaN)
+	// is NaN, or zeros with nan_zero
+#pragma unroll
+	for (int r = 0; r < 2; r++) {
+		l[r] += __shfl_xor_sync(FULL, l[r], 1);
+		l[r] += __shfl_xor_sync(FULL, l[r], 2);
+		if (rows[r] >= a.Lq)
+			continue;
+		const bool zero = a.T == 0 || (a.nan_zero && !(l[r] > 0.f));
+		const float inv = zero ? 0.f : 1.f / l[r];
+		T *yr = y + b * a.y_sb + h * a.y_sh + rows[r] * a.y_ss + 2 * t4;
+#pragma unroll
+		for (int n = 0; n < D / 8; n++) {
+			const float o0 = zero ? 0.f : o[n][2 * r] * inv, o1 = zero ? 0.f : o[n][2 * r + 1] * inv;
+			*reinterpret_cast<uint32_t *>(yr + n * 8) = Mma<T>::pack(o0, o1);
+		}
+	}
+}
+
+template <typename T, int D, int NW>
+static cudaError_t attention_mma_nw(const rd_attn *a, const void *q, const void *k, const void *v, void *y,
+				    cudaStream_t s)
+{
+	dim3 grid((unsigned)((a->Lq + NW * 16 - 1) / (NW * 16)), (unsigned)a->Hq, (unsigned)a->B);
+	attention_mma<T, D, NW><<<grid, NW * 32, 0, s>>>((const T *)q, (const T *)k, (const T *)v, (T *)y, *a);
+	return cudaGetLastError();
+}
+
+// 4 warps a block, or 1 when that leaves fewer than about 2 blocks per SM
+template <typename T, int D>
+static cudaError_t attention_mma_d(const rd_attn *a, const void *q, const void *k, const void *v, void *y,
+				   cudaStream_t s)
+{
+	if ((a->Lq + 63) / 64 * a->Hq * a->B >= 256)
+		return attention_mma_nw<T, D, 4>(a, q, k, v, y, s);
+	return attention_mma_nw<T, D, 1>(a, q, k, v, y, s);
+}
+
+// whether the tensor-core kernel takes a: head sizes, 16-byte rows, a mask it can read
+static bool attention_mma_ok(const rd_attn *a, const void *q, const void *k, const void *v, const void *y)
+{
+	if (a->D != a->Dv || (a->D != 32 && a->D != 64 && a->D != 128))
+		return false;
+	const int64_t st[] = { a->q_sb, a->q_sh, a->q_ss, a->k_sb, a->k_sh, a->k_ss,
+			       a->v_sb, a->v_sh, a->v_ss, a->y_sb, a->y_sh, a->y_ss };
+	for (int64_t x : st)
+		if (x % 8)
+			return false;
+	const void *p[] = { q, k, v, y };
+	for (const void *x : p)
+		if ((uintptr_t)x % 16)
+			return false;
+	return !a->mask || a->mask_dtype == RD_BOOL || a->mask_dtype == RD_F32 || a->mask_dtype == RD_F16 ||
+	       a->mask_dtype == RD_BF16;
+}
+
+// ------------------------------------------------------------------------
+// Attention in float32 for larger grids (head size 64 or 128 for Q, K and
+// V): a block of 256 threads takes 64 queries of one (batch, head), key
+// tiles of 64 through shared memory. Thread (ty, tx) of 16 x 16 owns
+// queries 4*ty..+3, keys tx + 16*j of a tile (j < 4: consecutive threads
+// read rows 68 floats apart, no bank conflicts) and output dims
+// 64*u + 4*tx..+3: both products are 4 x 4 register tiles fed by float4
+// loads from shared memory. A row's online softmax lives on the 16 lanes
+// that share ty. The probabilities go through shared memory to P.V.
+// ------------------------------------------------------------------------
+
+constexpr int FT_BQ = 64, FT_KT = 64, FT_NT = 256;
+
+template <int D> constexpr size_t ft_smem_floats()
+{
+	return (size_t)FT_BQ * (D + 4) + (size_t)FT_KT * (D + 4) + (size_t)FT_KT * D + (size_t)FT_BQ * (FT_KT + 4);
+}
+
+template <int D> __global__ void __launch_bounds__(FT_NT)
+attention_f32t(const float *q, const float *k, const float *v, float *y, rd_attn a)
+{
+	extern __shared__ float4 ft_smem4[];
+	float *qs = reinterpret_cast<float *>(ft_smem4);   // [FT_BQ][D + 4]
+	float *ks = qs + FT_BQ * (D + 4);                   // [FT_KT][D + 4]
+	float *vs = ks + FT_KT * (D + 4);                   // [FT_KT][D]
+	float *ps = vs + FT_KT * D;                         // [FT_BQ][FT_KT + 4]
+	constexpr int U = D / 64;                           // float4s of output dims per thread
+	const int tid = threadIdx.x, tx = tid & 15, ty = tid >> 4, r0 = ty * 4;
+	const int64_t b = blockIdx.z, h = blockIdx.y, i0 = (int64_t)blockIdx.x * FT_BQ;
+	const int64_t hk = h / (a.Hq / a.Hkv);
+	constexpr int C = D / 4;
+	for (int e = tid; e < FT_BQ * C; e += FT_NT) {
+		const int r = e / C, c = e - r * C;
+		float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
+		if (i0 + r < a.Lq)
+			x = *reinterpret_cast<const float4 *>(q + b * a.q_sb + h * a.q_sh + (i0 + r) * a.q_ss + c * 4);
+		*reinterpret_cast<float4 *>(qs + r * (D + 4) + c * 4) = x;
+	}
+	float o[4][4 * U], m[4], l[4];
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		m[i] = -INFINITY;
+		l[i] = 0.f;
+#pragma unroll
+		for (int d = 0; d < 4 * U; d++)
+			o[i][d] = 0.f;
+	}
+	int64_t tend = a.T;
+	if (a.causal && i0 + FT_BQ < tend)
+		tend = i0 + FT_BQ;
+	const float *kb = k + b * a.k_sb + hk * a.k_sh, *vb = v + b * a.v_sb + hk * a.v_sh;
+	for (int64_t t0 = 0; t0 < tend; t0 += FT_KT) {
+		__syncthreads();
+		for (int e = tid; e < FT_KT * C; e += FT_NT) {
+			const int j = e / C, c = e - j * C;
+			float4 kx = make_float4(0.f, 0.f, 0.f, 0.f), vx = kx;
+			if (t0 + j < a.T) {
+				kx = *reinterpret_cast<const float4 *>(kb + (t0 + j) * a.k_ss + c * 4);
+				vx = *reinterpret_cast<const float4 *>(vb + (t0 + j) * a.v_ss + c * 4);
+			}
+			*reinterpret_cast<float4 *>(ks + j * (D + 4) + c * 4) = kx;
+			*reinterpret_cast<float4 *>(vs + j * D + c * 4) = vx;
+		}
+		__syncthreads();
+		float s[4][4];
+#pragma unroll
+		for (int i = 0; i < 4; i++)
+#pragma unroll
+			for (int j = 0; j < 4; j++)
+				s[i][j] = 0.f;
+#pragma unroll 4
+		for (int d = 0; d < D; d += 4) {
+			float4 qv[4], kv[4];
+#pragma unroll
+			for (int i = 0; i < 4; i++)
+				qv[i] = *reinterpret_cast<const float4 *>(qs + (r0 + i) * (D + 4) + d);
+#pragma unroll
+			for (int j = 0; j < 4; j++)
+				kv[j] = *reinterpret_cast<const float4 *>(ks + (tx + 16 * j) * (D + 4) + d);
+#pragma unroll
+			for (int i = 0; i < 4; i++)
+#pragma unroll
+				for (int j = 0; j < 4; j++)
+					s[i][j] += qv[i].x * kv[j].x + qv[i].y * kv[j].y + qv[i].z * kv[j].z + qv[i].w * kv[j].w;
+		}
+		// scale, masks, online softmax over the 16 lanes of a row group
+#pragma unroll
+		for (int i = 0; i < 4; i++) {
+			const int64_t i_ = i0 + r0 + i < a.Lq ? i0 + r0 + i : a.Lq - 1;
+			float mx = -INFINITY;
+#pragma unroll
+			for (int j = 0; j < 4; j++) {
+				const int64_t key = t0 + tx + 16 * j;
+				float x = s[i][j] * a.scale;
+				if (key >= a.T || (a.causal && key > i_)) {
+					x = -INFINITY;
+				} else if (a.mask) {
+					if (key >= a.mcols) {
+						x = -INFINITY;
+					} else {
+						const int64_t mo = b * a.mstr[0] + h * a.mstr[1] + i_ * a.mstr[2] + key * a.mstr[3];
+						if (a.mask_dtype == RD_BOOL)
+							x = ((const uint8_t *)a.mask)[mo] ? x : -INFINITY;
+						else
+							x += ldf(a.mask, a.mask_dtype, mo);
+					}
+				}
+				s[i][j] = x;
+				mx = fmaxf(mx, x);
+			}
+#pragma unroll
+			for (int off = 1; off < 16; off <<= 1)
+				mx = fmaxf(mx, __shfl_xor_sync(FULL, mx, off));
+			const float mn = fmaxf(m[i], mx), mu = mn == -INFINITY ? 0.f : mn;
+			const float corr = expf(m[i] - mu);
+			m[i] = mn;
+			l[i] *= corr;
+#pragma unroll
+			for (int d = 0; d < 4 * U; d++)
+				o[i][d] *= corr;
+#pragma unroll
+			for (int j = 0; j < 4; j++) {
+				const float p = expf(s[i][j] - mu);
+				l[i] += p;
+				ps[(r0 + i) * (FT_KT + 4) + tx + 16 * j] = p;
+			}
+		}
+		__syncthreads();
+		// O += P V
+#pragma unroll 2
+		for (int kk = 0; kk < FT_KT; kk += 4) {
+			float4 pv[4];
+#pragma unroll
+			for (int i = 0; i < 4; i++)
+				pv[i] = *reinterpret_cast<const float4 *>(ps + (r0 + i) * (FT_KT + 4) + kk);
+#pragma unroll
+			for (int e = 0; e < 4; e++) {
+#pragma unroll
+				for (int u = 0; u < U; u++) {
+					const float4 vv = *reinterpret_cast<const float4 *>(vs + (kk + e) * D + 64 * u + 4 * tx);
+#pragma unroll
+					for (int i = 0; i < 4; i++) {
+						const float p = e == 0 ? pv[i].x : e == 1 ? pv[i].y : e == 2 ? pv[i].z : pv[i].w;
+						o[i][4 * u] += p * vv.x;
+						o[i][4 * u + 1] += p * vv.y;
+						o[i][4 * u + 2] += p * vv.z;
+						o[i][4 * u + 3] += p * vv.w;
+					}
+				}
+			}
+		}
+	}
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		float L = l[i];
+#pragma unroll
+		for (int off = 1; off < 16; off <<= 1)
+			L += __shfl_xor_sync(FULL, L, off);
+		const int64_t row = i0 + r0 + i;
+		if (row >= a.Lq)
+			continue;
+		// a row masked everywhere (L 0) or with a NaN (L NaN): NaN, or zeros with nan_zero
+		const bool zero = a.T == 0 || (a.nan_zero && !(L > 0.f));
+		const float inv = zero ? 0.f : 1.f / L;
+		float *yr = y + b * a.y_sb + h * a.y_sh + row * a.y_ss;
+#pragma unroll
+		for (int u = 0; u < U; u++) {
+			float4 out;
+			out.x = zero ? 0.f : o[i][4 * u] * inv;
+			out.y = zero ? 0.f : o[i][4 * u + 1] * inv;
+			out.z = zero ? 0.f : o[i][4 * u + 2] * inv;
+			out.w = zero ? 0.f : o[i][4 * u + 3] * inv;
+			*reinterpret_cast<float4 *>(yr + 64 * u + 4 * tx) = out;
+		}
+	}
+}
+
+template <int D>
+static cudaError_t attention_f32t_d(const rd_attn *a, const void *q, const void *k, const void *v, void *y,
+				    cudaStream_t s)
+{
+	const size_t smem = sizeof(float) * ft_smem_floats<D>();
+	cudaError_t e = cudaFuncSetAttribute(attention_f32t<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+	if (e != cudaSuccess)
+		return e;
+	dim3 grid((unsigned)((a->Lq + FT_BQ - 1) / FT_BQ), (unsigned)a->Hq, (unsigned)a->B);
+	attention_f32t<D><<<grid, FT_NT, smem, s>>>((const float *)q, (const float *)k, (const float *)v, (float *)y, *a);
+	return cudaGetLastError();
+}
+
+// the register-tile kernel for float32 when it takes a and the grid fills the GPU (else cudaErrorNotSupported)
+template <typename T>
+static cudaError_t attention_f32t_t(const rd_attn *, const void *, const void *, const void *, void *, cudaStream_t,
+				    const char **)
+{
+	return cudaErrorNotSupported;
+}
+template <>
+cudaError_t attention_f32t_t<float>(const rd_attn *a, const void *q, const void *k, const void *v, void *y,
+				    cudaStream_t s, const char **impl)
+{
+	if (a->D != a->Dv || (a->D != 64 && a->D != 128) || (a->Lq + FT_BQ - 1) / FT_BQ * a->Hq * a->B < 128)
+		return cudaErrorNotSupported;
+	const int64_t st[] = { a->q_sb, a->q_sh, a->q_ss, a->k_sb, a->k_sh, a->k_ss,
+			       a->v_sb, a->v_sh, a->v_ss, a->y_sb, a->y_sh, a->y_ss };
+	for (int64_t x : st)
+		if (x % 4)
+			return cudaErrorNotSupported;
+	const void *p[] = { q, k, v, y };
+	for (const void *x : p)
+		if ((uintptr_t)x % 16)
+			return cudaErrorNotSupported;
+	*impl = "ogsh attention float32 (register tiles)";
+	return a->D == 64 ? attention_f32t_d<64>(a, q, k, v, y, s) : attention_f32t_d<128>(a, q, k, v, y, s);
+}
+
+// the tensor-core kernel for float16/bfloat16 when it takes a (else cudaErrorNotSupported)
+template <typename T>
+static cudaError_t attention_mma_t(const rd_attn *a, const void *q, const void *k, const void *v, void *y,
+				   cudaStream_t s, const char **impl)
+{
+	if (!attention_mma_ok(a, q, k, v, y))
+		return cudaErrorNotSupported;
+	*impl = "ogsh attention on tensor cores (mma.sync)";
+	if (a->D == 32)
+		return attention_mma_d<T, 32>(a, q, k, v, y, s);
+	if (a->D == 64)
+		return attention_mma_d<T, 64>(a, q, k, v, y, s);
+	return attention_mma_d<T, 128>(a, q, k, v, y, s);
+}
+template <>
+cudaError_t attention_mma_t<float>(const rd_attn *, const void *, const void *, const void *, void *, cudaStream_t,
+				   const char **)
+{
+	return cudaErrorNotSupported;
 }
 
 template <typename T, int DM> static cudaError_t attention_dm(const rd_attn *a, const void *q, const void *k,
@@ -1219,6 +1695,11 @@ template <typename T>
 static cudaError_t attention_t(const rd_attn *a, const void *q, const void *k, const void *v, void *y, cudaStream_t s,
 			       const char **impl)
 {
+	cudaError_t e = attention_mma_t<T>(a, q, k, v, y, s, impl);
+	if (e == cudaErrorNotSupported)
+		e = attention_f32t_t<T>(a, q, k, v, y, s, impl);
+	if (e != cudaErrorNotSupported)
+		return e;
 	*impl = "ogsh attention flash";
 	int64_t dm = a->D > a->Dv ? a->D : a->Dv;
 	if (dm <= 64)

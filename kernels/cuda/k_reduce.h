@@ -114,6 +114,7 @@ struct rd_attn {
 	int64_t q_sb, q_sh, q_ss, k_sb, k_sh, k_ss, v_sb, v_sh, v_ss, y_sb, y_sh, y_ss;
 	float scale;
 	int causal;
+	int nan_zero;   /* FusedAttention: softmax rows that are NaN count as zeros */
 	const void *mask;
 	int mask_dtype;
 	int64_t mcols;

@@ -297,6 +297,20 @@ static const struct spec specs[] = {
 	{ "Attention", F, "is_causal=1", { "2x4x8x16|1x2x33x64", "2x4x8x16|1x2x33x64", "2x4x8x16|1x2x33x64" }, .tol = 10, .opset = 23 },
 	{ "Attention", F, "q_num_heads=4;kv_num_heads=2", { "2x8x64", "2x10x32", "2x10x32" }, .tol = 10, .opset = 23 },
 	{ "Attention", F, "scale=0.2", { "2x4x8x16", "2x4x10x16", "2x4x10x16", "2x4x8x10" }, .tol = 10, .opset = 23 },
+	/* head sizes 32/64/128: float16/bfloat16 take the tensor-core kernel (key tails, 1 and 4 warps a block) */
+	{ "Attention", F, "", { "2x3x70x64|1x2x20x32|1x2x33x128|8x16x128x64", "2x3x130x64|1x2x20x32|1x2x65x128|8x16x128x64",
+				"2x3x130x64|1x2x20x32|1x2x65x128|8x16x128x64" }, .tol = 10, .opset = 23 },
+	{ "Attention", F, "is_causal=1", { "1x2x100x64|2x32x100x64", "1x2x100x64|2x32x100x64", "1x2x100x64|2x32x100x64" },
+	  .tol = 10, .opset = 23 },
+	/* float32 grids of 128+ blocks take the register-tile kernel (head size 128, tails) */
+	{ "Attention", F, "", { "4x16x70x128", "4x16x90x128", "4x16x90x128", "4x1x70x90" }, .tol = 10, .opset = 23 },
+	{ "ai.ogsh:FusedAttention", F, "layout='BSHD';nan_to_zero=1",
+	  { "4x130x32x64", "4x130x32x64", "4x130x32x64", "4x1x130x130|1x1x1x1=-inf" }, .tol = 10 },
+	{ "Attention", F, "", { "2x4x40x64", "2x2x50x64", "2x2x50x64", "2x1x40x50|b:2x1x1x50|b:40x50" }, .tol = 10, .opset = 23 },
+	{ "ai.ogsh:FusedAttention", F, "layout='BSHD';nan_to_zero=1;scale=0.125",
+	  { "2x70x3x64|1x16x2x64|1x9x2x40", "2x130x3x64|1x16x2x64|1x9x2x40", "2x130x3x64|1x16x2x64|1x9x2x40",
+	    "2x1x70x130|1x1x1x1=-inf|1x1x9x1" }, .tol = 10 },
+	{ "ai.ogsh:FusedAttention", F, "", { "2x3x16x64", "2x3x16x64", "2x3x16x64", "1x1x1x1=-inf|2x1x16x16@big" }, .tol = 10 },
 	/* ---- convolution, pooling ---- */
 	{ "Conv", F, "pads=[1,1,1,1]", { "1x3x9x11|2x16x33x35", "!4x3x3x3|!32x16x3x3", "!4|!32" }, .tol = 10, .flags = MUST_F32 },
 	{ "Conv", F, "strides=[2,2];pads=[0,1,2,1];dilations=[1,2]", { "2x3x9x11", "!5x3x3x3" }, .tol = 10 },

@@ -374,8 +374,13 @@ def test_attention_handmade():
     p = attn_model("attn_div", scale_op="Div", mask=False)
     apply_and_check("attn_div_scale_no_mask", p, ["fuse-attention"], {"Attention": 1},
                     ["Softmax", "MatMul", "Div", "Transpose"], rand_inputs(p))
+    # before opset 23: ogsh's FusedAttention (its model-local function runs in onnxruntime)
     p = attn_model("attn_old", opset=22)
-    reject_case("attn_old_opset", p, "fuse-attention", "the model imports opset 22; Attention needs 23", "Softmax")
+    apply_and_check("attn_opset22_fused", p, ["fuse-attention"], {"FusedAttention": 1}, ["Softmax", "MatMul", "Attention"],
+                    feeds, ["fused into FusedAttention(Q 'q', K 'k', V 'v', mask + 'mask') with scale 0.353553"])
+    p = attn_model("attn_opset8", opset=8)
+    reject_case("attn_opset8", p, "fuse-attention", "the model imports opset 8: Attention needs 23 and the model "
+                "imports ONNX opset 8: the fused op's function needs 9 or later", "Softmax")
     p = attn_model("attn_axis", axis=2)
     reject_case("attn_softmax_axis", p, "fuse-attention", "the softmax is over axis 2", "Softmax")
     p = attn_model("attn_scores_out", scores_out=True)
@@ -390,6 +395,61 @@ def test_attention_handmade():
     p = save_model("attn_unknown_rank", nodes, [qi, vi("k", [B, H, S, D]), vi("v", [B, H, S, D])],
                    [helper.make_tensor_value_info("o", TensorProto.FLOAT, None)], opset=23)
     reject_case("attn_unknown_shape", p, "fuse-attention", "'q' is not known to be 4-D", "Softmax")
+
+
+def sdpa_export_model(name, S=6, H=2, D=4, opset=18):
+    """Attention as torch's exporter (dynamo=True) writes F.scaled_dot_product_attention:
+    Q, K, V from [batch, seq, heads, size] through Transpose [0,2,1,3]; K^T through
+    Reshape to 3-D, Transpose [0,2,1], Reshape back (its shape from Shape/Slice/Concat);
+    Q and K^T each multiplied by sqrt(scale); the mask added; the softmax guarded by
+    Where(IsNaN(p), 0, p); the output transposed back and reshaped. Batch is symbolic."""
+    E = H * D
+    rng = np.random.default_rng(1)
+    inits = [const(n, rng.standard_normal([E, E]) * 0.5) for n in ("wq", "wk", "wv")]
+    inits += [const("shp4", [0, 0, H, D], np.int64), const("shp3", [0, 0, E], np.int64), const("m1", [-1], np.int64),
+              const("s0", [0], np.int64), const("s2", [2], np.int64), const("s3", [3], np.int64),
+              const("s4", [4], np.int64), const("c", np.sqrt(1 / np.sqrt(D))), const("zero", 0.0)]
+    N = helper.make_node
+    nodes = []
+    for w in ("q", "k", "v"):
+        nodes += [N("MatMul", ["x", "w" + w], [w + "_lin"]), N("Reshape", [w + "_lin", "shp4"], [w + "_bshd"]),
+                  N("Transpose", [w + "_bshd"], [w + "4"], perm=[0, 2, 1, 3])]
+    nodes += [N("Shape", ["k4"], ["ksh"]), N("Slice", ["ksh", "s0", "s2"], ["lead"]),
+              N("Slice", ["ksh", "s2", "s3"], ["tdim"]), N("Slice", ["ksh", "s3", "s4"], ["ddim"]),
+              N("Concat", ["m1", "tdim", "ddim"], ["shape3"], axis=0), N("Reshape", ["k4", "shape3"], ["k3"]),
+              N("Transpose", ["k3"], ["k3t"], perm=[0, 2, 1]),
+              N("Concat", ["lead", "ddim", "tdim"], ["shape4"], axis=0), N("Reshape", ["k3t", "shape4"], ["kt"]),
+              N("Mul", ["q4", "c"], ["qs"]), N("Mul", ["kt", "c"], ["kts"]), N("MatMul", ["qs", "kts"], ["s"]),
+              N("Add", ["s", "mask"], ["sm"]), N("Softmax", ["sm"], ["p"], axis=-1), N("IsNaN", ["p"], ["pn"]),
+              N("Where", ["pn", "zero", "p"], ["pw"]), N("MatMul", ["pw", "v4"], ["o4"]),
+              N("Transpose", ["o4"], ["o"], perm=[0, 2, 1, 3]), N("Reshape", ["o", "shp3"], ["y"])]
+    p = save_model(name, nodes, [vi("x", ["batch", S, E]), vi("mask", ["batch", 1, S, S])], [vi("y", ["batch", S, E])],
+                   inits, opset=opset)
+    mask = np.zeros([2, 1, S, S], np.float32)
+    mask[1, :, :, 4:] = -np.inf
+    mask[0, 0, 2, :] = -np.inf     # a row masked everywhere: NaN softmax, zeros after the Where
+    return p, {"x": rng.standard_normal([2, S, E]).astype(np.float32), "mask": mask}
+
+
+def test_attention_exported():
+    p, feeds = sdpa_export_model("sdpa18")
+    text = apply_and_check("attn_torch_export", p, ["fuse-attention"], {"FusedAttention": 1, "MatMul": 3},
+                           ["Softmax", "IsNaN", "Where", "Transpose", "Mul", "Shape"], feeds,
+                           ["8 nodes (Mul, Mul, MatMul, Add, Softmax, IsNaN, Where, MatMul) fused into FusedAttention",
+                            "with scale 0.5, layout BSHD, NaN rows as 0"])
+    out = os.path.join(TMP, "attn_torch_export_out.onnx")
+    if os.path.exists(out):
+        y = ort_run(out, feeds)[0]
+        check(np.all(y[0, 2] == 0) and not np.isnan(y).any(), "attn_torch_export: the row masked everywhere is zeros")
+        fn = [f for f in onnx.load(out).functions if f.name == "FusedAttention"]
+        check(len(fn) == 1 and fn[0].domain == "ai.ogsh" and
+              [n.op_type for n in fn[0].node].count("Transpose") == 4 and any(n.op_type == "IsNaN" for n in fn[0].node),
+              "attn_torch_export: the model-local function transposes BSHD and has the NaN guard",
+              str([n.op_type for f in fn for n in f.node]))
+    # the same graph at opset 23: the NaN guard and the layout still make it FusedAttention
+    p, feeds = sdpa_export_model("sdpa23", opset=23)
+    apply_and_check("attn_torch_export_opset23", p, ["fuse-attention"], {"FusedAttention": 1, "Attention": 0},
+                    ["Softmax", "Where"], feeds)
 
 
 # ---------------------------------------------------------------------------
@@ -432,13 +492,18 @@ def test_transformers():
               f"{name} opset 14: both GELUs rejected for the opset", text[-3000:])
         check(text.count("the model imports opset 14; LayerNormalization needs 17") == n_ln,
               f"{name} opset 14: all {n_ln} layer norms rejected for the opset", text[-3000:])
-        check(text.count("the model imports opset 14; Attention needs 23") == 2,
-              f"{name} opset 14: both attention blocks rejected for the opset", text[-3000:])
+        check(text.count("fused into FusedAttention(") == 2 and text.count("layout BSHD") == 2,
+              f"{name} opset 14: both attention blocks fused into FusedAttention (BSHD)", text[-3000:])
+        # (GPT-2's K and V transposes stay: its present key/value outputs read them)
+        gone_tr = ["Transpose"] if name == "bert" else []
+        apply_and_check(f"{name} opset 14", p14, ["fuse-attention"], {"FusedAttention": 2}, ["Softmax"] + gone_tr,
+                        feeds)
         p23 = os.path.join(TMP, f"{name}23.onnx")
         onnx.save_model(to_opset23(m), p23)
+        # Q, K, V come from [batch, seq, heads, size] through transposes: FusedAttention BSHD
         apply_and_check(f"{name} opset 23", p23, ["fuse-gelu", "fuse-layernorm", "fuse-attention"],
-                        {"Gelu": 2, "LayerNormalization": n_ln, "Attention": 2},
-                        ["Erf", "Softmax", "Sqrt", "Pow", "ReduceMean", "Div"], feeds)
+                        {"Gelu": 2, "LayerNormalization": n_ln, "FusedAttention": 2},
+                        ["Erf", "Softmax", "Sqrt", "Pow", "ReduceMean", "Div", "Attention"] + gone_tr, feeds)
         if name == "gpt2":
             out = os.path.join(TMP, f"{name}_opset_23_out.onnx")
             if os.path.exists(out):
@@ -460,7 +525,8 @@ def main():
     OGSH = os.path.abspath(sys.argv[1])
     with tempfile.TemporaryDirectory(prefix="ogsh-ftr-") as tmp:
         TMP = tmp
-        for t in (test_gelu, test_layernorm, test_attention_handmade, test_transformers, test_explain):
+        for t in (test_gelu, test_layernorm, test_attention_handmade, test_attention_exported, test_transformers,
+                  test_explain):
             try:
                 t()
             except Exception as e:  # noqa: BLE001
