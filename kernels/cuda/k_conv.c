@@ -349,7 +349,6 @@ struct conv_state {
 	struct cg_conv *cg;      /* the convolution through cuDNN's graph API, or NULL (legacy API) */
 	bool cg_fused;           /* cg computes bias, Z and the activation too */
 	bool dw;                 /* depthwise channels-last: our kernel (w_nhwc is W as [kh*kw][C]) */
-	bool dw_nchw;            /* depthwise float32 NCHW: our kernel on W as it is */
 	int cpad;                /* X of fewer than 8 channels padded to 8 in xt (and W so), or 0 */
 	struct kconv_dw dwp;
 };
@@ -1304,21 +1303,6 @@ static int conv_prepare_any(struct cuda_kctx *k, bool transpose, bool fused)
 		k->ws_bytes = 0;
 		return 0;
 	}
-	if (!s->xcl && !s->ycl && nd == 2 && g.G == g.C && g.M == g.C && !transpose && !s->pad_x &&
-	    s->dt == IR_FLOAT && g.N * g.C * g.out[0] * g.out[1] < INT_MAX && !capi_is_legacy()) {
-		/* depthwise float32 NCHW: our kernel with the epilogue (cuDNN's FMA
-		 * engines ran MobileNetV2's depthwise convs at batch 64 at 1.2 to
-		 * 1.6 TFLOP/s, a third of the memory bandwidth, on an H100) */
-		s->dw_nchw = true;
-		struct kconv_dw *p = &s->dwp;
-		p->n = (int)g.N, p->c = (int)g.C, p->h = (int)g.in[0], p->w = (int)g.in[1];
-		p->oh = (int)g.out[0], p->ow = (int)g.out[1], p->kh = (int)g.ker[0], p->kw = (int)g.ker[1];
-		p->sh = str[0], p->sw = str[1], p->ph = pad[0], p->pw = pad[1], p->dh = dil[0], p->dw = dil[1];
-		p->act = a.kind, p->p0 = a.p0, p->p1 = a.p1;
-		snprintf(k->impl, sizeof(k->impl), "ogsh depthwise nchw (bias/z/act in)");
-		k->ws_bytes = 0;
-		return 0;
-	}
 	/* an NCHW input of few channels (an image): padded to 8 channels on the
 	 * way to NHWC, where cuDNN's tensor-core kernels are fast (3 channels:
 	 * ResNet-50's first conv at batch 64 was a quarter of the run) */
@@ -1592,10 +1576,6 @@ static int conv_run(struct cuda_kctx *k)
 	if (s->dw) {
 		kconv_launch_depthwise(s->dt, x, s->w_nhwc, b, z, y, &s->dwp, st);
 		return cuda_check_launch("kconv_depthwise", d);
-	}
-	if (s->dw_nchw) {
-		kconv_launch_depthwise_nchw(s->dt, x, w, b, z, y, &s->dwp, st);
-		return cuda_check_launch("kconv_depthwise_nchw", d);
 	}
 	if (s->nhwc && !s->cl_nchw) {
 		/* channels-last: X into NHWC when it is not, the conv (with its tail

@@ -233,40 +233,6 @@ void depthwise_as(const void *x, const void *wt, const void *bias, const void *z
 		depthwise_v<T, 1>(x, wt, bias, z, y, p, total, stream);
 }
 
-/* Depthwise on NCHW: one thread per output element, ow fastest (neighbour
- * threads read neighbour pixels of one channel; the window's overlap is
- * served by the cache), the channel's kh*kw weights from constant-like
- * reads every thread of a row shares. */
-template <typename T>
-__global__ void depthwise_nchw_kernel(const T *__restrict__ x, const T *__restrict__ wt, const T *__restrict__ bias,
-				      const T *__restrict__ z, T *__restrict__ y, struct kconv_dw p, uint32_t total)
-{
-	for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
-		uint32_t ow = i % (uint32_t)p.ow, t = i / (uint32_t)p.ow;
-		uint32_t oh = t % (uint32_t)p.oh, nc = t / (uint32_t)p.oh;
-		uint32_t c = nc % (uint32_t)p.c;
-		int ih0 = (int)oh * p.sh - p.ph, iw0 = (int)ow * p.sw - p.pw;
-		const T *xc = x + (size_t)nc * p.h * p.w;
-		const T *wc = wt + (size_t)c * p.kh * p.kw;
-		float acc = 0.f;
-		for (int a = 0; a < p.kh; a++) {
-			int ih = ih0 + a * p.dh;
-			if (ih < 0 || ih >= p.h)
-				continue;
-			for (int b = 0; b < p.kw; b++) {
-				int iw = iw0 + b * p.dw;
-				if (iw >= 0 && iw < p.w)
-					acc += to_f(xc[(size_t)ih * p.w + iw]) * to_f(wc[a * p.kw + b]);
-			}
-		}
-		if (bias)
-			acc += to_f(bias[c]);
-		if (z)
-			acc += to_f(z[i]);
-		y[i] = from_f<T>(act_apply(p.act, acc, p.p0, p.p1));
-	}
-}
-
 /* [batch][c][inner] -> [batch][inner][cp], channels c..cp-1 zero: one
  * thread per (batch, inner) position, reads coalesced per channel. */
 template <typename T>
@@ -408,22 +374,6 @@ extern "C" void kconv_launch_epilogue_cl(int dtype, void *y, const void *bias, c
 	case KCONV_F16: epilogue_cl_as<__half>(y, bias, z, e, stream); break;
 	case KCONV_BF16: epilogue_cl_as<__nv_bfloat16>(y, bias, z, e, stream); break;
 	default: break;
-	}
-}
-
-extern "C" void kconv_launch_depthwise_nchw(int dtype, const void *x, const void *wt, const void *bias, const void *z,
-					    void *y, const struct kconv_dw *p, cudaStream_t stream)
-{
-	int64_t total = (int64_t)p->n * p->c * p->oh * p->ow;
-	if (total <= 0)
-		return;
-	switch (dtype) {
-#define DW_NCHW(T) depthwise_nchw_kernel<T><<<blocks_for((uint32_t)total), kThreads, 0, stream>>>( \
-		(const T *)x, (const T *)wt, (const T *)bias, (const T *)z, (T *)y, *p, (uint32_t)total)
-	case KCONV_F32: DW_NCHW(float); break;
-	case KCONV_F16: DW_NCHW(__half); break;
-	case KCONV_BF16: DW_NCHW(__nv_bfloat16); break;
-#undef DW_NCHW
 	}
 }
 

@@ -91,9 +91,6 @@ struct kconv_dw {
 };
 void kconv_launch_depthwise(int dtype, const void *x, const void *wt, const void *bias, const void *z, void *y,
 			    const struct kconv_dw *p, cudaStream_t stream);
-/* The same on NCHW x [n, c, h, w] into y [n, c, oh, ow] (z too), wt ONNX's W [c, 1, kh, kw]. */
-void kconv_launch_depthwise_nchw(int dtype, const void *x, const void *wt, const void *bias, const void *z, void *y,
-				 const struct kconv_dw *p, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -340,7 +340,7 @@ static const struct spec specs[] = {
 	  .tol = 10 },
 	{ "ai.ogsh:FusedConv", F, "", { "2x32x12x12", "!16x32x1x1", "!16", "2x16x12x12" }, .tol = 10 },
 	{ "ai.ogsh:FusedConv", F, "activation='LeakyRelu';activation_params=[0.2]", { "1x3x9x11", "!4x3x3x3" }, .tol = 10 },
-	/* depthwise with dilation, bias and residual (float32 NCHW: ogsh's depthwise kernel) */
+	/* depthwise with dilation, bias and residual; depthwise 3x3 stride 2 with Clip (MobileNetV2) */
 	{ "ai.ogsh:FusedConv", F, "group=16;pads=[2,2,2,2];dilations=[2,2];activation='Relu'",
 	  { "2x16x20x20", "!16x1x3x3", "!16", "2x16x20x20" }, .tol = 10 },
 	{ "ai.ogsh:FusedConv", F, "group=96;pads=[1,1,1,1];strides=[2,2];activation='Clip';activation_params=[0.0,6.0]",
