@@ -1075,6 +1075,22 @@ template <typename T> __global__ void mvn_apply(const T *x, T *y, int64_t total,
 
 constexpr int AT_KT = 32, AT_QW = 4, AT_NW = 4, AT_BQ = AT_QW * AT_NW;
 
+// the score s of query i and key `key` scaled and masked (-inf: masked out, or past the keys)
+__device__ __forceinline__ float attn_masked(const rd_attn &a, float s, int64_t b, int64_t h, int64_t i, int64_t key)
+{
+	if (key >= a.T || (a.causal && key > i))
+		return -INFINITY;
+	const float x = s * a.scale;
+	if (!a.mask)
+		return x;
+	if (key >= a.mcols)
+		return -INFINITY;
+	const int64_t mo = b * a.mstr[0] + h * a.mstr[1] + i * a.mstr[2] + key * a.mstr[3];
+	if (a.mask_dtype == RD_BOOL)
+		return ((const uint8_t *)a.mask)[mo] ? x : -INFINITY;
+	return x + ldf(a.mask, a.mask_dtype, mo);
+}
+
 template <typename T, int DM> __global__ void __launch_bounds__(AT_NW * 32)
 attention(const T *q, const T *k, const T *v, T *y, rd_attn a)
 {
@@ -1138,20 +1154,7 @@ attention(const T *q, const T *k, const T *v, T *y, rd_attn a)
 #pragma unroll
 		for (int qi = 0; qi < AT_QW; qi++) {
 			const int64_t i = i0 + w * AT_QW + qi;
-			float sc = s[qi] * a.scale;
-			if (t >= a.T || i >= a.Lq || (a.causal && t > i)) {
-				sc = -INFINITY;
-			} else if (a.mask) {
-				if (t >= a.mcols) {
-					sc = -INFINITY;
-				} else {
-					const int64_t mo = b * a.mstr[0] + h * a.mstr[1] + i * a.mstr[2] + t * a.mstr[3];
-					if (a.mask_dtype == RD_BOOL)
-						sc = ((const uint8_t *)a.mask)[mo] ? sc : -INFINITY;
-					else
-						sc += ldf(a.mask, a.mask_dtype, mo);
-				}
-			}
+			const float sc = i >= a.Lq ? -INFINITY : attn_masked(a, s[qi], b, h, i, t);
 			const float tmax = warp_all(sc, FMax());
 			const float mn = fmaxf(m[qi], tmax);
 			float p = 0.f, corr = 1.f;
@@ -1321,20 +1324,7 @@ attention_mma(const T *q, const T *k, const T *v, T *y, rd_attn a)
 			for (int e = 0; e < 4; e++) {
 				const int r = e >> 1;
 				const int64_t key = t0 + j * 8 + 2 * t4 + (e & 1), i = rows[r] < a.Lq ? rows[r] : a.Lq - 1;
-				float x = s[j][e] * a.scale;
-				if (key >= a.T || (a.causal && key > i)) {
-					x = -INFINITY;
-				} else if (a.mask) {
-					if (key >= a.mcols) {
-						x = -INFINITY;
-					} else {
-						const int64_t mo = b * a.mstr[0] + h * a.mstr[1] + i * a.mstr[2] + key * a.mstr[3];
-						if (a.mask_dtype == RD_BOOL)
-							x = ((const uint8_t *)a.mask)[mo] ? x : -INFINITY;
-						else
-							x += ldf(a.mask, a.mask_dtype, mo);
-					}
-				}
+				const float x = attn_masked(a, s[j][e], b, h, i, key);
 				s[j][e] = x;
 				mx[r] = fmaxf(mx[r], x);
 			}
@@ -1532,21 +1522,7 @@ attention_f32t(const float *q, const float *k, const float *v, float *y, rd_attn
 			float mx = -INFINITY;
 #pragma unroll
 			for (int j = 0; j < 4; j++) {
-				const int64_t key = t0 + tx + 16 * j;
-				float x = s[i][j] * a.scale;
-				if (key >= a.T || (a.causal && key > i_)) {
-					x = -INFINITY;
-				} else if (a.mask) {
-					if (key >= a.mcols) {
-						x = -INFINITY;
-					} else {
-						const int64_t mo = b * a.mstr[0] + h * a.mstr[1] + i_ * a.mstr[2] + key * a.mstr[3];
-						if (a.mask_dtype == RD_BOOL)
-							x = ((const uint8_t *)a.mask)[mo] ? x : -INFINITY;
-						else
-							x += ldf(a.mask, a.mask_dtype, mo);
-					}
-				}
+				const float x = attn_masked(a, s[i][j], b, h, i_, t0 + tx + 16 * j);
 				s[i][j] = x;
 				mx = fmaxf(mx, x);
 			}
