@@ -1,7 +1,7 @@
 /*
  * fused.h - private to passes/: model-local ONNX functions for ogsh's fused
- * ops (ai.ogsh FusedConv, FusedGemm, Pointwise), built by fused.c for
- * fuse-activation and fuse-elementwise, so saved models run elsewhere.
+ * ops (ai.ogsh FusedConv, FusedGemm, Pointwise, FusedAttention), built by fused.c for
+ * fuse-activation, fuse-elementwise and fuse-attention, so saved models run elsewhere.
  */
 #ifndef OGSH_PASSES_FUSED_H
 #define OGSH_PASSES_FUSED_H
