@@ -1736,7 +1736,12 @@ static int run_gpu_node(struct exec_plan *p, int pos, struct ir_diag *d)
 	if (q->view)
 		return 0;
 	q->kc.d = d;
-	return q->k->run(&q->kc);
+	int rc = q->k->run(&q->kc);
+	/* kernels that choose their variant when they run (attention, softmax,
+	 * the vector binary ops...) name it then: plan and profile show that */
+	if (!rc && q->kc.impl[0] && strcmp(p->pub[pos].impl, q->kc.impl))
+		snprintf(p->pub[pos].impl, sizeof(p->pub[pos].impl), "%s", q->kc.impl);
+	return rc;
 }
 
 /* Runs node `pos` (GPU: launched only). Errors name the node. */
