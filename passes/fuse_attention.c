@@ -546,7 +546,8 @@ static int fused_attrs(struct pass_ctx *c, struct ir_node *n, const struct body_
 	return pass_fused_fn_use(c, n, base, key, doc, names, 5, elem, build_attention, &copy);
 }
 
-static int rewrite(struct pass_ctx *c, struct match *m, bool std_ok)
+/* std_ok: ONNX's Attention says it; fused_ok: the model can have FusedAttention */
+static int rewrite(struct pass_ctx *c, struct match *m, bool std_ok, bool fused_ok)
 {
 	struct ir_graph *g = c->m->graph;
 	struct ir_node *before = m->pv;
@@ -579,8 +580,23 @@ static int rewrite(struct pass_ctx *c, struct match *m, bool std_ok)
 	} else {
 		k_src = m->kt;
 	}
-	if (perm[0] == 0 && perm[1] == 1 && perm[2] == 2 && perm[3] == 3) {
-		k = k_src;
+	/* [B, S, H, D] sources of Q, K, V and an output that goes back to [B, S, H, Dv]: the
+	 * fused op reads and writes that layout, and the four transposes go. K's is k_src
+	 * itself when K^T is its Transpose [0,2,3,1] (BERT), else what a Transpose
+	 * [0,2,1,3] made k_src from */
+	static const int64_t swap12[4] = { 0, 2, 1, 3 };
+	const bool k_plain = perm[0] == 0 && perm[1] == 1 && perm[2] == 2 && perm[3] == 3;
+	struct ir_value *qs = transposed_from(m->q, swap12), *vs = transposed_from(m->v, swap12);
+	struct ir_value *ks = k_plain ? transposed_from(k_src, swap12) : !memcmp(perm, swap12, sizeof(perm)) ? k_src : NULL;
+	char why[160];
+	struct ir_node *ytr = m->pv->outputs[0]->is_output ? NULL
+			      : pass_sole_reader(m->pv->outputs[0], why, sizeof(why));
+	if (ytr && !transposed_from(ytr->outputs[0], swap12))
+		ytr = NULL;
+	struct body_arg ba = { .bshd = fused_ok && qs && ks && vs && ytr, .nan_zero = m->nan_zero, .scale = m->scale };
+	bool fused = ba.bshd || !std_ok;
+	if (ba.bshd || k_plain) {
+		k = ba.bshd ? ks : k_src;
 	} else {
 		snprintf(base, sizeof(base), "%s_bhsd", m->kt->name);
 		struct ir_node *t = NULL;
@@ -590,19 +606,6 @@ static int rewrite(struct pass_ctx *c, struct match *m, bool std_ok)
 		if (rc)
 			return rc;
 	}
-	/* [B, S, H, D] sources of Q, K, V and an output that goes back to [B, S, H, Dv]: the
-	 * fused op reads and writes that layout, and the four transposes go */
-	static const int64_t swap12[4] = { 0, 2, 1, 3 };
-	struct ir_value *qs = transposed_from(m->q, swap12), *ks = transposed_from(k, swap12);
-	struct ir_value *vs = transposed_from(m->v, swap12);
-	char why[160];
-	struct ir_node *ytr = m->pv->outputs[0]->is_output ? NULL
-			      : pass_sole_reader(m->pv->outputs[0], why, sizeof(why));
-	if (ytr && !transposed_from(ytr->outputs[0], swap12))
-		ytr = NULL;
-	int64_t fop = pass_fused_opset(c->m, why, sizeof(why));
-	struct body_arg ba = { .bshd = fop && qs && ks && vs && ytr, .nan_zero = m->nan_zero, .scale = m->scale };
-	bool fused = ba.bshd || !std_ok;
 	/* the mask: the steps in graph order (from the scores MatMul on), with the scores taken out */
 	struct ir_value *mask = NULL;
 	char mdesc[200] = "";
@@ -651,12 +654,12 @@ static int rewrite(struct pass_ctx *c, struct match *m, bool std_ok)
 	}
 	ba.mask = mask != NULL;
 	struct ir_value *q = m->q, *v = m->v;
-	if (ba.bshd) {
-		struct ir_value *was[3] = { m->q, k, m->v };
-		for (int i = 0; i < 3; i++)
-			maybe_dead[n_maybe++] = pass_producer(was[i])->id;   /* the Transposes transposed_from saw */
+	if (ba.bshd) {   /* the Transposes transposed_from saw (K's: with k_plain) */
+		maybe_dead[n_maybe++] = pass_producer(m->q)->id;
+		maybe_dead[n_maybe++] = pass_producer(m->v)->id;
+		if (k_plain)
+			maybe_dead[n_maybe++] = pass_producer(k_src)->id;
 		q = qs;
-		k = ks;
 		v = vs;
 	}
 	/* the fused node takes over the output of the last MatMul (of its Transpose with BSHD) */
@@ -757,7 +760,7 @@ static int run(struct pass_ctx *c)
 				      ATTN_OPSET, m.nan_zero ? " (and cannot zero NaN rows)" : "", why);
 			continue;
 		}
-		rc = rewrite(c, &m, std_ok);
+		rc = rewrite(c, &m, std_ok, fop);
 	}
 	free(ids);
 	return rc;

@@ -87,22 +87,15 @@ struct attn_view {
 static int attn_view(struct cpu_kctx *k, const struct ir_tensor *t, const char *what, int64_t heads, bool bshd,
 		     struct attn_view *v)
 {
-	if (t->rank == 4 && bshd) {   /* (batch, seq, heads, head_size) */
-		v->seq = t->dims[1];
-		v->heads = t->dims[2];
+	if (t->rank == 4) {   /* heads on axis 1, or 2 with bshd (batch, seq, heads, head_size) */
+		const int hx = bshd ? 2 : 1, sx = 3 - hx;
+		const int64_t st[3] = { t->dims[1] * t->dims[2] * t->dims[3], t->dims[2] * t->dims[3], t->dims[3] };
+		v->heads = t->dims[hx];
+		v->seq = t->dims[sx];
 		v->size = t->dims[3];
-		v->sh = v->size;
-		v->ss = v->heads * v->size;
-		v->sb = v->seq * v->ss;
-		return 0;
-	}
-	if (t->rank == 4) {
-		v->heads = t->dims[1];
-		v->seq = t->dims[2];
-		v->size = t->dims[3];
-		v->ss = v->size;
-		v->sh = v->seq * v->size;
-		v->sb = v->heads * v->sh;
+		v->sb = st[0];
+		v->sh = st[hx];
+		v->ss = st[sx];
 		return 0;
 	}
 	if (heads <= 0)

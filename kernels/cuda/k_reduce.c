@@ -815,22 +815,15 @@ static int run_mvn(struct cuda_kctx *k)
 static bool attn_view(const struct cuda_tensor *t, const char *what, int64_t heads, bool bshd, int64_t *h,
 		      int64_t *seq, int64_t *hs, int64_t *sb, int64_t *sh, int64_t *ss, char *why, size_t size)
 {
-	if (t->rank == 4 && bshd) {
-		*seq = t->dims[1];
-		*h = t->dims[2];
+	if (t->rank == 4) {   /* heads on axis 1, or 2 with bshd */
+		const int hx = bshd ? 2 : 1, sx = 3 - hx;
+		const int64_t st[3] = { t->dims[1] * t->dims[2] * t->dims[3], t->dims[2] * t->dims[3], t->dims[3] };
+		*h = t->dims[hx];
+		*seq = t->dims[sx];
 		*hs = t->dims[3];
-		*sh = *hs;
-		*ss = *h * *hs;
-		*sb = *seq * *ss;
-		return true;
-	}
-	if (t->rank == 4) {
-		*h = t->dims[1];
-		*seq = t->dims[2];
-		*hs = t->dims[3];
-		*ss = *hs;
-		*sh = *seq * *hs;
-		*sb = *h * *sh;
+		*sb = st[0];
+		*sh = st[hx];
+		*ss = st[sx];
 		return true;
 	}
 	if (heads <= 0)

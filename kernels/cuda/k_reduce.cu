@@ -1221,6 +1221,13 @@ attention(const T *q, const T *k, const T *v, T *y, rd_attn a)
 
 constexpr int FM_KT = 64;   // keys per tile
 
+// D += A B for one m16n8k16 tile; TY is the PTX name of the element type
+#define MMA_M16N8K16(TY, c, a, b0, b1)                                                                  \
+	asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." TY "." TY ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, " \
+		     "{%8,%9}, {%0,%1,%2,%3};\n"                                                          \
+		     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])                                          \
+		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1))
+
 template <typename T> struct Mma;
 template <> struct Mma<__half> {
 	static __device__ __forceinline__ uint32_t pack(float lo, float hi)
@@ -1230,10 +1237,7 @@ template <> struct Mma<__half> {
 	}
 	static __device__ __forceinline__ void run(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
 	{
-		asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-			     "{%8,%9}, {%0,%1,%2,%3};\n"
-			     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-			     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+		MMA_M16N8K16("f16", c, a, b0, b1);
 	}
 };
 template <> struct Mma<__nv_bfloat16> {
@@ -1244,10 +1248,7 @@ template <> struct Mma<__nv_bfloat16> {
 	}
 	static __device__ __forceinline__ void run(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
 	{
-		asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-			     "{%8,%9}, {%0,%1,%2,%3};\n"
-			     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-			     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+		MMA_M16N8K16("bf16", c, a, b0, b1);
 	}
 };
 
