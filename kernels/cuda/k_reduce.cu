@@ -1413,20 +1413,27 @@ static cudaError_t attention_mma_d(const rd_attn *a, const void *q, const void *
 	return attention_mma_nw<T, D, 1>(a, q, k, v, y, s);
 }
 
-// whether the tensor-core kernel takes a: head sizes, 16-byte rows, a mask it can read
-static bool attention_mma_ok(const rd_attn *a, const void *q, const void *k, const void *v, const void *y)
+// whether every row of Q, K, V and Y starts 16-byte aligned: strides multiples of `elems` elements
+// of 16 bytes, pointers aligned
+static bool attention_rows16(const rd_attn *a, const void *q, const void *k, const void *v, const void *y, int elems)
 {
-	if (a->D != a->Dv || (a->D != 32 && a->D != 64 && a->D != 128))
-		return false;
 	const int64_t st[] = { a->q_sb, a->q_sh, a->q_ss, a->k_sb, a->k_sh, a->k_ss,
 			       a->v_sb, a->v_sh, a->v_ss, a->y_sb, a->y_sh, a->y_ss };
 	for (int64_t x : st)
-		if (x % 8)
+		if (x % elems)
 			return false;
 	const void *p[] = { q, k, v, y };
 	for (const void *x : p)
 		if ((uintptr_t)x % 16)
 			return false;
+	return true;
+}
+
+// whether the tensor-core kernel takes a: head sizes, 16-byte rows, a mask it can read
+static bool attention_mma_ok(const rd_attn *a, const void *q, const void *k, const void *v, const void *y)
+{
+	if (a->D != a->Dv || (a->D != 32 && a->D != 64 && a->D != 128) || !attention_rows16(a, q, k, v, y, 8))
+		return false;
 	return !a->mask || a->mask_dtype == RD_BOOL || a->mask_dtype == RD_F32 || a->mask_dtype == RD_F16 ||
 	       a->mask_dtype == RD_BF16;
 }
@@ -1618,17 +1625,9 @@ template <>
 cudaError_t attention_f32t_t<float>(const rd_attn *a, const void *q, const void *k, const void *v, void *y,
 				    cudaStream_t s, const char **impl)
 {
-	if (a->D != a->Dv || (a->D != 64 && a->D != 128) || (a->Lq + FT_BQ - 1) / FT_BQ * a->Hq * a->B < 128)
+	if (a->D != a->Dv || (a->D != 64 && a->D != 128) || (a->Lq + FT_BQ - 1) / FT_BQ * a->Hq * a->B < 128 ||
+	    !attention_rows16(a, q, k, v, y, 4))
 		return cudaErrorNotSupported;
-	const int64_t st[] = { a->q_sb, a->q_sh, a->q_ss, a->k_sb, a->k_sh, a->k_ss,
-			       a->v_sb, a->v_sh, a->v_ss, a->y_sb, a->y_sh, a->y_ss };
-	for (int64_t x : st)
-		if (x % 4)
-			return cudaErrorNotSupported;
-	const void *p[] = { q, k, v, y };
-	for (const void *x : p)
-		if ((uintptr_t)x % 16)
-			return cudaErrorNotSupported;
 	*impl = "ogsh attention float32 (register tiles)";
 	return a->D == 64 ? attention_f32t_d<64>(a, q, k, v, y, s) : attention_f32t_d<128>(a, q, k, v, y, s);
 }
