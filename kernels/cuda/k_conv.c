@@ -349,6 +349,7 @@ struct conv_state {
 	struct cg_conv *cg;      /* the convolution through cuDNN's graph API, or NULL (legacy API) */
 	bool cg_fused;           /* cg computes bias, Z and the activation too */
 	bool dw;                 /* depthwise channels-last: our kernel (w_nhwc is W as [kh*kw][C]) */
+	bool dw_nchw;            /* depthwise NCHW: our tiled kernel on W as it is */
 	int cpad;                /* X of fewer than 8 channels padded to 8 in xt (and W so), or 0 */
 	struct kconv_dw dwp;
 };
@@ -604,9 +605,12 @@ static const char *math_name(cudnnMathType_t m)
 	return m == CUDNN_FMA_MATH ? "fma" : m == CUDNN_TENSOR_OP_MATH ? "tensor" : "default";
 }
 
-/* Chooses s->algo and s->algo_ws: the cache, else timing, else the heuristic. */
-static int choose_algo(struct cuda_kctx *k, struct conv_state *s, cudnnHandle_t h, int64_t xn, int64_t wn, int64_t yn)
+/* Chooses s->algo and s->algo_ws: the cache, else timing, else the
+ * heuristic. *ms_out: the choice's time when cached or timed, else -1. */
+static int choose_algo(struct cuda_kctx *k, struct conv_state *s, cudnnHandle_t h, int64_t xn, int64_t wn, int64_t yn,
+		       float *ms_out)
 {
+	*ms_out = -1;
 	const struct geom *g = &s->g;
 	char key[512];
 	int len = snprintf(key, sizeof(key), "cudnn %s %s x[%lld,%lld", s->dir == CONV_FWD ? "conv" : "convtranspose",
@@ -629,6 +633,7 @@ static int choose_algo(struct cuda_kctx *k, struct conv_state *s, cudnnHandle_t 
 	if (ctx->tune && cuda_tune_get(ctx->tune, key, &choice, &ms) && algo_ws(k, s, h, choice, &ws)) {
 		s->algo = choice;
 		s->algo_ws = ws;
+		*ms_out = ms;
 		return 0;
 	}
 	if (ctx->tuning) {
@@ -638,6 +643,7 @@ static int choose_algo(struct cuda_kctx *k, struct conv_state *s, cudnnHandle_t 
 		if (best >= 0) {
 			s->algo = best;
 			s->algo_ws = ws;
+			*ms_out = ms;
 			if (ctx->tune)
 				cuda_tune_put(ctx->tune, key, best, ms);
 			return 0;
@@ -669,7 +675,7 @@ static int choose_algo(struct cuda_kctx *k, struct conv_state *s, cudnnHandle_t 
  * legacy path.
  * OGSH_CONV_API=legacy turns it off (for comparisons).
  */
-#define CG_MAX_CFG 12
+#define CG_MAX_CFG 32
 #define CG_MAX_PW 3
 enum { CG_X = 1, CG_W = 2, CG_Y = 3, CG_B = 4, CG_Z = 5, CG_T = 10 };
 
@@ -1060,15 +1066,18 @@ static struct cg_conv *cg_new(struct cuda_kctx *k, const struct conv_state *s, c
 		struct cg_bufs tb = *b;
 		tb.ws = tws;
 		/* a fused graph's engines are compiled at run time (slow to plan): the
-		 * heuristics' first four that finalize */
+		 * heuristics' first four that finalize; else the first twelve */
 		int timed = 0;
-		for (int i = 0; tws && i < n_ok && !(c->n_pw && timed >= 4); i++) {
+		for (int i = 0; tws && i < n_ok && timed < (c->n_pw ? 4 : 12); i++) {
 			if (!usable[i])
 				continue;
 			if (!cg_try(c, h, i))
 				continue;
 			timed++;
 			float t = cg_time(c, k, h, &tb);
+			if (getenv("OGSH_CUDNN_DEBUG"))
+				fprintf(stderr, "cudnn graph: %s engine config %d of %d: %.4f ms ws %lld\n", k->node->name, i,
+					n_ok, (double)t, (long long)c->ws);
 			if (t >= 0 && (best < 0 || t < best_ms))
 				best = i, best_ms = t;
 		}
@@ -1093,6 +1102,12 @@ static struct cg_conv *cg_new(struct cuda_kctx *k, const struct conv_state *s, c
 			return c;
 	}
 	ir_diag_err(d, IR_ERR, "no engine of cudnn's heuristics finalizes for this convolution");
+	if (getenv("OGSH_CUDNN_DEBUG")) {
+		int nu = 0;
+		for (int i = 0; i < n_ok; i++)
+			nu += usable[i];
+		fprintf(stderr, "cudnn graph: %s: none of %d engine configs (%d usable) finalizes\n", k->node->name, n_ok, nu);
+	}
 fail:
 	cg_free(c);
 	return NULL;
@@ -1303,6 +1318,25 @@ static int conv_prepare_any(struct cuda_kctx *k, bool transpose, bool fused)
 		k->ws_bytes = 0;
 		return 0;
 	}
+	if (!s->xcl && !s->ycl && nd == 2 && g.G == g.C && g.M == g.C && !transpose && !s->pad_x && !capi_is_legacy()) {
+		/* depthwise NCHW: our tiled kernel with the epilogue where it has a
+		 * variant (cuDNN's FMA engines ran MobileNetV2's float32 depthwise
+		 * convs at batch 64 at 1.2 to 1.6 TFLOP/s, a fifth of the memory
+		 * bandwidth, on an H100) */
+		struct kconv_dw *p = &s->dwp;
+		p->n = (int)g.N, p->c = (int)g.C, p->h = (int)g.in[0], p->w = (int)g.in[1];
+		p->oh = (int)g.out[0], p->ow = (int)g.out[1], p->kh = (int)g.ker[0], p->kw = (int)g.ker[1];
+		p->sh = str[0], p->sw = str[1], p->ph = pad[0], p->pw = pad[1], p->dh = dil[0], p->dw = dil[1];
+		p->act = a.kind, p->p0 = a.p0, p->p1 = a.p1;
+		bool zfull_dw = s->z_in < 0 || cuda_numel(&k->in[s->z_in]) == ynumel;
+		if (g.N * g.C < INT_MAX && zfull_dw && kconv_depthwise_nchw_ok(p)) {
+			s->dw_nchw = true;
+			snprintf(k->impl, sizeof(k->impl), "ogsh depthwise nchw %lldx%lld/%d (bias/z/act in)",
+				 (long long)g.ker[0], (long long)g.ker[1], str[0]);
+			k->ws_bytes = 0;
+			return 0;
+		}
+	}
 	/* an NCHW input of few channels (an image): padded to 8 channels on the
 	 * way to NHWC, where cuDNN's tensor-core kernels are fast (3 channels:
 	 * ResNet-50's first conv at batch 64 was a quarter of the run) */
@@ -1310,12 +1344,17 @@ static int conv_prepare_any(struct cuda_kctx *k, bool transpose, bool fused)
 		s->cpad = 8;
 	if (s->nhwc && (w_to_nhwc(k, s, wdims, wn) || (s->cpad && pad_weights(k, s))))
 		return IR_ERR;
-	/* float16/bfloat16 forward convolutions: cuDNN's graph API first
-	 * (OGSH_CONV_API=legacy: the legacy API only); float32 stays on the
-	 * legacy API: on an H200 the graph API's float32 engines gained 4% at
-	 * batch 1 and lost 5% at batch 64 (ResNet-50), where the legacy
-	 * conv+bias+relu call saves the epilogue's pass */
-	if (!transpose && !s->pad_x && s->dt != IR_FLOAT && !capi_is_legacy()) {
+	/* the legacy API's descriptors and algorithm (NCHW), made at most once */
+	bool legacy_ready = false;
+	float lms = -1;
+	bool zfull = s->z_in >= 0 && cuda_numel(&k->in[s->z_in]) == ynumel;
+	/* forward convolutions: cuDNN's graph API first (OGSH_CONV_API=legacy:
+	 * the legacy API only); float32 takes whichever of the graph API's
+	 * engine and the legacy algorithm timed faster for the node (on an
+	 * H200 neither won everywhere: the graph API gained 4% at batch 1 and
+	 * lost 5% at batch 64 on ResNet-50, where the legacy conv+bias+relu
+	 * call saves the epilogue's pass) */
+	if (!transpose && !s->pad_x && !capi_is_legacy()) {
 		int64_t xdims[2 + MAX_SP], wd64[2 + MAX_SP], ydims[2 + MAX_SP];
 		char key[512];
 		int len = snprintf(key, sizeof(key), "cudnn graph conv %s", dtname(s->dt));
@@ -1404,6 +1443,46 @@ static int conv_prepare_any(struct cuda_kctx *k, bool transpose, bool fused)
 		if (!s->cg)
 			s->cg = cg_new(&kq, s, h, key, s->nhwc, NULL, &tb, xdims, wd64, ydims, pad, str, dil);
 		ir_diag_clear(&gd);
+		if (s->cg && s->dt == IR_FLOAT && !s->nhwc && len < (int)sizeof(key)) {
+			/* float32: the graph API's engine or the legacy algorithm; an
+			 * untimed graph engine leaves the legacy API in place */
+			char pick[600];
+			snprintf(pick, sizeof(pick), "%s: api", key);
+			int pc = 0;
+			float pms;
+			bool known = k->ctx->tune && cuda_tune_get(k->ctx->tune, pick, &pc, &pms);
+			if (!known && k->ctx->tuning && s->cg->ms >= 0) {
+				if (set_tensor(api, s->xd, s->dt, g.N, g.C, nd, xin, d) ||
+				    set_tensor(api, s->yd, s->dt, g.N, g.M, nd, ybig, d) ||
+				    cuda_cudnn_check(api->SetFilterNdDescriptor(s->wd, dnn_type(s->dt), CUDNN_TENSOR_NCHW,
+										nd + 2, wdims),
+						     "cudnnSetFilterNdDescriptor", d) ||
+				    choose_algo(k, s, h, xn, wn, yn, &lms)) {
+					cudaFree(tmpx);
+					return IR_ERR;
+				}
+				legacy_ready = true;
+				bool ep = s->bias_in >= 0 || s->z_in >= 0 || a.kind != KCONV_ACT_NONE;
+				/* the legacy conv+bias+relu call is one kernel with IMPLICIT_PRECOMP_GEMM */
+				bool one_call = fused && a.kind == KCONV_ACT_RELU && (s->z_in < 0 || zfull) &&
+						s->algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+				float ems = ep ? epilogue_ms(k, &a, s->bias_in >= 0 ? tb.b : NULL, zfull ? tb.z : NULL) : 0;
+				if (lms >= 0 && ems >= 0) {
+					float lt = lms + (one_call ? 0 : ems), gt = s->cg->ms + ems;
+					pc = gt < lt;
+					if (getenv("OGSH_CUDNN_DEBUG"))
+						fprintf(stderr, "ogsh: %s: graph engine %d %.4f ms, legacy %s %.4f ms (+ epilogue %.4f ms)\n",
+							k->node->name, s->cg->choice, (double)s->cg->ms, fwd_algo_name(s->algo),
+							(double)lms, (double)ems);
+					if (k->ctx->tune)
+						cuda_tune_put(k->ctx->tune, pick, pc, pc ? gt : lt);
+				}
+			}
+			if (!pc) {
+				cg_free(s->cg);
+				s->cg = NULL;
+			}
+		}
 		if (tmpx) {
 			cudaStreamSynchronize(k->ctx->stream);
 			cudaFree(tmpx);
@@ -1424,18 +1503,18 @@ static int conv_prepare_any(struct cuda_kctx *k, bool transpose, bool fused)
 			       !cuda_cudnn_check(api->SetFilterNdDescriptor(s->wd, dnn_type(s->dt), CUDNN_TENSOR_NHWC,
 									    nd + 2, wdims),
 						 "cudnnSetFilterNdDescriptor", d) &&
-			       !choose_algo(k, s, h, xn, wn, yn));
+			       !choose_algo(k, s, h, xn, wn, yn, &lms));
 		if (s->cl_nchw && k->d) {
 			free(k->d->error);
 			k->d->error = NULL;
 		}
 	}
-	if (!s->cg && (!s->nhwc || s->cl_nchw)) {
+	if (!s->cg && (!s->nhwc || s->cl_nchw) && !legacy_ready) {
 		/* for ConvTranspose, xd is cuDNN's dy (our X) and yd its dx (our Y, before the crop) */
 		if (set_tensor(api, s->xd, s->dt, g.N, g.C, nd, xin, d) || set_tensor(api, s->yd, s->dt, g.N, g.M, nd, ybig, d) ||
 		    cuda_cudnn_check(api->SetFilterNdDescriptor(s->wd, dnn_type(s->dt), CUDNN_TENSOR_NCHW, nd + 2, wdims),
 				     "cudnnSetFilterNdDescriptor", d) ||
-		    choose_algo(k, s, h, xn, wn, yn))
+		    choose_algo(k, s, h, xn, wn, yn, &lms))
 			return IR_ERR;
 	}
 	if (s->nhwc) {
@@ -1452,11 +1531,6 @@ static int conv_prepare_any(struct cuda_kctx *k, bool transpose, bool fused)
 	/* the epilogue: cuDNN's fused conv+bias+relu for float32 with a full-size Z
 	 * or none, else our kernel */
 	const struct cuda_tensor *y = &k->out[0];
-	bool zfull = false;
-	if (s->z_in >= 0) {
-		const struct cuda_tensor *z = &k->in[s->z_in];
-		zfull = cuda_numel(z) == ynumel;
-	}
 	if (fused && a.kind == KCONV_ACT_RELU && s->dt == IR_FLOAT && (s->z_in < 0 || zfull) && !transpose && !s->cg &&
 	    !s->nhwc) {
 		int64_t ones[MAX_SP] = { 1, 1, 1 };
@@ -1576,6 +1650,10 @@ static int conv_run(struct cuda_kctx *k)
 	if (s->dw) {
 		kconv_launch_depthwise(s->dt, x, s->w_nhwc, b, z, y, &s->dwp, st);
 		return cuda_check_launch("kconv_depthwise", d);
+	}
+	if (s->dw_nchw) {
+		kconv_launch_depthwise_nchw(s->dt, x, w, b, z, y, &s->dwp, st);
+		return cuda_check_launch("kconv_depthwise_nchw", d);
 	}
 	if (s->nhwc && !s->cl_nchw) {
 		/* channels-last: X into NHWC when it is not, the conv (with its tail

@@ -98,6 +98,31 @@ __global__ void epilogue_kernel(T *__restrict__ y, const T *__restrict__ bias, c
 	}
 }
 
+/* The epilogue on [N, channels, inner] y, V elements (16 bytes) per thread,
+ * 32-bit index arithmetic: inner % V == 0 (a vector is in one channel), z
+ * absent or full-size, y and z 16-byte aligned, fewer than 2^31 elements. */
+template <typename T, int V>
+__global__ void epilogue_vec_kernel(T *__restrict__ y, const T *__restrict__ bias, const T *__restrict__ z,
+				    uint32_t nvec, uint32_t inner, uint32_t channels, int act, float p0, float p1)
+{
+	for (uint32_t v = blockIdx.x * blockDim.x + threadIdx.x; v < nvec; v += gridDim.x * blockDim.x) {
+		uint4 yv = reinterpret_cast<uint4 *>(y)[v], zv = {};
+		if (z)
+			zv = reinterpret_cast<const uint4 *>(z)[v];
+		float b = bias ? to_f(bias[(v * V / inner) % channels]) : 0.f;
+		T *ye = reinterpret_cast<T *>(&yv);
+		const T *ze = reinterpret_cast<const T *>(&zv);
+#pragma unroll
+		for (int k = 0; k < V; k++) {
+			float f = to_f(ye[k]) + b;
+			if (z)
+				f += to_f(ze[k]);
+			ye[k] = from_f<T>(act_apply(act, f, p0, p1));
+		}
+		reinterpret_cast<uint4 *>(y)[v] = yv;
+	}
+}
+
 /* The epilogue on channels-last y, 8 channels per thread (16-byte loads):
  * channels % 8 == 0 and the buffers 16-byte aligned. I is the index type. */
 template <typename T, typename I>
@@ -233,6 +258,146 @@ void depthwise_as(const void *x, const void *wt, const void *bias, const void *z
 		depthwise_v<T, 1>(x, wt, bias, z, y, p, total, stream);
 }
 
+/*
+ * Depthwise conv on NCHW with a K x K window (dilation 1) and stride S: a
+ * block computes `th` output rows of `pl` planes (n, c) from a shared-memory
+ * copy, in float, of the input rows they read (zeros where the pads are),
+ * loaded a row a warp (coalesced). Each thread then takes one output column
+ * of one plane for a run of rows; a warp's threads hold neighbouring
+ * columns, so the stores are coalesced. The epilogue (bias, a full-size z,
+ * the activation) on the way out. tiles: blocks per plane group (the
+ * plane's row tiles); grid: tiles * ceil(n*c / pl) blocks.
+ */
+template <typename T, int K, int S>
+__global__ void __launch_bounds__(256) depthwise_nchw_kernel(const T *__restrict__ x, const T *__restrict__ wt,
+							    const T *__restrict__ bias, const T *__restrict__ z,
+							    T *__restrict__ y, struct kconv_dw p, int th, int pl,
+							    int tiles, int rg)
+{
+	extern __shared__ float sm[];
+	const int planes = p.n * p.c;
+	const int rows = (th - 1) * S + K, sw = (p.ow - 1) * S + K;
+	const int g = blockIdx.x / tiles, t = blockIdx.x - g * tiles;
+	const int plane0 = g * pl, oh0 = t * th;
+	const int npl = min(pl, planes - plane0), nrow = min(th, p.oh - oh0);
+	const int ih0 = oh0 * S - p.ph;
+	float *ws = sm + pl * rows * sw;   /* the planes' weights */
+	for (int i = threadIdx.x; i < npl * K * K; i += blockDim.x)
+		ws[i] = to_f(wt[(size_t)((plane0 + i / (K * K)) % p.c) * K * K + i % (K * K)]);
+	if (sw >= 64) {
+		/* a row a warp, four loads in flight a lane */
+		const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarp = blockDim.x >> 5;
+		for (int jr = warp; jr < npl * rows; jr += nwarp) {
+			int j = jr / rows, r = jr - j * rows, ih = ih0 + r;
+			float *dst = sm + jr * sw;
+			const T *src = x + ((size_t)(plane0 + j) * p.h + ih) * p.w - p.pw;
+			bool in = ih >= 0 && ih < p.h;
+			for (int col0 = lane; col0 < sw; col0 += 128) {
+				float v[4];
+#pragma unroll
+				for (int u = 0; u < 4; u++) {
+					int col = col0 + 32 * u, iw = col - p.pw;
+					v[u] = in && col < sw && iw >= 0 && iw < p.w ? to_f(src[col]) : 0.f;
+				}
+#pragma unroll
+				for (int u = 0; u < 4; u++)
+					if (col0 + 32 * u < sw)
+						dst[col0 + 32 * u] = v[u];
+			}
+		}
+	} else {
+		/* narrow rows (small planes): the block's rows as one run of elements */
+		for (int e = threadIdx.x; e < npl * rows * sw; e += blockDim.x) {
+			int jr = e / sw, col = e - jr * sw;
+			int j = jr / rows, ih = ih0 + (jr - j * rows), iw = col - p.pw;
+			sm[e] = ih >= 0 && ih < p.h && iw >= 0 && iw < p.w
+					? to_f(x[((size_t)(plane0 + j) * p.h + ih) * p.w + iw])
+					: 0.f;
+		}
+	}
+	__syncthreads();
+	const int rpg = (nrow + rg - 1) / rg;
+	for (int item = threadIdx.x; item < npl * p.ow * rg; item += blockDim.x) {
+		int j = item / (p.ow * rg), rem = item - j * p.ow * rg;
+		int q = rem / p.ow, ox = rem - q * p.ow;
+		int r0 = q * rpg, r1 = min(r0 + rpg, nrow);
+		int plane = plane0 + j, c = plane % p.c;
+		float w[K * K];
+#pragma unroll
+		for (int i = 0; i < K * K; i++)
+			w[i] = ws[j * K * K + i];
+		float b = bias ? to_f(bias[c]) : 0.f;
+		const float *base = sm + j * rows * sw + ox * S;
+		size_t o = ((size_t)plane * p.oh + oh0 + r0) * p.ow + ox;
+		for (int oy = r0; oy < r1; oy++, o += p.ow) {
+			const float *in = base + oy * S * sw;
+			float acc = 0.f;
+#pragma unroll
+			for (int ky = 0; ky < K; ky++)
+#pragma unroll
+				for (int kx = 0; kx < K; kx++)
+					acc += in[ky * sw + kx] * w[ky * K + kx];
+			acc += b;
+			if (z)
+				acc += to_f(z[o]);
+			y[o] = from_f<T>(act_apply(p.act, acc, p.p0, p.p1));
+		}
+	}
+}
+
+template <typename T, int K, int S>
+void depthwise_nchw_as(const void *x, const void *wt, const void *bias, const void *z, void *y,
+		       const struct kconv_dw *p, cudaStream_t stream)
+{
+	const int target = 2048;   /* outputs a block */
+	const size_t smem_max = 40 * 1024;
+	int planes = p->n * p->c, th, pl;
+	if (p->oh * p->ow >= target) {
+		pl = 1;
+		th = min((target + p->ow - 1) / p->ow, p->oh);
+	} else {
+		th = p->oh;
+		pl = min(target / (p->oh * p->ow), max(1, kThreads / p->ow));
+	}
+	int sw = (p->ow - 1) * S + K;
+	for (;;) {
+		size_t need = ((size_t)pl * ((th - 1) * S + K) * sw + (size_t)pl * K * K) * sizeof(float);
+		if (need <= smem_max || (pl == 1 && th == 1))
+			break;
+		if (pl > 1)
+			pl = (pl + 1) / 2;
+		else
+			th = (th + 1) / 2;
+	}
+	if (pl > planes)
+		pl = planes;
+	int tiles = (p->oh + th - 1) / th;
+	/* row groups: enough (column, rows) items for the block's threads */
+	int rg = kThreads / (pl * p->ow);
+	if (rg < 1)
+		rg = 1;
+	if (rg > th)
+		rg = th;
+	int64_t blocks = (int64_t)tiles * ((planes + pl - 1) / pl);
+	size_t smem = ((size_t)pl * ((th - 1) * S + K) * sw + (size_t)pl * K * K) * sizeof(float);
+	depthwise_nchw_kernel<T, K, S><<<(unsigned)blocks, kThreads, smem, stream>>>(
+		(const T *)x, (const T *)wt, (const T *)bias, (const T *)z, (T *)y, *p, th, pl, tiles, rg);
+}
+
+template <typename T>
+void depthwise_nchw_k(const void *x, const void *wt, const void *bias, const void *z, void *y,
+		      const struct kconv_dw *p, cudaStream_t stream)
+{
+	if (p->kh == 3 && p->sh == 1)
+		depthwise_nchw_as<T, 3, 1>(x, wt, bias, z, y, p, stream);
+	else if (p->kh == 3)
+		depthwise_nchw_as<T, 3, 2>(x, wt, bias, z, y, p, stream);
+	else if (p->sh == 1)
+		depthwise_nchw_as<T, 5, 1>(x, wt, bias, z, y, p, stream);
+	else
+		depthwise_nchw_as<T, 5, 2>(x, wt, bias, z, y, p, stream);
+}
+
 /* [batch][c][inner] -> [batch][inner][cp], channels c..cp-1 zero: one
  * thread per (batch, inner) position, reads coalesced per channel. */
 template <typename T>
@@ -265,6 +430,15 @@ void epilogue_as(void *y, const void *bias, const void *z, const struct kconv_ep
 {
 	if (e->n <= 0)
 		return;
+	constexpr int V = 16 / sizeof(T);
+	bool aligned = ((uintptr_t)y | (uintptr_t)z) % 16 == 0;
+	if (aligned && e->inner % V == 0 && (!z || e->zfull) && e->n < ((int64_t)1 << 31)) {
+		uint32_t nvec = (uint32_t)(e->n / V);
+		epilogue_vec_kernel<T, V><<<blocks_for(nvec), kThreads, 0, stream>>>(
+			(T *)y, (const T *)bias, (const T *)z, nvec, (uint32_t)e->inner, (uint32_t)e->channels, e->act, e->p0,
+			e->p1);
+		return;
+	}
 	epilogue_kernel<T><<<blocks_for(e->n), kThreads, 0, stream>>>((T *)y, (const T *)bias, (const T *)z, *e);
 }
 
@@ -384,6 +558,25 @@ extern "C" void kconv_launch_depthwise(int dtype, const void *x, const void *wt,
 	case KCONV_F32: depthwise_as<float>(x, wt, bias, z, y, p, stream); break;
 	case KCONV_F16: depthwise_as<__half>(x, wt, bias, z, y, p, stream); break;
 	case KCONV_BF16: depthwise_as<__nv_bfloat16>(x, wt, bias, z, y, p, stream); break;
+	default: break;
+	}
+}
+
+extern "C" int kconv_depthwise_nchw_ok(const struct kconv_dw *p)
+{
+	int64_t outs = (int64_t)p->n * p->c * p->oh * p->ow, ins = (int64_t)p->n * p->c * p->h * p->w;
+	return (p->kh == 3 || p->kh == 5) && p->kw == p->kh && (p->sh == 1 || p->sh == 2) && p->sw == p->sh &&
+	       p->dh == 1 && p->dw == 1 && p->ph >= 0 && p->pw >= 0 && p->ph < p->kh && p->pw < p->kw && p->oh > 0 &&
+	       p->ow > 0 && p->ow <= 512 && outs < ((int64_t)1 << 31) && ins < ((int64_t)1 << 31);
+}
+
+extern "C" void kconv_launch_depthwise_nchw(int dtype, const void *x, const void *wt, const void *bias, const void *z,
+					    void *y, const struct kconv_dw *p, cudaStream_t stream)
+{
+	switch (dtype) {
+	case KCONV_F32: depthwise_nchw_k<float>(x, wt, bias, z, y, p, stream); break;
+	case KCONV_F16: depthwise_nchw_k<__half>(x, wt, bias, z, y, p, stream); break;
+	case KCONV_BF16: depthwise_nchw_k<__nv_bfloat16>(x, wt, bias, z, y, p, stream); break;
 	default: break;
 	}
 }

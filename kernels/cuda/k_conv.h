@@ -92,6 +92,17 @@ struct kconv_dw {
 void kconv_launch_depthwise(int dtype, const void *x, const void *wt, const void *bias, const void *z, void *y,
 			    const struct kconv_dw *p, cudaStream_t stream);
 
+/*
+ * The same on NCHW x [n, c, h, w] into y [n, c, oh, ow], with wt the weights
+ * as ONNX has them ([c, 1, kh, kw]), through shared-memory tiles. Only
+ * where kconv_depthwise_nchw_ok: a square 3x3 or 5x5 window, stride 1 or 2
+ * on both axes, no dilation, pads under the window, fewer than 2^31
+ * elements in x and in y.
+ */
+int kconv_depthwise_nchw_ok(const struct kconv_dw *p);
+void kconv_launch_depthwise_nchw(int dtype, const void *x, const void *wt, const void *bias, const void *z, void *y,
+				 const struct kconv_dw *p, cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -345,6 +345,15 @@ static const struct spec specs[] = {
 	  { "2x16x20x20", "!16x1x3x3", "!16", "2x16x20x20" }, .tol = 10 },
 	{ "ai.ogsh:FusedConv", F, "group=96;pads=[1,1,1,1];strides=[2,2];activation='Clip';activation_params=[0.0,6.0]",
 	  { "3x96x57x57", "!96x1x3x3", "!96" }, .tol = 10 },
+	/* depthwise NCHW through ogsh's tiled kernel: planes split into row tiles (a short last
+	 * tile), several planes a block (a short last group), 5x5, stride 2, no pads, a residual */
+	{ "ai.ogsh:FusedConv", F, "group=16;pads=[1,1,1,1];activation='Clip';activation_params=[0.0,0.5]",
+	  { "1x16x112x112|2x16x45x71", "!16x1x3x3", "!16" }, .tol = 10 },
+	{ "ai.ogsh:FusedConv", F, "group=40;pads=[1,1,1,1];activation='Relu'", { "2x40x7x7|3x40x14x13", "!40x1x3x3", "!40",
+	  "2x40x7x7|3x40x14x13" }, .tol = 10 },
+	{ "Conv", F, "group=24;pads=[2,2,2,2]", { "2x24x37x41|1x24x130x70", "!24x1x5x5", "!24" }, .tol = 10 },
+	{ "Conv", F, "group=12;pads=[2,2,2,2];strides=[2,2]", { "1x12x17x19", "!12x1x5x5" }, .tol = 10 },
+	{ "Conv", F, "group=8;strides=[2,2]", { "1x8x10x9|2x8x3x3", "!8x1x3x3", "!8" }, .tol = 10 },
 	{ "ai.ogsh:FusedConv", F, "activation='Sigmoid'", { "1x3x9x11", "!4x3x3x3", "!4" }, .tol = 10 },
 	{ "ai.ogsh:FusedConv", F, "activation='HardSwish'", { "1x3x9x11", "!4x3x3x3", "!4", "1x4x7x9" }, .tol = 10 },
 	{ "ai.ogsh:FusedConv", F, "", { "1x3x9x11", "!4x3x3x3", "!4", "1x4x7x9" }, .tol = 10 },
