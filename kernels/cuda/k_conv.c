@@ -1120,14 +1120,14 @@ static int cg_run(struct cg_conv *c, cudnnHandle_t h, const struct cg_bufs *b, s
 	return cuda_cudnn_check(c->api->BackendExecute(h, c->plan, c->vpack), "cudnnBackendExecute", d);
 }
 
-/* The time of our epilogue on the channels-last output (3 runs after one),
- * ms, or -1 when it cannot be timed. */
-static float epilogue_ms(struct cuda_kctx *k, const struct act *a, const void *b, const void *z)
+/* The time of our epilogue on the output, channels-last (cl) or NCHW (3
+ * runs after one), ms, or -1 when it cannot be timed. */
+static float epilogue_ms(struct cuda_kctx *k, const struct act *a, const void *b, const void *z, bool cl)
 {
 	struct kconv_epilogue e = { 0 };
 	e.n = cuda_numel(&k->out[0]);
 	e.channels = k->out[0].dims[1];
-	e.inner = 1;
+	e.inner = cl || !e.n ? 1 : e.n / (k->out[0].dims[0] * e.channels);
 	e.act = a->kind;
 	e.p0 = a->p0;
 	e.p1 = a->p1;
@@ -1136,10 +1136,12 @@ static float epilogue_ms(struct cuda_kctx *k, const struct act *a, const void *b
 	float ms = -1;
 	cudaStream_t st = k->ctx->stream;
 	if (cudaEventCreate(&e0) == cudaSuccess && cudaEventCreate(&e1) == cudaSuccess) {
-		kconv_launch_epilogue_cl(k->out[0].dtype, k->out[0].data, b, z, &e, st);
+		void (*launch)(int, void *, const void *, const void *, const struct kconv_epilogue *, cudaStream_t) =
+			cl ? kconv_launch_epilogue_cl : kconv_launch_epilogue;
+		launch(k->out[0].dtype, k->out[0].data, b, z, &e, st);
 		cudaEventRecord(e0, st);
 		for (int r = 0; r < 3; r++)
-			kconv_launch_epilogue_cl(k->out[0].dtype, k->out[0].data, b, z, &e, st);
+			launch(k->out[0].dtype, k->out[0].data, b, z, &e, st);
 		cudaEventRecord(e1, st);
 		if (cudaEventSynchronize(e1) == cudaSuccess && cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess)
 			ms /= 3;
@@ -1424,7 +1426,7 @@ static int conv_prepare_any(struct cuda_kctx *k, bool transpose, bool fused)
 				struct cg_conv *u = cg_new(&kq, s, h, key, true, NULL, &tb, xdims, wd64, ydims, pad, str, dil);
 				ir_diag_clear(&gd);
 				ir_diag_init(&gd);
-				float ems = u && u->ms >= 0 ? epilogue_ms(k, &a, s->bias_in >= 0 ? tb.b : NULL, tb.z) : -1;
+				float ems = u && u->ms >= 0 ? epilogue_ms(k, &a, s->bias_in >= 0 ? tb.b : NULL, tb.z, true) : -1;
 				bool alone = ems >= 0 && u->ms + ems < s->cg->ms;
 				if (getenv("OGSH_CUDNN_DEBUG"))
 					fprintf(stderr, "ogsh: %s: fused %.4f ms, conv %.4f + epilogue %.4f ms\n", fkey,
@@ -1466,9 +1468,10 @@ static int conv_prepare_any(struct cuda_kctx *k, bool transpose, bool fused)
 				/* the legacy conv+bias+relu call is one kernel with IMPLICIT_PRECOMP_GEMM */
 				bool one_call = fused && a.kind == KCONV_ACT_RELU && (s->z_in < 0 || zfull) &&
 						s->algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
-				float ems = ep ? epilogue_ms(k, &a, s->bias_in >= 0 ? tb.b : NULL, zfull ? tb.z : NULL) : 0;
-				if (lms >= 0 && ems >= 0) {
-					float lt = lms + (one_call ? 0 : ems), gt = s->cg->ms + ems;
+				float ems = ep ? epilogue_ms(k, &a, s->bias_in >= 0 ? tb.b : NULL, zfull ? tb.z : NULL, false) : 0;
+				if (ems >= 0) {
+					/* a legacy algorithm cuDNN could not time loses to the timed engine */
+					float lt = lms >= 0 ? lms + (one_call ? 0 : ems) : INFINITY, gt = s->cg->ms + ems;
 					pc = gt < lt;
 					if (getenv("OGSH_CUDNN_DEBUG"))
 						fprintf(stderr, "ogsh: %s: graph engine %d %.4f ms, legacy %s %.4f ms (+ epilogue %.4f ms)\n",
@@ -1476,6 +1479,8 @@ static int conv_prepare_any(struct cuda_kctx *k, bool transpose, bool fused)
 							(double)lms, (double)ems);
 					if (k->ctx->tune)
 						cuda_tune_put(k->ctx->tune, pick, pc, pc ? gt : lt);
+				} else {
+					pc = lms < 0;
 				}
 			}
 			if (!pc) {
