@@ -302,6 +302,9 @@ static const struct spec specs[] = {
 				"2x3x130x64|1x2x20x32|1x2x65x128|8x16x128x64" }, .tol = 10, .opset = 23 },
 	{ "Attention", F, "is_causal=1", { "1x2x100x64|2x32x100x64", "1x2x100x64|2x32x100x64", "1x2x100x64|2x32x100x64" },
 	  .tol = 10, .opset = 23 },
+	/* the flash kernel with 4 queries a warp (grids of 256+ blocks that neither kernel above takes) */
+	{ "Attention", F, "", { "4x16x200x32|2x16x300x80", "4x16x150x32|2x16x170x80", "4x16x150x32|2x16x170x80" },
+	  .tol = 10, .opset = 23 },
 	/* float32 grids of 128+ blocks take the register-tile kernel (head size 128, tails) */
 	{ "Attention", F, "", { "4x16x70x128", "4x16x90x128", "4x16x90x128", "4x1x70x90" }, .tol = 10, .opset = 23 },
 	{ "ai.ogsh:FusedAttention", F, "layout='BSHD';nan_to_zero=1",
