@@ -1191,6 +1191,16 @@ static bool capi_is_legacy(void)
 	return capi && !strcmp(capi, "legacy");
 }
 
+/* A 2-D depthwise conv's parameters for ogsh's kernels. */
+static void dw_params(struct kconv_dw *p, const struct geom *g, const int *pad, const int *str, const int *dil,
+		      const struct act *a)
+{
+	p->n = (int)g->N, p->c = (int)g->C, p->h = (int)g->in[0], p->w = (int)g->in[1];
+	p->oh = (int)g->out[0], p->ow = (int)g->out[1], p->kh = (int)g->ker[0], p->kw = (int)g->ker[1];
+	p->sh = str[0], p->sw = str[1], p->ph = pad[0], p->pw = pad[1], p->dh = dil[0], p->dw = dil[1];
+	p->act = a->kind, p->p0 = a->p0, p->p1 = a->p1;
+}
+
 static int conv_prepare_any(struct cuda_kctx *k, bool transpose, bool fused)
 {
 	char why[200];
@@ -1312,10 +1322,7 @@ static int conv_prepare_any(struct cuda_kctx *k, bool transpose, bool fused)
 			return IR_ERR;
 		s->dw = true;
 		struct kconv_dw *p = &s->dwp;
-		p->n = (int)g.N, p->c = (int)g.C, p->h = (int)g.in[0], p->w = (int)g.in[1];
-		p->oh = (int)g.out[0], p->ow = (int)g.out[1], p->kh = (int)g.ker[0], p->kw = (int)g.ker[1];
-		p->sh = str[0], p->sw = str[1], p->ph = pad[0], p->pw = pad[1], p->dh = dil[0], p->dw = dil[1];
-		p->act = a.kind, p->p0 = a.p0, p->p1 = a.p1;
+		dw_params(p, &g, pad, str, dil, &a);
 		snprintf(k->impl, sizeof(k->impl), "ogsh depthwise nhwc (bias/z/act in)");
 		k->ws_bytes = 0;
 		return 0;
@@ -1326,10 +1333,7 @@ static int conv_prepare_any(struct cuda_kctx *k, bool transpose, bool fused)
 		 * convs at batch 64 at 1.2 to 1.6 TFLOP/s, a fifth of the memory
 		 * bandwidth, on an H100) */
 		struct kconv_dw *p = &s->dwp;
-		p->n = (int)g.N, p->c = (int)g.C, p->h = (int)g.in[0], p->w = (int)g.in[1];
-		p->oh = (int)g.out[0], p->ow = (int)g.out[1], p->kh = (int)g.ker[0], p->kw = (int)g.ker[1];
-		p->sh = str[0], p->sw = str[1], p->ph = pad[0], p->pw = pad[1], p->dh = dil[0], p->dw = dil[1];
-		p->act = a.kind, p->p0 = a.p0, p->p1 = a.p1;
+		dw_params(p, &g, pad, str, dil, &a);
 		bool zfull_dw = s->z_in < 0 || cuda_numel(&k->in[s->z_in]) == ynumel;
 		if (g.N * g.C < INT_MAX && zfull_dw && kconv_depthwise_nchw_ok(p)) {
 			s->dw_nchw = true;
