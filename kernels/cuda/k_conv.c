@@ -1191,6 +1191,23 @@ static bool capi_is_legacy(void)
 	return capi && !strcmp(capi, "legacy");
 }
 
+/* The legacy API on NCHW descriptors: X, Y and W, then the algorithm
+ * (s->algo, s->algo_ws; *ms its time, or -1). For ConvTranspose, xd is
+ * cuDNN's dy (our X) and yd its dx (our Y, before the crop). */
+static int legacy_nchw(struct cuda_kctx *k, struct conv_state *s, cudnnHandle_t h, const int64_t *xin,
+		       const int64_t *ybig, const int *wdims, int64_t xn, int64_t wn, int64_t yn, float *ms)
+{
+	const struct geom *g = &s->g;
+	const struct cudnn_api *api = s->api;
+	struct ir_diag *d = k->d;
+	if (set_tensor(api, s->xd, s->dt, g->N, g->C, g->nd, xin, d) ||
+	    set_tensor(api, s->yd, s->dt, g->N, g->M, g->nd, ybig, d) ||
+	    cuda_cudnn_check(api->SetFilterNdDescriptor(s->wd, dnn_type(s->dt), CUDNN_TENSOR_NCHW, g->nd + 2, wdims),
+			     "cudnnSetFilterNdDescriptor", d))
+		return IR_ERR;
+	return choose_algo(k, s, h, xn, wn, yn, ms);
+}
+
 /* A 2-D depthwise conv's parameters for ogsh's kernels. */
 static void dw_params(struct kconv_dw *p, const struct geom *g, const int *pad, const int *str, const int *dil,
 		      const struct act *a)
@@ -1294,6 +1311,7 @@ static int conv_prepare_any(struct cuda_kctx *k, bool transpose, bool fused)
 	 */
 	s->xcl = k->in[0].nhwc;
 	s->ycl = k->out[0].nhwc;
+	bool zfull = s->z_in >= 0 && cuda_numel(&k->in[s->z_in]) == ynumel;   /* Z as large as Y */
 	s->nhwc = s->xcl || s->ycl;
 	int wdims[2 + MAX_SP];
 	/* the filter of the forward conv: [out channels, in channels per group, k...];
@@ -1334,8 +1352,7 @@ static int conv_prepare_any(struct cuda_kctx *k, bool transpose, bool fused)
 		 * bandwidth, on an H100) */
 		struct kconv_dw *p = &s->dwp;
 		dw_params(p, &g, pad, str, dil, &a);
-		bool zfull_dw = s->z_in < 0 || cuda_numel(&k->in[s->z_in]) == ynumel;
-		if (g.N * g.C < INT_MAX && zfull_dw && kconv_depthwise_nchw_ok(p)) {
+		if (g.N * g.C < INT_MAX && (s->z_in < 0 || zfull) && kconv_depthwise_nchw_ok(p)) {
 			s->dw_nchw = true;
 			snprintf(k->impl, sizeof(k->impl), "ogsh depthwise nchw %lldx%lld/%d (bias/z/act in)",
 				 (long long)g.ker[0], (long long)g.ker[1], str[0]);
@@ -1353,7 +1370,9 @@ static int conv_prepare_any(struct cuda_kctx *k, bool transpose, bool fused)
 	/* the legacy API's descriptors and algorithm (NCHW), made at most once */
 	bool legacy_ready = false;
 	float lms = -1;
-	bool zfull = s->z_in >= 0 && cuda_numel(&k->in[s->z_in]) == ynumel;
+	/* float32 conv+bias+relu with a full-size Z or none: the legacy API's one call */
+	bool relu_call = fused && a.kind == KCONV_ACT_RELU && s->dt == IR_FLOAT && (s->z_in < 0 || zfull) && !transpose &&
+			 !s->nhwc;
 	/* forward convolutions: cuDNN's graph API first (OGSH_CONV_API=legacy:
 	 * the legacy API only); float32 takes whichever of the graph API's
 	 * engine and the legacy algorithm timed faster for the node (on an
@@ -1458,20 +1477,14 @@ static int conv_prepare_any(struct cuda_kctx *k, bool transpose, bool fused)
 			float pms;
 			bool known = k->ctx->tune && cuda_tune_get(k->ctx->tune, pick, &pc, &pms);
 			if (!known && k->ctx->tuning && s->cg->ms >= 0) {
-				if (set_tensor(api, s->xd, s->dt, g.N, g.C, nd, xin, d) ||
-				    set_tensor(api, s->yd, s->dt, g.N, g.M, nd, ybig, d) ||
-				    cuda_cudnn_check(api->SetFilterNdDescriptor(s->wd, dnn_type(s->dt), CUDNN_TENSOR_NCHW,
-										nd + 2, wdims),
-						     "cudnnSetFilterNdDescriptor", d) ||
-				    choose_algo(k, s, h, xn, wn, yn, &lms)) {
+				if (legacy_nchw(k, s, h, xin, ybig, wdims, xn, wn, yn, &lms)) {
 					cudaFree(tmpx);
 					return IR_ERR;
 				}
 				legacy_ready = true;
 				bool ep = s->bias_in >= 0 || s->z_in >= 0 || a.kind != KCONV_ACT_NONE;
 				/* the legacy conv+bias+relu call is one kernel with IMPLICIT_PRECOMP_GEMM */
-				bool one_call = fused && a.kind == KCONV_ACT_RELU && (s->z_in < 0 || zfull) &&
-						s->algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+				bool one_call = relu_call && s->algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
 				float ems = ep ? epilogue_ms(k, &a, s->bias_in >= 0 ? tb.b : NULL, zfull ? tb.z : NULL, false) : 0;
 				if (ems >= 0) {
 					/* a legacy algorithm cuDNN could not time loses to the timed engine */
@@ -1518,14 +1531,8 @@ static int conv_prepare_any(struct cuda_kctx *k, bool transpose, bool fused)
 			k->d->error = NULL;
 		}
 	}
-	if (!s->cg && (!s->nhwc || s->cl_nchw) && !legacy_ready) {
-		/* for ConvTranspose, xd is cuDNN's dy (our X) and yd its dx (our Y, before the crop) */
-		if (set_tensor(api, s->xd, s->dt, g.N, g.C, nd, xin, d) || set_tensor(api, s->yd, s->dt, g.N, g.M, nd, ybig, d) ||
-		    cuda_cudnn_check(api->SetFilterNdDescriptor(s->wd, dnn_type(s->dt), CUDNN_TENSOR_NCHW, nd + 2, wdims),
-				     "cudnnSetFilterNdDescriptor", d) ||
-		    choose_algo(k, s, h, xn, wn, yn, &lms))
-			return IR_ERR;
-	}
+	if (!s->cg && (!s->nhwc || s->cl_nchw) && !legacy_ready && legacy_nchw(k, s, h, xin, ybig, wdims, xn, wn, yn, &lms))
+		return IR_ERR;
 	if (s->nhwc) {
 		/* the transposes around the conv (see conv_run) */
 		if (s->cl_nchw) {
@@ -1540,8 +1547,7 @@ static int conv_prepare_any(struct cuda_kctx *k, bool transpose, bool fused)
 	/* the epilogue: cuDNN's fused conv+bias+relu for float32 with a full-size Z
 	 * or none, else our kernel */
 	const struct cuda_tensor *y = &k->out[0];
-	if (fused && a.kind == KCONV_ACT_RELU && s->dt == IR_FLOAT && (s->z_in < 0 || zfull) && !transpose && !s->cg &&
-	    !s->nhwc) {
+	if (relu_call && !s->cg) {
 		int64_t ones[MAX_SP] = { 1, 1, 1 };
 		if (cuda_cudnn_check(api->CreateTensorDescriptor(&s->bd), "cudnnCreateTensorDescriptor", d) ||
 		    set_tensor(api, s->bd, s->dt, 1, g.M, nd, ones, d) ||
