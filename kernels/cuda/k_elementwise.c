@@ -991,7 +991,7 @@ static void nv_open(void)
 /* compiled kernels by source text (failures too, as NULL) */
 struct nv_entry {
 	char *src;
-	cudaKernel_t kern;
+	cudaKernel_t kern, kern4;   /* ogsh_pw (NULL: did not compile), ogsh_pw4 (NULL: none) */
 	struct nv_entry *next;
 };
 static struct nv_entry *nv_cache;
@@ -1044,36 +1044,24 @@ static void sb_lit(struct sbuf *b, float v)
 		sb_add(b, "(%.9ef)", (double)v);
 }
 
-/* CUDA C of the program P; NULL when out of memory. */
-static char *nv_source(const struct ew_prog *P)
+/* whether P reads no broadcast input (then the 4-a-thread kernel ogsh_pw4 is made too) */
+static bool nv_flat(const struct ew_prog *P)
 {
-	struct sbuf b = { 0 };
-	bool any_bc = false;
 	for (int q = 0; q < P->n_in; q++)
-		any_bc = any_bc || P->in_kind[q] == 2;
-	sb_add(&b, "struct A { long long n; void *y; const void *x[%d]; long long dims[%d]; long long st[%d][%d]; };\n",
-	       EW_PW_MAX_IN, EW_MAX_RANK, EW_PW_MAX_IN, EW_MAX_RANK);
-	sb_add(&b, "__device__ __forceinline__ float h2f(unsigned short h) { float f; asm(\"cvt.f32.f16 %%0, %%1;\" : \"=f\"(f) : \"h\"(h)); return f; }\n"
-		   "__device__ __forceinline__ float b2f(unsigned short h) { return __uint_as_float(((unsigned)h) << 16); }\n"
-		   "__device__ __forceinline__ unsigned short f2h(float f) { unsigned short h; asm(\"cvt.rn.f16.f32 %%0, %%1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n"
-		   "__device__ __forceinline__ unsigned short f2b(float f) { unsigned short h; asm(\"cvt.rn.bf16.f32 %%0, %%1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n"
-		   "__device__ __forceinline__ float mx(float a, float b) { return (a != a || b != b) ? a + b : a > b ? a : b; }\n"
-		   "__device__ __forceinline__ float mn(float a, float b) { return (a != a || b != b) ? a + b : a < b ? a : b; }\n");
-	sb_add(&b, "extern \"C\" __global__ void __launch_bounds__(256) ogsh_pw(const A a)\n{\n"
-		   "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < a.n; i += (long long)gridDim.x * blockDim.x) {\n");
-	if (any_bc) {
-		sb_add(&b, "    long long t = i, q;\n");
-		for (int d = P->rank - 1; d >= 0; d--)
-			sb_add(&b, "    q = t / a.dims[%d]; long long i%d = t - q * a.dims[%d]; t = q;\n", d, d, d);
-	}
-	/* the inputs the program reads, loaded once */
-	bool used[EW_PW_MAX_IN] = { false };
-	for (int c = 0; c < P->n_code; c++)
-		if (P->code[c].op == EP_IN)
-			used[P->code[c].a] = true;
+		if (P->in_kind[q] == 2)
+			return false;
+	return true;
+}
+
+/* CUDA C that loads element i of every input (x0, x1, ...; broadcast
+ * inputs through the indexes i0, i1, ...), applies ogsh_f and stores y[i] */
+static void nv_elem(struct sbuf *b, const struct ew_prog *P, const bool *used)
+{
 	for (int q = 0; q < P->n_in; q++) {
-		if (!used[q])
+		if (!used[q]) {
+			sb_add(b, "    float x%d = 0.0f;\n", q);
 			continue;
+		}
 		char off[400];
 		if (P->in_kind[q] == 0) {
 			snprintf(off, sizeof(off), "i");
@@ -1087,11 +1075,51 @@ static char *nv_source(const struct ew_prog *P)
 					o += (size_t)snprintf(off + o, sizeof(off) - o, " + i%d * a.st[%d][%d]", d, q, d);
 		}
 		switch (P->in_dtype[q]) {
-		case IR_FLOAT16: sb_add(&b, "    float x%d = h2f(((const unsigned short *)a.x[%d])[%s]);\n", q, q, off); break;
-		case IR_BFLOAT16: sb_add(&b, "    float x%d = b2f(((const unsigned short *)a.x[%d])[%s]);\n", q, q, off); break;
-		default: sb_add(&b, "    float x%d = ((const float *)a.x[%d])[%s];\n", q, q, off); break;
+		case IR_FLOAT16: sb_add(b, "    float x%d = h2f(((const unsigned short *)a.x[%d])[%s]);\n", q, q, off); break;
+		case IR_BFLOAT16: sb_add(b, "    float x%d = b2f(((const unsigned short *)a.x[%d])[%s]);\n", q, q, off); break;
+		default: sb_add(b, "    float x%d = ((const float *)a.x[%d])[%s];\n", q, q, off); break;
 		}
 	}
+	sb_add(b, "    float r0 = ogsh_f(");
+	for (int q = 0; q < P->n_in; q++)
+		sb_add(b, "%sx%d", q ? ", " : "", q);
+	sb_add(b, ");\n");
+	switch (P->out_dtype) {
+	case IR_FLOAT16: sb_add(b, "    ((unsigned short *)a.y)[i] = f2h(r0);\n"); break;
+	case IR_BFLOAT16: sb_add(b, "    ((unsigned short *)a.y)[i] = f2b(r0);\n"); break;
+	default: sb_add(b, "    ((float *)a.y)[i] = r0;\n"); break;
+	}
+}
+
+/* CUDA C of the program P; NULL when out of memory. The expression is one
+ * function, ogsh_f (an argument per input); ogsh_pw applies it an element a
+ * thread with 64-bit indexes and any broadcast, ogsh_pw4 (inputs whole or
+ * one element only) 4 elements a thread: 16 or 8 byte loads and stores,
+ * 32-bit indexes (n < 2^31, every whole input and the output 16-byte
+ * aligned: the launcher's to see), the last n % 4 elements after. */
+static char *nv_source(const struct ew_prog *P)
+{
+	struct sbuf b = { 0 };
+	bool any_bc = !nv_flat(P);
+	sb_add(&b, "struct A { long long n; void *y; const void *x[%d]; long long dims[%d]; long long st[%d][%d]; };\n",
+	       EW_PW_MAX_IN, EW_MAX_RANK, EW_PW_MAX_IN, EW_MAX_RANK);
+	sb_add(&b, "__device__ __forceinline__ float h2f(unsigned short h) { float f; asm(\"cvt.f32.f16 %%0, %%1;\" : \"=f\"(f) : \"h\"(h)); return f; }\n"
+		   "__device__ __forceinline__ float b2f(unsigned short h) { return __uint_as_float(((unsigned)h) << 16); }\n"
+		   "__device__ __forceinline__ unsigned short f2h(float f) { unsigned short h; asm(\"cvt.rn.f16.f32 %%0, %%1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n"
+		   "__device__ __forceinline__ unsigned short f2b(float f) { unsigned short h; asm(\"cvt.rn.bf16.f32 %%0, %%1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n"
+		   "__device__ __forceinline__ float mx(float a, float b) { return (a != a || b != b) ? a + b : a > b ? a : b; }\n"
+		   "__device__ __forceinline__ float mn(float a, float b) { return (a != a || b != b) ? a + b : a < b ? a : b; }\n");
+	/* the inputs the program reads */
+	bool used[EW_PW_MAX_IN] = { false };
+	for (int c = 0; c < P->n_code; c++)
+		if (P->code[c].op == EP_IN)
+			used[P->code[c].a] = true;
+
+	/* the expression */
+	sb_add(&b, "__device__ __forceinline__ float ogsh_f(");
+	for (int q = 0; q < P->n_in; q++)
+		sb_add(&b, "%sfloat x%d", q ? ", " : "", q);
+	sb_add(&b, "%s)\n{\n", P->n_in ? "" : "void");
 	int nreg = 1;
 	for (int c = 0; c < P->n_code; c++)
 		if (P->code[c].dst + 1 > nreg)
@@ -1127,12 +1155,55 @@ static char *nv_source(const struct ew_prog *P)
 		}
 		sb_add(&b, ";\n");
 	}
-	switch (P->out_dtype) {
-	case IR_FLOAT16: sb_add(&b, "    ((unsigned short *)a.y)[i] = f2h(r0);\n"); break;
-	case IR_BFLOAT16: sb_add(&b, "    ((unsigned short *)a.y)[i] = f2b(r0);\n"); break;
-	default: sb_add(&b, "    ((float *)a.y)[i] = r0;\n"); break;
+	sb_add(&b, "    return r0;\n}\n");
+
+	/* an element at a time */
+	sb_add(&b, "extern \"C\" __global__ void __launch_bounds__(256) ogsh_pw(const A a)\n{\n"
+		   "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < a.n; i += (long long)gridDim.x * blockDim.x) {\n");
+	if (any_bc) {
+		sb_add(&b, "    long long t = i, q;\n");
+		for (int d = P->rank - 1; d >= 0; d--)
+			sb_add(&b, "    q = t / a.dims[%d]; long long i%d = t - q * a.dims[%d]; t = q;\n", d, d, d);
 	}
+	nv_elem(&b, P, used);
 	sb_add(&b, "  }\n}\n");
+
+	/* 4 elements a thread */
+	if (!any_bc) {
+		sb_add(&b, "__device__ __forceinline__ void ld4(float *v, const void *p, unsigned i, int dt)\n{\n"
+			   "  if (dt == 0) { float4 t = ((const float4 *)p)[i]; v[0] = t.x; v[1] = t.y; v[2] = t.z; v[3] = t.w; return; }\n"
+			   "  uint2 t = ((const uint2 *)p)[i];\n"
+			   "  unsigned short h[4] = { (unsigned short)t.x, (unsigned short)(t.x >> 16), (unsigned short)t.y, (unsigned short)(t.y >> 16) };\n"
+			   "  for (int e = 0; e < 4; e++) v[e] = dt == 1 ? h2f(h[e]) : b2f(h[e]);\n}\n"
+			   "extern \"C\" __global__ void __launch_bounds__(256) ogsh_pw4(const A a)\n{\n"
+			   "  const unsigned n4 = (unsigned)(a.n >> 2), stride = gridDim.x * blockDim.x;\n"
+			   "  for (unsigned v = blockIdx.x * blockDim.x + threadIdx.x; v < n4; v += stride) {\n");
+		for (int q = 0; q < P->n_in; q++) {
+			int dt = P->in_dtype[q] == IR_FLOAT16 ? 1 : P->in_dtype[q] == IR_BFLOAT16 ? 2 : 0;
+			if (!used[q])
+				sb_add(&b, "    float x%d[4] = { 0.0f, 0.0f, 0.0f, 0.0f };\n", q);
+			else if (P->in_kind[q] == 1)
+				sb_add(&b, "    float x%d[4]; x%d[0] = x%d[1] = x%d[2] = x%d[3] = %s(((const %s *)a.x[%d])[0]);\n", q, q,
+				       q, q, q, dt == 1 ? "h2f" : dt == 2 ? "b2f" : "", dt ? "unsigned short" : "float", q);
+			else
+				sb_add(&b, "    float x%d[4]; ld4(x%d, a.x[%d], v, %d);\n", q, q, q, dt);
+		}
+		sb_add(&b, "    float r[4];\n    for (int e = 0; e < 4; e++) r[e] = ogsh_f(");
+		for (int q = 0; q < P->n_in; q++)
+			sb_add(&b, "%sx%d[e]", q ? ", " : "", q);
+		sb_add(&b, ");\n");
+		if (P->out_dtype == IR_FLOAT16 || P->out_dtype == IR_BFLOAT16) {
+			const char *f = P->out_dtype == IR_FLOAT16 ? "f2h" : "f2b";
+			sb_add(&b, "    ((uint2 *)a.y)[v] = make_uint2((unsigned)%s(r[0]) | ((unsigned)%s(r[1]) << 16), "
+				   "(unsigned)%s(r[2]) | ((unsigned)%s(r[3]) << 16));\n", f, f, f, f);
+		} else {
+			sb_add(&b, "    ((float4 *)a.y)[v] = make_float4(r[0], r[1], r[2], r[3]);\n");
+		}
+		sb_add(&b, "  }\n  const long long i = ((long long)n4 << 2) + blockIdx.x * blockDim.x + threadIdx.x;\n"
+			   "  if (i < a.n) {\n");
+		nv_elem(&b, P, used);
+		sb_add(&b, "  }\n}\n");
+	}
 	if (b.oom) {
 		free(b.s);
 		return NULL;
@@ -1140,47 +1211,51 @@ static char *nv_source(const struct ew_prog *P)
 	return b.s;
 }
 
-/* Compiles src for sm (compute capability major*10+minor); NULL when it cannot. */
-static cudaKernel_t nv_compile(const char *src, int sm)
+/* Compiles src for sm (compute capability major*10+minor) into e's
+ * kernels (ogsh_pw4 where src has it); e->kern NULL when it cannot. */
+static void nv_compile(struct nv_entry *e, int sm)
 {
+	e->kern = e->kern4 = NULL;
 	nvrtc_prog prog;
-	if (nv.create(&prog, src, "ogsh_pointwise.cu", 0, NULL, NULL) != 0)
-		return NULL;
+	if (nv.create(&prog, e->src, "ogsh_pointwise.cu", 0, NULL, NULL) != 0)
+		return;
 	char arch[40];
 	snprintf(arch, sizeof(arch), "--gpu-architecture=sm_%d", sm);
 	const char *opts[] = { arch, "--std=c++17" };
-	cudaKernel_t kern = NULL;
 	size_t size = 0;
 	char *cubin = NULL;
 	if (nv.compile(prog, 2, opts) == 0 && nv.cubin_size(prog, &size) == 0 && size > 0 && (cubin = malloc(size)) &&
 	    nv.cubin(prog, cubin) == 0) {
 		cudaLibrary_t lib;
 		if (cudaLibraryLoadData(&lib, cubin, NULL, NULL, 0, NULL, NULL, 0) == cudaSuccess) {
-			if (cudaLibraryGetKernel(&kern, lib, "ogsh_pw") != cudaSuccess) {
-				kern = NULL;
+			if (cudaLibraryGetKernel(&e->kern, lib, "ogsh_pw") != cudaSuccess) {
+				e->kern = NULL;
 				cudaLibraryUnload(lib);
+			} else if (strstr(e->src, "ogsh_pw4") && cudaLibraryGetKernel(&e->kern4, lib, "ogsh_pw4") != cudaSuccess) {
+				e->kern4 = NULL;
 			}
 		}
 	}
 	cudaGetLastError();   /* a failure here only means the fallback */
 	free(cubin);
 	nv.destroy(&prog);
-	return kern;
 }
 
-/* The compiled kernel of P, from the cache or made now; NULL: use the interpreter. */
-static cudaKernel_t nv_kernel(const struct ew_prog *P, int sm)
+/* The compiled kernels of P, from the cache or made now (*kern NULL: use
+ * the interpreter; *kern4 NULL: no 4-a-thread kernel). */
+static void nv_kernel(const struct ew_prog *P, int sm, cudaKernel_t *kern, cudaKernel_t *kern4)
 {
+	*kern = *kern4 = NULL;
 	pthread_once(&nv_once, nv_open);
 	if (!nv.ok || sm <= 0)
-		return NULL;
+		return;
 	char *body = nv_source(P);
 	if (!body)
-		return NULL;
+		return;
 	char *src = malloc(strlen(body) + 32);
 	if (!src) {
 		free(body);
-		return NULL;
+		return;
 	}
 	sprintf(src, "// sm_%d\n%s", sm, body);
 	free(body);
@@ -1191,19 +1266,22 @@ static cudaKernel_t nv_kernel(const struct ew_prog *P, int sm)
 	if (!e && (e = malloc(sizeof(*e)))) {
 		e->src = src;
 		src = NULL;
-		e->kern = nv_compile(e->src, sm);
+		nv_compile(e, sm);
 		e->next = nv_cache;
 		nv_cache = e;
 	}
-	cudaKernel_t kern = e ? e->kern : NULL;
+	if (e) {
+		*kern = e->kern;
+		*kern4 = e->kern4;
+	}
 	pthread_mutex_unlock(&nv_lock);
 	free(src);
-	return kern;
 }
 
 struct pw_state {
 	struct ew_prog P;
-	cudaKernel_t kern;   /* NULL: the interpreter */
+	cudaKernel_t kern;    /* NULL: the interpreter */
+	cudaKernel_t kern4;   /* 4 elements a thread, where the pointers allow (NULL: none) */
 	struct nv_args args;
 };
 
@@ -1217,7 +1295,7 @@ static int prep_pointwise(struct cuda_kctx *k)
 		free(S);
 		return fail(k, why);
 	}
-	S->kern = nv_kernel(&S->P, k->ctx ? k->ctx->sm : 0);
+	nv_kernel(&S->P, k->ctx ? k->ctx->sm : 0, &S->kern, &S->kern4);
 	S->args.n = S->P.n;
 	memcpy(S->args.dims, S->P.dims, sizeof(S->args.dims));
 	memcpy(S->args.st, S->P.st, sizeof(S->args.st));
@@ -1235,18 +1313,22 @@ static int run_pointwise(struct cuda_kctx *k)
 	for (int i = 0; i < S->P.n_in; i++)
 		x[i] = k->in[i].data;
 	if (S->kern) {
-		snprintf(k->impl, sizeof(k->impl), "ogsh pointwise nvrtc");
 		if (S->P.n <= 0)
 			return 0;
 		struct nv_args a = S->args;
 		a.y = k->out[0].data;
 		memcpy(a.x, x, sizeof(a.x));
-		int64_t blocks = (S->P.n + 255) / 256;
+		/* 4 a thread: 32-bit indexes, 16-byte aligned whole inputs and output */
+		bool four = S->kern4 && S->P.n <= INT32_MAX && (uintptr_t)a.y % 16 == 0;
+		for (int i = 0; i < S->P.n_in && four; i++)
+			four = S->P.in_kind[i] != 0 || (uintptr_t)x[i] % 16 == 0;
+		snprintf(k->impl, sizeof(k->impl), four ? "ogsh pointwise nvrtc (4 a thread)" : "ogsh pointwise nvrtc");
+		int64_t blocks = ((four ? (S->P.n + 3) / 4 : S->P.n) + 255) / 256;
 		if (blocks > 65535 * 8)
 			blocks = 65535 * 8;
 		void *params[] = { &a };
-		if (cuda_check(cudaLaunchKernel((const void *)S->kern, dim3_of((unsigned)blocks), dim3_of(256), params, 0,
-						k->ctx->stream),
+		if (cuda_check(cudaLaunchKernel((const void *)(four ? S->kern4 : S->kern), dim3_of((unsigned)blocks),
+						dim3_of(256), params, 0, k->ctx->stream),
 			       "cudaLaunchKernel", k->d))
 			return IR_ERR;
 		return cuda_check_launch("ogsh_pw (nvrtc)", k->d);

@@ -1076,8 +1076,15 @@ template <typename T> __global__ void mvn_apply(const T *x, T *y, int64_t total,
 
 constexpr int AT_KT = 32, AT_NW = 4;
 
-// the score s of query i and key `key` scaled and masked (-inf: masked out, or past the keys)
-__device__ __forceinline__ float attn_masked(const rd_attn &a, float s, int64_t b, int64_t h, int64_t i, int64_t key)
+// the offset of query i's mask row (b, h, i) when a has a mask
+__device__ __forceinline__ int64_t attn_mrow(const rd_attn &a, int64_t b, int64_t h, int64_t i)
+{
+	return a.mask ? b * a.mstr[0] + h * a.mstr[1] + i * a.mstr[2] : 0;
+}
+
+// the score s of query i and key `key` scaled and masked (-inf: masked out,
+// or past the keys); mrow is attn_mrow of the query
+__device__ __forceinline__ float attn_masked_at(const rd_attn &a, float s, int64_t mrow, int64_t i, int64_t key)
 {
 	if (key >= a.T || (a.causal && key > i))
 		return -INFINITY;
@@ -1086,11 +1093,25 @@ __device__ __forceinline__ float attn_masked(const rd_attn &a, float s, int64_t 
 		return x;
 	if (key >= a.mcols)
 		return -INFINITY;
-	const int64_t mo = b * a.mstr[0] + h * a.mstr[1] + i * a.mstr[2] + key * a.mstr[3];
+	const int64_t mo = mrow + key * a.mstr[3];
 	if (a.mask_dtype == RD_BOOL)
 		return ((const uint8_t *)a.mask)[mo] ? x : -INFINITY;
 	return x + ldf(a.mask, a.mask_dtype, mo);
 }
+
+__device__ __forceinline__ float attn_masked(const rd_attn &a, float s, int64_t b, int64_t h, int64_t i, int64_t key)
+{
+	return attn_masked_at(a, s, attn_mrow(a, b, h, i), i, key);
+}
+
+// 16 bytes from global to shared memory without the registers (zeros where !pred)
+__device__ __forceinline__ void cp_async16(void *dst, const void *src, bool pred)
+{
+	const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+	asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(pred ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
 
 template <typename T, int DM, int QW> __global__ void __launch_bounds__(AT_NW * 32)
 attention(const T *q, const T *k, const T *v, T *y, rd_attn a)
@@ -1441,149 +1462,170 @@ static bool attention_mma_ok(const rd_attn *a, const void *q, const void *k, con
 
 // ------------------------------------------------------------------------
 // Attention in float32 for larger grids (head size 64 or 128 for Q, K and
-// V): a block of 256 threads takes 64 queries of one (batch, head), key
-// tiles of 64 through shared memory. Thread (ty, tx) of 16 x 16 owns
-// queries 4*ty..+3, keys tx + 16*j of a tile (j < 4: consecutive threads
-// read rows 68 floats apart, no bank conflicts) and output dims
-// 64*u + 4*tx..+3: both products are 4 x 4 register tiles fed by float4
-// loads from shared memory. A row's online softmax lives on the 16 lanes
-// that share ty. The probabilities go through shared memory to P.V.
+// V): a block of D threads takes 64 queries of one (batch, head), key tiles
+// of 64 through shared memory. Q and K sit there transposed ([d][row]), so
+// both products are outer products of float4 loads: thread (ty, tx) of
+// 8 x D/8 owns queries {0, 32} + 4*ty..+3, keys {0, 4*TX} + 4*tx..+3 of a
+// tile (TX = D/8; D 128: keys 4*tx..+3 only) and output dims {0, 4*TX} +
+// 4*tx..+3. A warp's float4 loads of a row read at most 128 distinct bytes.
+// Rows come in by cp.async (all of a tile in flight at once) to the V
+// buffer, K's and Q's to be transposed from there; V's load runs under
+// Q.K^T. A row's online softmax lives on the TX lanes that share ty; the
+// probabilities go, transposed, through the K buffer to P.V.
 // ------------------------------------------------------------------------
 
-constexpr int FT_BQ = 64, FT_KT = 64, FT_NT = 256;
+constexpr int FT_BQ = 64, FT_KT = 64;
 
-template <int D> constexpr size_t ft_smem_floats()
+template <int D> struct Ft {
+	static constexpr int PS = FT_BQ + 4;   // a row of P^T
+	static constexpr int VS = D + 4;       // a row of V (or of K, Q on their way in)
+	static constexpr int KB = D * FT_KT > FT_KT * PS ? D * FT_KT : FT_KT * PS;
+	static constexpr size_t floats = (size_t)D * FT_BQ + KB + (size_t)FT_KT * VS;
+};
+
+// rows r0.. of a (64 x D) tile, row stride ss, into dst [64][D + 4] by cp.async; zeros past n rows
+template <int D>
+__device__ __forceinline__ void ft_rows_async(float *dst, const float *src, int64_t ss, int64_t n, int tid)
 {
-	return (size_t)FT_BQ * (D + 4) + (size_t)FT_KT * (D + 4) + (size_t)FT_KT * D + (size_t)FT_BQ * (FT_KT + 4);
+	constexpr int C = D / 4;
+	for (int e = tid; e < 64 * C; e += D) {
+		const int j = e / C, c = e - j * C;
+		cp_async16(dst + j * Ft<D>::VS + 4 * c, j < n ? src + j * ss + 4 * c : src, j < n);
+	}
+	cp_async_commit();
 }
 
-template <int D> __global__ void __launch_bounds__(FT_NT)
+// the (64 x D) tile staged in src [64][D + 4] transposed into dst [D][64]
+template <int D> __device__ __forceinline__ void ft_transpose(float *dst, const float *src, int tid)
+{
+	for (int e = tid; e < 64 * (D / 4); e += D) {
+		const int j = e % 64, c = e / 64;
+		const float4 x = *reinterpret_cast<const float4 *>(src + j * Ft<D>::VS + 4 * c);
+		dst[(4 * c) * 64 + j] = x.x;
+		dst[(4 * c + 1) * 64 + j] = x.y;
+		dst[(4 * c + 2) * 64 + j] = x.z;
+		dst[(4 * c + 3) * 64 + j] = x.w;
+	}
+}
+
+template <int D> __global__ void __launch_bounds__(D, 256 / D)
 attention_f32t(const float *q, const float *k, const float *v, float *y, rd_attn a)
 {
+	constexpr int TX = D / 8, KJ = FT_KT / TX, PS = Ft<D>::PS, VS = Ft<D>::VS;
 	extern __shared__ float4 ft_smem4[];
-	float *qs = reinterpret_cast<float *>(ft_smem4);   // [FT_BQ][D + 4]
-	float *ks = qs + FT_BQ * (D + 4);                   // [FT_KT][D + 4]
-	float *vs = ks + FT_KT * (D + 4);                   // [FT_KT][D]
-	float *ps = vs + FT_KT * D;                         // [FT_BQ][FT_KT + 4]
-	constexpr int U = D / 64;                           // float4s of output dims per thread
-	const int tid = threadIdx.x, tx = tid & 15, ty = tid >> 4, r0 = ty * 4;
+	float *qs = reinterpret_cast<float *>(ft_smem4);   // Q^T [D][FT_BQ]
+	float *ks = qs + D * FT_BQ;                         // K^T [D][FT_KT], then P^T [FT_KT][PS]
+	float *vs = ks + Ft<D>::KB;                         // V [FT_KT][VS] (K, Q on their way in)
+	const int tid = threadIdx.x, tx = tid % TX, ty = tid / TX;
 	const int64_t b = blockIdx.z, h = blockIdx.y, i0 = (int64_t)blockIdx.x * FT_BQ;
 	const int64_t hk = h / (a.Hq / a.Hkv);
-	constexpr int C = D / 4;
-	for (int e = tid; e < FT_BQ * C; e += FT_NT) {
-		const int r = e / C, c = e - r * C;
-		float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
-		if (i0 + r < a.Lq)
-			x = *reinterpret_cast<const float4 *>(q + b * a.q_sb + h * a.q_sh + (i0 + r) * a.q_ss + c * 4);
-		*reinterpret_cast<float4 *>(qs + r * (D + 4) + c * 4) = x;
-	}
-	float o[4][4 * U], m[4], l[4];
+	ft_rows_async<D>(vs, q + b * a.q_sb + h * a.q_sh + i0 * a.q_ss, a.q_ss, a.Lq - i0, tid);
+	cp_async_wait_all();
+	__syncthreads();
+	ft_transpose<D>(qs, vs, tid);
+	float o[8][8], m[8], l[8];
+	int64_t mrow[8];
 #pragma unroll
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 8; i++) {
 		m[i] = -INFINITY;
 		l[i] = 0.f;
+		const int64_t r = i0 + 32 * (i / 4) + 4 * ty + i % 4;
+		mrow[i] = attn_mrow(a, b, h, r < a.Lq ? r : a.Lq - 1);
 #pragma unroll
-		for (int d = 0; d < 4 * U; d++)
-			o[i][d] = 0.f;
+		for (int u = 0; u < 8; u++)
+			o[i][u] = 0.f;
 	}
 	int64_t tend = a.T;
 	if (a.causal && i0 + FT_BQ < tend)
 		tend = i0 + FT_BQ;
 	const float *kb = k + b * a.k_sb + hk * a.k_sh, *vb = v + b * a.v_sb + hk * a.v_sh;
 	for (int64_t t0 = 0; t0 < tend; t0 += FT_KT) {
+		__syncthreads();   // the last tile's P.V (and Q's transpose) done with ks and vs
+		ft_rows_async<D>(vs, kb + t0 * a.k_ss, a.k_ss, a.T - t0, tid);
+		cp_async_wait_all();
 		__syncthreads();
-		for (int e = tid; e < FT_KT * C; e += FT_NT) {
-			const int j = e / C, c = e - j * C;
-			float4 kx = make_float4(0.f, 0.f, 0.f, 0.f), vx = kx;
-			if (t0 + j < a.T) {
-				kx = *reinterpret_cast<const float4 *>(kb + (t0 + j) * a.k_ss + c * 4);
-				vx = *reinterpret_cast<const float4 *>(vb + (t0 + j) * a.v_ss + c * 4);
-			}
-			*reinterpret_cast<float4 *>(ks + j * (D + 4) + c * 4) = kx;
-			*reinterpret_cast<float4 *>(vs + j * D + c * 4) = vx;
-		}
+		ft_transpose<D>(ks, vs, tid);
 		__syncthreads();
-		float s[4][4];
+		ft_rows_async<D>(vs, vb + t0 * a.v_ss, a.v_ss, a.T - t0, tid);   // lands under Q.K^T
+		float s[8][KJ];
 #pragma unroll
-		for (int i = 0; i < 4; i++)
+		for (int i = 0; i < 8; i++)
 #pragma unroll
-			for (int j = 0; j < 4; j++)
+			for (int j = 0; j < KJ; j++)
 				s[i][j] = 0.f;
 #pragma unroll 4
-		for (int d = 0; d < D; d += 4) {
-			float4 qv[4], kv[4];
+		for (int d = 0; d < D; d++) {
+			float qv[8], kv[KJ];
+			*reinterpret_cast<float4 *>(qv) = *reinterpret_cast<const float4 *>(qs + d * FT_BQ + 4 * ty);
+			*reinterpret_cast<float4 *>(qv + 4) = *reinterpret_cast<const float4 *>(qs + d * FT_BQ + 32 + 4 * ty);
 #pragma unroll
-			for (int i = 0; i < 4; i++)
-				qv[i] = *reinterpret_cast<const float4 *>(qs + (r0 + i) * (D + 4) + d);
+			for (int g = 0; g < KJ / 4; g++)
+				*reinterpret_cast<float4 *>(kv + 4 * g) =
+					*reinterpret_cast<const float4 *>(ks + d * FT_KT + 4 * TX * g + 4 * tx);
 #pragma unroll
-			for (int j = 0; j < 4; j++)
-				kv[j] = *reinterpret_cast<const float4 *>(ks + (tx + 16 * j) * (D + 4) + d);
+			for (int i = 0; i < 8; i++)
 #pragma unroll
-			for (int i = 0; i < 4; i++)
-#pragma unroll
-				for (int j = 0; j < 4; j++)
-					s[i][j] += qv[i].x * kv[j].x + qv[i].y * kv[j].y + qv[i].z * kv[j].z + qv[i].w * kv[j].w;
+				for (int j = 0; j < KJ; j++)
+					s[i][j] = fmaf(qv[i], kv[j], s[i][j]);
 		}
-		// scale, masks, online softmax over the 16 lanes of a row group
+		// scale, masks, online softmax over the TX lanes of a row group
 #pragma unroll
-		for (int i = 0; i < 4; i++) {
-			const int64_t i_ = i0 + r0 + i < a.Lq ? i0 + r0 + i : a.Lq - 1;
+		for (int i = 0; i < 8; i++) {
+			const int64_t r = i0 + 32 * (i / 4) + 4 * ty + i % 4, i_ = r < a.Lq ? r : a.Lq - 1;
 			float mx = -INFINITY;
 #pragma unroll
-			for (int j = 0; j < 4; j++) {
-				const float x = attn_masked(a, s[i][j], b, h, i_, t0 + tx + 16 * j);
+			for (int j = 0; j < KJ; j++) {
+				const float x = attn_masked_at(a, s[i][j], mrow[i], i_, t0 + 4 * TX * (j / 4) + 4 * tx + j % 4);
 				s[i][j] = x;
 				mx = fmaxf(mx, x);
 			}
 #pragma unroll
-			for (int off = 1; off < 16; off <<= 1)
+			for (int off = 1; off < TX; off <<= 1)
 				mx = fmaxf(mx, __shfl_xor_sync(FULL, mx, off));
 			const float mn = fmaxf(m[i], mx), mu = mn == -INFINITY ? 0.f : mn;
 			const float corr = expf(m[i] - mu);
 			m[i] = mn;
 			l[i] *= corr;
 #pragma unroll
-			for (int d = 0; d < 4 * U; d++)
-				o[i][d] *= corr;
+			for (int u = 0; u < 8; u++)
+				o[i][u] *= corr;
 #pragma unroll
-			for (int j = 0; j < 4; j++) {
-				const float p = expf(s[i][j] - mu);
-				l[i] += p;
-				ps[(r0 + i) * (FT_KT + 4) + tx + 16 * j] = p;
+			for (int j = 0; j < KJ; j++) {
+				s[i][j] = expf(s[i][j] - mu);
+				l[i] += s[i][j];
 			}
 		}
+		__syncthreads();   // K^T read by all: its buffer takes P^T
+#pragma unroll
+		for (int j = 0; j < KJ; j++) {
+			float *pr = ks + (4 * TX * (j / 4) + 4 * tx + j % 4) * PS + 4 * ty;
+			*reinterpret_cast<float4 *>(pr) = make_float4(s[0][j], s[1][j], s[2][j], s[3][j]);
+			*reinterpret_cast<float4 *>(pr + 32) = make_float4(s[4][j], s[5][j], s[6][j], s[7][j]);
+		}
+		cp_async_wait_all();
 		__syncthreads();
 		// O += P V
-#pragma unroll 2
-		for (int kk = 0; kk < FT_KT; kk += 4) {
-			float4 pv[4];
+#pragma unroll 4
+		for (int kk = 0; kk < FT_KT; kk++) {
+			float pv[8], vv[8];
+			*reinterpret_cast<float4 *>(pv) = *reinterpret_cast<const float4 *>(ks + kk * PS + 4 * ty);
+			*reinterpret_cast<float4 *>(pv + 4) = *reinterpret_cast<const float4 *>(ks + kk * PS + 32 + 4 * ty);
+			*reinterpret_cast<float4 *>(vv) = *reinterpret_cast<const float4 *>(vs + kk * VS + 4 * tx);
+			*reinterpret_cast<float4 *>(vv + 4) = *reinterpret_cast<const float4 *>(vs + kk * VS + 4 * TX + 4 * tx);
 #pragma unroll
-			for (int i = 0; i < 4; i++)
-				pv[i] = *reinterpret_cast<const float4 *>(ps + (r0 + i) * (FT_KT + 4) + kk);
+			for (int i = 0; i < 8; i++)
 #pragma unroll
-			for (int e = 0; e < 4; e++) {
-#pragma unroll
-				for (int u = 0; u < U; u++) {
-					const float4 vv = *reinterpret_cast<const float4 *>(vs + (kk + e) * D + 64 * u + 4 * tx);
-#pragma unroll
-					for (int i = 0; i < 4; i++) {
-						const float p = e == 0 ? pv[i].x : e == 1 ? pv[i].y : e == 2 ? pv[i].z : pv[i].w;
-						o[i][4 * u] += p * vv.x;
-						o[i][4 * u + 1] += p * vv.y;
-						o[i][4 * u + 2] += p * vv.z;
-						o[i][4 * u + 3] += p * vv.w;
-					}
-				}
-			}
+				for (int u = 0; u < 8; u++)
+					o[i][u] = fmaf(pv[i], vv[u], o[i][u]);
 		}
 	}
 #pragma unroll
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 8; i++) {
 		float L = l[i];
 #pragma unroll
-		for (int off = 1; off < 16; off <<= 1)
+		for (int off = 1; off < TX; off <<= 1)
 			L += __shfl_xor_sync(FULL, L, off);
-		const int64_t row = i0 + r0 + i;
+		const int64_t row = i0 + 32 * (i / 4) + 4 * ty + i % 4;
 		if (row >= a.Lq)
 			continue;
 		// a row masked everywhere (L 0) or with a NaN (L NaN): NaN, or zeros with nan_zero
@@ -1591,13 +1633,13 @@ attention_f32t(const float *q, const float *k, const float *v, float *y, rd_attn
 		const float inv = zero ? 0.f : 1.f / L;
 		float *yr = y + b * a.y_sb + h * a.y_sh + row * a.y_ss;
 #pragma unroll
-		for (int u = 0; u < U; u++) {
+		for (int g = 0; g < 2; g++) {
 			float4 out;
-			out.x = zero ? 0.f : o[i][4 * u] * inv;
-			out.y = zero ? 0.f : o[i][4 * u + 1] * inv;
-			out.z = zero ? 0.f : o[i][4 * u + 2] * inv;
-			out.w = zero ? 0.f : o[i][4 * u + 3] * inv;
-			*reinterpret_cast<float4 *>(yr + 64 * u + 4 * tx) = out;
+			out.x = zero ? 0.f : o[i][4 * g] * inv;
+			out.y = zero ? 0.f : o[i][4 * g + 1] * inv;
+			out.z = zero ? 0.f : o[i][4 * g + 2] * inv;
+			out.w = zero ? 0.f : o[i][4 * g + 3] * inv;
+			*reinterpret_cast<float4 *>(yr + 4 * TX * g + 4 * tx) = out;
 		}
 	}
 }
@@ -1606,12 +1648,12 @@ template <int D>
 static cudaError_t attention_f32t_d(const rd_attn *a, const void *q, const void *k, const void *v, void *y,
 				    cudaStream_t s)
 {
-	const size_t smem = sizeof(float) * ft_smem_floats<D>();
+	const size_t smem = sizeof(float) * Ft<D>::floats;
 	cudaError_t e = cudaFuncSetAttribute(attention_f32t<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
 	if (e != cudaSuccess)
 		return e;
 	dim3 grid((unsigned)((a->Lq + FT_BQ - 1) / FT_BQ), (unsigned)a->Hq, (unsigned)a->B);
-	attention_f32t<D><<<grid, FT_NT, smem, s>>>((const float *)q, (const float *)k, (const float *)v, (float *)y, *a);
+	attention_f32t<D><<<grid, D, smem, s>>>((const float *)q, (const float *)k, (const float *)v, (float *)y, *a);
 	return cudaGetLastError();
 }
 

@@ -176,6 +176,8 @@ static const struct spec specs[] = {
 	  { "3x5x7|300x257", "5x7|257", "3x1x7|300x1" }, .tol = 4 },
 	{ "ai.ogsh:Pointwise", F, "expr='pow(sqrt(x0), 2.5) + exp(-x0) + log(x0) + erf(x0) + relu(-x0) + min(x0, 1) + neg(x0)';dtype=$",
 	  { "3x5x7@pos|300x257@pos" }, .tol = 4 },
+	/* whole and one-element inputs only: 4 elements a thread, tails of 3 and 0 */
+	{ "ai.ogsh:Pointwise", F, "expr='x0 * x1 + erf(x2)';dtype=$", { "7x9|64x130|2", "1|1|1", "7x9|64x130|2" }, .tol = 4 },
 	/* ---- data movement ---- */
 	{ "Identity", F " i64 b", "", { "3x5x7|300x257|s" } },
 	{ "Reshape", F " i64", "", { "2x3x4|300x257|2x3x4", "!i64:2=4,6|!i64:2=257,300|!i64:3=0,-1,2" }, .flags = MUST_F32 },
