@@ -311,6 +311,10 @@ static const struct spec specs[] = {
 	{ "Attention", F, "", { "4x16x70x128", "4x16x90x128", "4x16x90x128", "4x1x70x90" }, .tol = 10, .opset = 23 },
 	{ "ai.ogsh:FusedAttention", F, "layout='BSHD';nan_to_zero=1",
 	  { "4x130x32x64", "4x130x32x64", "4x130x32x64", "4x1x130x130|1x1x1x1=-inf" }, .tol = 10 },
+	/* padding masks (the same for every query: the float32 kernel reads a key tile's once) */
+	{ "ai.ogsh:FusedAttention", F, "layout='BSHD';nan_to_zero=1",
+	  { "4x130x32x64", "4x130x32x64", "4x130x32x64", "4x1x1x130" }, .tol = 10 },
+	{ "Attention", F, "", { "8x16x128x64", "8x16x128x64", "8x16x128x64", "b:8x1x1x128|8x1x1x128" }, .tol = 10, .opset = 23 },
 	{ "Attention", F, "", { "2x4x40x64", "2x2x50x64", "2x2x50x64", "2x1x40x50|b:2x1x1x50|b:40x50" }, .tol = 10, .opset = 23 },
 	{ "ai.ogsh:FusedAttention", F, "layout='BSHD';nan_to_zero=1;scale=0.125",
 	  { "2x70x3x64|1x16x2x64|1x9x2x40", "2x130x3x64|1x16x2x64|1x9x2x40", "2x130x3x64|1x16x2x64|1x9x2x40",
