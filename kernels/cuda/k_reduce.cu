@@ -1486,7 +1486,7 @@ template <int D> struct Ft {
 	static constexpr size_t floats = (size_t)D * FT_BQ + KB + (size_t)FT_KT * VS + FT_KT;
 };
 
-// rows r0.. of a (64 x D) tile, row stride ss, into dst [64][D + 4] by cp.async; zeros past n rows
+// the 64 rows of D floats at src (row stride ss) into dst [64][D + 4] by cp.async; zeros past n rows
 template <int D, int NT>
 __device__ __forceinline__ void ft_rows_async(float *dst, const float *src, int64_t ss, int64_t n, int tid)
 {
