@@ -1053,6 +1053,16 @@ static bool nv_flat(const struct ew_prog *P)
 	return true;
 }
 
+/* CUDA C that declares float NAMEq, element off of input q (of dtype dt) */
+static void nv_load(struct sbuf *b, const char *name, int q, int dt, const char *off)
+{
+	switch (dt) {
+	case IR_FLOAT16: sb_add(b, "    float %s%d = h2f(((const unsigned short *)a.x[%d])[%s]);\n", name, q, q, off); break;
+	case IR_BFLOAT16: sb_add(b, "    float %s%d = b2f(((const unsigned short *)a.x[%d])[%s]);\n", name, q, q, off); break;
+	default: sb_add(b, "    float %s%d = ((const float *)a.x[%d])[%s];\n", name, q, q, off); break;
+	}
+}
+
 /* CUDA C that loads element i of every input (x0, x1, ...; broadcast
  * inputs through the indexes i0, i1, ...), applies ogsh_f and stores y[i] */
 static void nv_elem(struct sbuf *b, const struct ew_prog *P, const bool *used)
@@ -1074,11 +1084,7 @@ static void nv_elem(struct sbuf *b, const struct ew_prog *P, const bool *used)
 				if (P->st[q][d])
 					o += (size_t)snprintf(off + o, sizeof(off) - o, " + i%d * a.st[%d][%d]", d, q, d);
 		}
-		switch (P->in_dtype[q]) {
-		case IR_FLOAT16: sb_add(b, "    float x%d = h2f(((const unsigned short *)a.x[%d])[%s]);\n", q, q, off); break;
-		case IR_BFLOAT16: sb_add(b, "    float x%d = b2f(((const unsigned short *)a.x[%d])[%s]);\n", q, q, off); break;
-		default: sb_add(b, "    float x%d = ((const float *)a.x[%d])[%s];\n", q, q, off); break;
-		}
+		nv_load(b, "x", q, P->in_dtype[q], off);
 	}
 	sb_add(b, "    float r0 = ogsh_f(");
 	for (int q = 0; q < P->n_in; q++)
@@ -1182,10 +1188,10 @@ static char *nv_source(const struct ew_prog *P)
 			int dt = P->in_dtype[q] == IR_FLOAT16 ? 1 : P->in_dtype[q] == IR_BFLOAT16 ? 2 : 0;
 			if (!used[q])
 				sb_add(&b, "    float x%d[4] = { 0.0f, 0.0f, 0.0f, 0.0f };\n", q);
-			else if (P->in_kind[q] == 1)
-				sb_add(&b, "    float x%d[4]; x%d[0] = x%d[1] = x%d[2] = x%d[3] = %s(((const %s *)a.x[%d])[0]);\n", q, q,
-				       q, q, q, dt == 1 ? "h2f" : dt == 2 ? "b2f" : "", dt ? "unsigned short" : "float", q);
-			else
+			else if (P->in_kind[q] == 1) {
+				nv_load(&b, "s", q, P->in_dtype[q], "0");
+				sb_add(&b, "    float x%d[4] = { s%d, s%d, s%d, s%d };\n", q, q, q, q, q);
+			} else
 				sb_add(&b, "    float x%d[4]; ld4(x%d, a.x[%d], v, %d);\n", q, q, q, dt);
 		}
 		sb_add(&b, "    float r[4];\n    for (int e = 0; e < 4; e++) r[e] = ogsh_f(");
