@@ -79,6 +79,12 @@ struct exec_opts {
 	void *progress_arg;
 	uint64_t max_live;      /* activation memory limit in bytes; 0: half the machine's memory */
 	uint64_t max_steps;     /* limit on nodes run (subgraph iterations included); 0: none */
+	/* called for each output of each node of the main graph once it is
+	 * computed, before its buffer may be reused (calibration streams
+	 * statistics through it; may be NULL). A non-zero return stops the run
+	 * with that code (the callback puts the message in its own state). */
+	int (*on_value)(void *arg, const struct ir_value *v, const struct kern_value *kv);
+	void *on_value_arg;
 };
 
 struct exec_report {
@@ -322,5 +328,107 @@ int exec_conformance(const char *dir, const struct exec_conf_opts *o,
 int exec_conformance_on(const char *dir, const struct exec_conf_opts *o, const char *device,
 			void (*each)(void *arg, const struct exec_conf_result *r, int n_gpu, int n_cpu, int n_folded),
 			void *arg, struct ir_diag *d);
+
+/* ------------------------------------------------------------------------ */
+/* Datasets (exec/data.c): what --data names, in batches                     */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A dataset feeds a stage's inputs batch by batch (calibrate, eval,
+ * sensitivity, quantize --auto). `spec` is one of:
+ *   random              random inputs (exec_random_inputs) from `seed`,
+ *                       `random_samples` samples; exec_data_random() is true
+ *                       and every result built on it says its ranges are
+ *                       meaningless for accuracy
+ *   FILE.npy            a single-input model's samples, the first axis
+ *                       counting samples (an array of the input's own rank
+ *                       whose first dim is the batch dim; or of rank-1 less:
+ *                       one sample)
+ *   FILE.npz            arrays named after the graph inputs (or one array
+ *                       for a one-input model), first axis counting samples
+ *   DIR of .npy/.npz    those files in name order, concatenated
+ *   DIR with input_N.pb an ONNX test-data folder (one batch as it is), or a
+ *                       folder of test_data_set_N folders
+ *   DIR of images       .png/.jpg/.jpeg files in name order, decoded with
+ *                       libpng/libjpeg-turbo and preprocessed by `preprocess`
+ *                       (one-input models whose input is [N,C,H,W] or [N,H,W,C])
+ * Samples are batched to `batch` (0: the model's batch dim when it is a
+ * fixed number, else 1); the last batch may be shorter when the batch dim
+ * is symbolic, and is dropped (with a note) when it is fixed. Integer and
+ * float64 arrays convert to the input's dtype when exact for integers and
+ * always for floats; other mismatches are errors naming the file.
+ *
+ * preprocess: comma-separated keys, e.g.
+ *   "resize=256,crop=224,mean=0.485,0.456,0.406,std=0.229,0.224,0.225,layout=nchw,order=rgb,scale=1/255"
+ *   resize=N      shorter side to N (bilinear), keeping the aspect ratio
+ *   resize=WxH    exactly W x H
+ *   crop=N|WxH    centre crop
+ *   mean=a[,b,c] std=a[,b,c]   per channel, applied after scale: (x*scale - mean) / std
+ *   scale=S       a number or a fraction ("1/255"; the default)
+ *   layout=nchw|nhwc   (default: from the input's shape)
+ *   order=rgb|bgr      (default rgb); gray=1 for one channel
+ * When no resize or crop is given, images are resized to the input's H x W.
+ */
+struct exec_data;
+
+struct exec_data_opts {
+	const char *spec;          /* as above */
+	const char *preprocess;    /* images only; NULL: the defaults */
+	int batch;                 /* samples per batch; 0: see above */
+	int max_batches;           /* stop after this many batches; 0: all */
+	uint64_t seed;             /* random */
+	int random_samples;        /* random: samples in all (0: 64) */
+	bool skip_bad;             /* a bad file is a warning and is skipped (`set on-error continue`); else an error */
+	const struct exec_shape *shapes;   /* random: dims for inputs/symbols (run's --shape), may be NULL */
+	int n_shapes;
+};
+
+/*
+ * Opens a dataset for the model's inputs. Scans what it can up front (file
+ * names, headers, sample counts; images are decoded batch by batch) and
+ * checks the arrays' dtypes and shapes against the graph inputs. Errors are
+ * one line naming the file and why ("digits/x.npy: float32 [10,65], input
+ * 'x' needs [N,64]"). 0 or an error code.
+ */
+int exec_data_open(const struct ir_model *m, const struct exec_data_opts *o, struct exec_data **out,
+		   struct ir_diag *d);
+void exec_data_free(struct exec_data *ds);
+/*
+ * The next batch: `inputs` is cleared and gets one tensor per graph input
+ * (without an initializer), *n the samples in it. Returns 1 for a batch, 0
+ * at the end, or a negative error code. Bad files skipped under skip_bad are
+ * warnings in d.
+ */
+int exec_data_next(struct exec_data *ds, struct exec_values *inputs, int *n, struct ir_diag *d);
+/* Starts again from the first sample (same batches, same random values). */
+void exec_data_rewind(struct exec_data *ds);
+/* Samples in the whole dataset (after max_batches); 0 when not known up front. */
+uint64_t exec_data_samples(const struct exec_data *ds);
+/* Samples per batch. */
+int exec_data_batch(const struct exec_data *ds);
+/* A hash of what the data is: the files' names, sizes and contents (images:
+ * their bytes) and the preprocessing; random: the seed and shapes. 16 hex digits. */
+const char *exec_data_hash(const struct exec_data *ds);
+/* What the data is, for people: "tests/data/digits/test.npz (540 samples)". */
+const char *exec_data_desc(const struct exec_data *ds);
+bool exec_data_random(const struct exec_data *ds);
+
+/*
+ * Labels, one integer per sample: a .npy of integers (any int dtype, or
+ * float with whole values) of shape [N] or [N,1], or a text file of one
+ * integer per line (blank lines and '#' comments skipped). *labels is
+ * malloc'd. 0 or an error naming the file and line.
+ */
+int exec_read_labels(const char *path, int64_t **labels, uint64_t *n, struct ir_diag *d);
+
+/*
+ * Decodes a PNG or JPEG image in memory (the type from its signature) to
+ * 8-bit pixels: *px is malloc'd, h*w*c bytes, rows top to bottom, c 1 or 3
+ * (gray stays 1 unless want_c is 3; alpha is dropped; palettes and 16-bit
+ * expanded or reduced). Limits: 16384 x 16384 pixels. 0 or IR_ERR naming
+ * `name` ("cat.jpg: not a PNG or JPEG image", "x.png: truncated").
+ */
+int exec_image_decode(const void *buf, size_t n, const char *name, int want_c, uint8_t **px, int *h, int *w,
+		      int *c, struct ir_diag *d);
 
 #endif

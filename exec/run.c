@@ -704,6 +704,12 @@ static int run_graph(struct frame *f, int pos_base)
 		if (pos_base >= 0) {
 			if (R->node_ms)
 				R->node_ms[pos] = exec_now_ms() - t0;
+			if (R->o->on_value)
+				for (int i = 0; i < n->n_outputs; i++) {
+					struct ir_value *v = n->outputs[i];
+					if (v && (rc = R->o->on_value(R->o->on_value_arg, v, &f->vals[v->idx])))
+						return rc;
+				}
 			if (R->all)
 				for (int i = 0; i < n->n_outputs; i++) {
 					struct ir_value *v = n->outputs[i];

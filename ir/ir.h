@@ -877,4 +877,114 @@ bool ir_cost_has_fn(int op);
 /* "param", "buffer", "constant", "" */
 const char *ir_const_role_name(int role);
 
+/* ------------------------------------------------------------------------ */
+/* Calibration statistics (ir/calib.c)                                       */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * What running a float stage over representative data saw of each float
+ * activation, streamed batch by batch and never keeping the activations:
+ * min/max, a moving average of the per-batch min/max, and a histogram of
+ * |x| with IR_CALIB_BINS bins over [0, hist_max]. When a batch holds a
+ * larger |x| the range doubles (pairs of bins merge) until it fits, so
+ * memory stays bounded by the histograms. The quantization methods are
+ * functions of these (ir_calib_amax): switching method needs no new run.
+ * Calibration is session data, not graph data (DESIGN.md); it is saved in a
+ * cache file keyed by the model's content hash, the stage and the data's hash.
+ */
+#define IR_CALIB_BINS 2048
+#define IR_CALIB_EMA 0.01          /* the moving average's factor: ema = ema + 0.01 * (batch - ema) */
+
+struct ir_calib_tensor {
+	char *name;                /* the value's name in the stage calibrated */
+	uint64_t count;            /* finite elements seen */
+	uint64_t n_nonfinite;      /* NaN and Inf elements (left out of everything else) */
+	double min, max;           /* over every batch (finite elements) */
+	double ema_min, ema_max;   /* moving average of the per-batch min and max (the first batch sets them) */
+	uint64_t batches;
+	double hist_max;           /* the bins cover |x| in [0, hist_max]: bin i is [i, i+1) * hist_max / IR_CALIB_BINS;
+				      0 until a non-zero |x| is seen */
+	uint64_t *hist;            /* IR_CALIB_BINS counts (|x| == hist_max counts in the last bin) */
+	/* per-channel mean |x| over the last axis (AWQ's salient channels), when asked for */
+	int n_chan;                /* 0: not kept */
+	double *chan_abssum;       /* n_chan sums of |x| */
+	uint64_t chan_rows;        /* how many rows those sums are over */
+};
+
+struct ir_calib {
+	struct ir_calib_tensor *t;
+	int n, cap;
+	char model_hash[17];       /* ir_model_hash of the stage calibrated, 16 hex digits */
+	int stage;                 /* the stage's number in the session that calibrated */
+	char data_hash[17];        /* the data's hash (exec_data_hash), 16 hex digits */
+	char data_desc[256];       /* what the data was, for people: "tests/data/digits/train.npz (1,257 samples)" */
+	bool random;               /* --data=random: the ranges say nothing about accuracy */
+	uint64_t samples;          /* samples run */
+	int batch;                 /* samples per batch */
+};
+
+void ir_calib_init(struct ir_calib *c);
+void ir_calib_clear(struct ir_calib *c);   /* frees everything; c is then empty (as after init) */
+/* The tensor called `name`, or NULL. */
+struct ir_calib_tensor *ir_calib_find(const struct ir_calib *c, const char *name);
+/* The tensor called `name`, added (empty) when missing; NULL on no memory. */
+struct ir_calib_tensor *ir_calib_add_tensor(struct ir_calib *c, const char *name);
+/*
+ * Adds one batch of n float elements to t's statistics (one batch: one
+ * moving-average step). n_chan > 0 also sums |x| per channel of the last
+ * axis (n must then be a multiple of n_chan; the first call fixes n_chan).
+ * 0 or IR_ENOMEM.
+ */
+int ir_calib_observe(struct ir_calib_tensor *t, const float *x, uint64_t n, int n_chan, struct ir_diag *d);
+/* A deep copy of c into *out (initialised here); 0 or IR_ENOMEM. */
+int ir_calib_copy(struct ir_calib *out, const struct ir_calib *c);
+
+/* How a range is taken from the statistics. */
+enum ir_calib_method {
+	IR_CALIB_MAX = 0,        /* the largest |x| seen */
+	IR_CALIB_PERCENTILE,     /* the p-th percentile of |x| (default 99.99) */
+	IR_CALIB_ENTROPY,        /* TensorRT's: the threshold minimising KL(P||Q), 128 levels, from bin 128 up */
+	IR_CALIB_MSE,            /* the threshold minimising the int8 quantization error over the histogram */
+	IR_CALIB_METHOD_COUNT
+};
+struct ir_calib_how {
+	enum ir_calib_method method;
+	double pct;              /* IR_CALIB_PERCENTILE: in (0, 100] */
+};
+/* Parses "max", "percentile", "percentile=99.9", "entropy", "mse"; 0 or
+ * IR_ERR ("unknown calibration method 'x' (max, percentile=P, entropy, mse)"). */
+int ir_calib_method_parse(const char *s, struct ir_calib_how *out, struct ir_diag *d);
+/* "max", "percentile=99.99", "entropy", "mse" into buf. */
+const char *ir_calib_method_name(const struct ir_calib_how *h, char *buf, size_t size);
+/*
+ * The threshold T >= 0 the method picks for t: values in [-T, T] map onto
+ * the quantized range, larger ones saturate. 0 when t saw nothing (or only
+ * zeros). Pure function of the statistics: fast enough to re-derive every
+ * tensor's range for another method at once.
+ */
+double ir_calib_amax(const struct ir_calib_tensor *t, const struct ir_calib_how *h);
+/* The asymmetric range the method picks: [max(min, -T), min(max, T)], widened to hold 0. */
+void ir_calib_range(const struct ir_calib_tensor *t, const struct ir_calib_how *h, double *lo, double *hi);
+
+/*
+ * The cache file: everything in c (keys, statistics, histograms). Saved
+ * atomically (a temporary file renamed over `path`). ir_calib_load reads
+ * and checks a file (every count, size and number; a malformed or truncated
+ * file is refused with where and why); ir_calib_parse does the same on
+ * bytes in memory (the fuzz target). On error *c is left empty.
+ */
+int ir_calib_save(const struct ir_calib *c, const char *path, struct ir_diag *d);
+int ir_calib_load(const char *path, struct ir_calib *c, struct ir_diag *d);
+int ir_calib_parse(const void *buf, size_t n, const char *name, struct ir_calib *c, struct ir_diag *d);
+
+/*
+ * A 64-bit hash of the model's content (opsets, the graph's structure,
+ * names, attributes, types and every initializer's bytes) as 16 lowercase
+ * hex digits into out[17]. Clones hash the same; any edit changes it.
+ */
+void ir_model_hash(const struct ir_model *m, char out[17]);
+/* FNV-1a-style 64-bit hash of bytes, continuing from h (start with IR_HASH_SEED). */
+#define IR_HASH_SEED 0xcbf29ce484222325ULL
+uint64_t ir_hash_bytes(uint64_t h, const void *p, size_t n);
+
 #endif

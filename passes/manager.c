@@ -19,11 +19,18 @@ const struct pass *pass_find(const char *name)
 int pass_run(struct ir_model *c, const struct pass *p, const struct pass_arg *args, int n_args,
 	     struct pass_report *rep, struct ir_diag *d)
 {
+	return pass_run_calib(c, p, args, n_args, NULL, rep, d);
+}
+
+int pass_run_calib(struct ir_model *c, const struct pass *p, const struct pass_arg *args, int n_args,
+		   const struct ir_calib *calib, struct pass_report *rep, struct ir_diag *d)
+{
 	pass_report_init(rep, p->name);
 	int rc = pass_check_args(p, args, n_args, d);
 	if (rc)
 		return rc;
-	struct pass_ctx ctx = { .m = c, .pass = p, .rep = rep, .args = args, .n_args = n_args, .d = d };
+	struct pass_ctx ctx = { .m = c, .pass = p, .rep = rep, .args = args, .n_args = n_args, .d = d,
+				.calib = calib };
 	rc = p->run(&ctx);
 	if (rc) {
 		ir_diag_prefix(d, "%s", p->name);
@@ -65,13 +72,20 @@ int pass_run(struct ir_model *c, const struct pass *p, const struct pass_arg *ar
 int pass_apply(const struct ir_model *m, const struct pass *p, const struct pass_arg *args, int n_args,
 	       bool dry_run, struct ir_model **out, struct pass_report *rep, struct ir_diag *d)
 {
+	return pass_apply_calib(m, p, args, n_args, NULL, dry_run, out, rep, d);
+}
+
+int pass_apply_calib(const struct ir_model *m, const struct pass *p, const struct pass_arg *args, int n_args,
+		     const struct ir_calib *calib, bool dry_run, struct ir_model **out, struct pass_report *rep,
+		     struct ir_diag *d)
+{
 	*out = NULL;
 	struct ir_model *c = ir_model_clone(m);
 	if (!c) {
 		pass_report_init(rep, p->name);
 		return ir_diag_err(d, IR_ENOMEM, "out of memory");
 	}
-	int rc = pass_run(c, p, args, n_args, rep, d);
+	int rc = pass_run_calib(c, p, args, n_args, calib, rep, d);
 	if (rc || dry_run || !rep->changed) {
 		ir_model_free(c);
 		return rc;

@@ -72,6 +72,9 @@ struct pass_ctx {
 	const struct pass_arg *args; /* checked against pass->options before run is called */
 	int n_args;
 	struct ir_diag *d;           /* errors (the pass failed: nothing is kept) */
+	/* the session's calibration, with its value names those of the stage
+	 * the pass runs on (the shell maps them); NULL when none */
+	const struct ir_calib *calib;
 };
 
 /* Levels, as in optimize --level (a pass runs at its level and above). */
@@ -211,6 +214,12 @@ int pass_run(struct ir_model *m, const struct pass *p, const struct pass_arg *ar
  */
 int pass_apply(const struct ir_model *m, const struct pass *p, const struct pass_arg *args, int n_args,
 	       bool dry_run, struct ir_model **out, struct pass_report *rep, struct ir_diag *d);
+/* pass_run and pass_apply with the session's calibration (pass_ctx.calib; may be NULL). */
+int pass_run_calib(struct ir_model *m, const struct pass *p, const struct pass_arg *args, int n_args,
+		   const struct ir_calib *calib, struct pass_report *rep, struct ir_diag *d);
+int pass_apply_calib(const struct ir_model *m, const struct pass *p, const struct pass_arg *args, int n_args,
+		     const struct ir_calib *calib, bool dry_run, struct ir_model **out, struct pass_report *rep,
+		     struct ir_diag *d);
 
 /* ------------------------------------------------------------------------ */
 /* Stages (passes/stages.c)                                                  */
