@@ -658,9 +658,14 @@ int ir_calib_method_parse(const char *s, struct ir_calib_how *out, struct ir_dia
 	} else if (!strncmp(s, "percentile=", 11)) {
 		const char *v = s + 11;
 		char *end;
-		errno = 0;
-		double p = strtod(v, &end);
-		if (!*v || *end || end == v || !isfinite(p) || !(p > 0 && p <= 100) || (v[0] == '0' && (v[1] == 'x' || v[1] == 'X')))
+		double p = 0;
+		/* a plain decimal number: no spaces, hex, inf or nan */
+		bool ok = *v && (v[0] == '.' || (v[0] >= '0' && v[0] <= '9')) && strspn(v, "0123456789.eE+-") == strlen(v);
+		if (ok) {
+			p = strtod(v, &end);
+			ok = !*end && isfinite(p) && p > 0 && p <= 100;
+		}
+		if (!ok)
 			return ir_diag_err(d, IR_ERR, "bad percentile '%s': expected a number in (0, 100]", v);
 		out->method = IR_CALIB_PERCENTILE;
 		out->pct = p;

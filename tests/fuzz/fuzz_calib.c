@@ -106,8 +106,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static const float more[8] = { 0.0f, 1e30f, -3.5f, NAN, 1e-30f, -INFINITY, 2.0f, -0.0f };
 	for (int i = 0; i < c.n; i++) {
 		struct ir_calib_tensor *t = &c.t[i];
-		int nc = t->n_chan == 1 || t->n_chan == 2 || t->n_chan == 4 || t->n_chan == 8 ? t->n_chan : 0;
-		if (ir_calib_observe(t, more + (i & 1), (i & 1) ? 4 : 8, nc, &d))
+		int n_more = (i & 1) ? 4 : 8;
+		int nc = t->n_chan > 0 && n_more % t->n_chan == 0 ? t->n_chan : 0;
+		if (ir_calib_observe(t, more + (i & 1), (uint64_t)n_more, nc, &d))
 			die("observe failed on a loaded tensor", d.error);
 		uint64_t total = 0;
 		for (int k = 0; k < IR_CALIB_BINS; k++)

@@ -494,7 +494,8 @@ static void test_method_names(void)
 	CHECK(!strcmp(ir_calib_method_name(&h, buf, sizeof(buf)), "percentile=99.9"));
 	CHECK(ir_calib_method_parse("percentile=100", &h, &d) == 0 && h.pct == 100);
 	const char *bad[] = { "percentile=0", "percentile=101", "percentile=", "percentile=nan", "percentile=9x",
-			      "percentile=0x10", "percentile=-5" };
+			      "percentile=0x10", "percentile=-5", "percentile= 99", "percentile=99 ", "percentile=inf",
+			      "percentile=1e999" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		CHECK(ir_calib_method_parse(bad[i], &h, &d) == IR_ERR && d.error && strstr(d.error, "bad percentile"));
 		ir_diag_clear(&d);
@@ -751,6 +752,10 @@ static void test_malformed(void)
 	REFUSED("end\n", "end\nend\n", "more after 'end'");
 	REFUSED("end\n", "end extra\n", "expected 'end'");
 	REFUSED("batches 1\n", "batches 0\n", "has values but no batches");
+	/* a name that needs escapes is shown escaped: the message stays one line */
+	char *esc = replace(text, "tensor \"b\"\ncount 4\n", "tensor \"b\\nc\"\ncount 5\n");
+	refused(esc, strlen(esc), "line 42: histogram of 'b\\x0ac' holds 4 values, its count is 5", __LINE__);
+	free(esc);
 	REFUSED("random 1\n", "random 1\n\n", "empty line");
 	/* a data description too long for the struct */
 	char longdesc[400] = "data_desc \"";
