@@ -19,10 +19,34 @@
 #include <string.h>
 
 static int failures, checks;
-
 #define CHECK(c) do { checks++; if (!(c)) { failures++; fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); } } while (0)
 #define CHECKF(c, ...) do { checks++; if (!(c)) { failures++; fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #c); \
 	fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
+
+static const char *save_dir;   /* argv[1]: where the models and their quantized stages are saved */
+
+/* Saves m as save_dir/name (when a folder was given) for tests/passes/test_quantize.py. */
+static void save(struct ir_model *m, const char *name)
+{
+	if (!save_dir || !m)
+		return;
+	/* declared types for the graph outputs (onnx.checker wants them) */
+	CHECK(ir_infer(m, NULL) == 0);
+	for (int i = 0; i < m->graph->n_outputs; i++) {
+		struct ir_value *v = m->graph->outputs[i];
+		if (v->type.kind == IR_TYPE_NONE && v->inferred.kind == IR_TYPE_TENSOR) {
+			CHECK(ir_type_copy(&v->type, &v->inferred) == 0);
+			v->has_type_proto = true;
+		}
+	}
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/%s", save_dir, name);
+	struct ir_save_opts so = { .force = true, .external = IR_EXT_NONE };
+	struct ir_diag d;
+	ir_diag_init(&d);
+	CHECKF(ir_model_save(m, path, &so, &d) == 0, "%s", d.error);
+	ir_diag_clear(&d);
+}
 
 /* ------------------------------------------------------------------------ */
 /* Building models                                                           */
@@ -400,6 +424,8 @@ static void test_int8_cnn(void)
 		goto out;
 	if (getenv("QDUMP"))
 		dump_report(&rep);
+	save(m, "cnn.onnx");
+	save(q, "cnn_int8.onnx");
 	/* the channel rule */
 	CHECK(has_msg(&rep, PASS_REJECTED, "conv1", "3 input channels, below 16: kept float32"));
 	CHECK(!dq_of(node_named(q, "conv1"), 0) && !dq_of(node_named(q, "conv1"), 1));
@@ -518,6 +544,7 @@ static void test_int8_cnn(void)
 		struct ir_node *w = dq_of(node_named(q, "conv2"), 1), *a = dq_of(node_named(q, "conv2"), 0);
 		CHECK(w && !ir_node_attr(w, "axis") && ir_value_const(w->inputs[1])->numel == 1);
 		CHECK(a && ir_value_const(a->inputs[2])->dtype == IR_UINT8);
+		save(q, "cnn_int8_asym.onnx");
 		double snr2 = snr_db(m, q, 4, NULL, 0);
 		CHECKF(snr2 > 20, "asymmetric per-tensor SNR %.1f dB", snr2);
 		ir_model_free(q);
@@ -575,6 +602,7 @@ static void test_int8_cnn(void)
 	CHECK(q != NULL);
 	if (q) {
 		CHECK(opset_of(q) == 19 && q->ir_version >= 9);
+		save(q, "cnn_fp8.onnx");
 		CHECK(has_msg(&rep, PASS_NOTE, NULL, "from 17 to 19"));
 		struct ir_node *w = dq_of(node_named(q, "conv2"), 1), *a = dq_of(node_named(q, "conv2"), 0);
 		CHECK(w && ir_value_const(w->inputs[0])->dtype == IR_F8E4M3FN && !q_of(w));
@@ -635,6 +663,8 @@ static void test_matmul(void)
 	CHECK(q != NULL);
 	if (q) {
 		struct ir_node *s = node_named(q, "scores");
+		save(m, "mm2.onnx");
+		save(q, "mm2_int8.onnx");
 		CHECK(dq_of(s, 0) && q_of(dq_of(s, 0)) && dq_of(s, 1) && q_of(dq_of(s, 1)));
 		struct ir_node *w = dq_of(node_named(q, "mm"), 1);
 		CHECK(w && ir_node_attr_int(w, "axis", -1) == 1);   /* MatMul's B: the last axis */
@@ -704,6 +734,8 @@ static void test_matmul(void)
 		struct ir_node *mul = mmn->inputs[0]->producer;
 		CHECK(mul && mul->op == IR_OP_Mul && mul->inputs[0] == ir_value_find(q->graph, "x"));
 		CHECK(has_msg(&rep, PASS_REWROTE, "mm", "awq alpha"));
+		save(m, "mlp.onnx");
+		save(q, "mlp_int4_awq.onnx");
 		double s_awq = snr_db(m, q, 8, chan, 64), s_rtn = snr_db(m, q2, 8, chan, 64);
 		CHECKF(s_awq > s_rtn + 1, "awq %.1f dB vs round to nearest %.1f dB", s_awq, s_rtn);
 		if (getenv("QDUMP"))
@@ -746,6 +778,8 @@ static void test_opset_raise(void)
 		CHECK(sq && sq->n_inputs == 2 && !ir_node_attr(sq, "axes"));
 		CHECK(un && un->n_inputs == 2 && !ir_node_attr(un, "axes"));
 		CHECK(has_msg(&rep, PASS_NOTE, NULL, "from 11 to 13"));
+		save(m, "opset11.onnx");
+		save(q, "opset11_int8.onnx");
 		/* the Squeeze commutes: the pair is after it, the range found through it when missing */
 		double snr = snr_db(m, q, 4, NULL, 0);
 		CHECKF(snr > 25, "SNR %.1f dB", snr);
@@ -767,8 +801,9 @@ static void test_opset_raise(void)
 	(void)ints_init;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	save_dir = argc > 1 ? argv[1] : NULL;
 	test_int8_cnn();
 	test_matmul();
 	test_opset_raise();
