@@ -314,7 +314,8 @@ def test_calibrated():
     if not check("calibrated: the unit test saves its models", p.returncode == 0, (p.stderr or p.stdout)[-400:]):
         return
     cases = [("cnn_int8", "cnn", 30), ("cnn_int8_asym", "cnn", 25), ("cnn_fp8", "cnn", 20),
-             ("mm2_int8", "mm2", 25), ("opset11_int8", "opset11", 25)]
+             ("mm2_int8", "mm2", 25), ("opset11_int8", "opset11", 25),
+             ("cnn_fused_int8", "cnn_fused", 25), ("cnn_fused_fp8", "cnn_fused", 18)]
     for q, f, min_snr in cases:
         path, fpath = os.path.join(d, q + ".onnx"), os.path.join(d, f + ".onnx")
         if not check(f"calibrated: {q} saved", os.path.exists(path)):

@@ -801,12 +801,68 @@ static void test_opset_raise(void)
 	(void)ints_init;
 }
 
+/* After fuse-activation: FusedConv (with the residual Z) and FusedGemm are quantized like Conv and Gemm. */
+static void test_fused(void)
+{
+	struct ir_model *m = cnn();
+	struct pass_report rep;
+	struct ir_diag d;
+	ir_diag_init(&d);
+	CHECKF(pass_run(m, pass_find("fuse-activation"), NULL, 0, &rep, &d) == 0, "%s", d.error);
+	ir_diag_clear(&d);
+	pass_report_clear(&rep);
+	int n_fused = 0;
+	struct ir_node *fz = NULL;
+	ir_for_each_node(m->graph, n)
+		if (n->op == IR_OP_ogsh_FusedConv) {
+			n_fused++;
+			if (n->n_inputs > 3 && n->inputs[3])
+				fz = n;
+		}
+	CHECK(n_fused == 5 && fz);
+	struct ir_calib cal;
+	calibrate(m, &cal, 8, false, NULL, 0);
+	const char *o[] = { "method=percentile", NULL };
+	struct ir_model *q = quantize(m, &cal, o, &rep, NULL, 0);
+	CHECK(q != NULL);
+	if (q && fz) {
+		struct ir_node *f = ir_node_by_id(q->graph, fz->id);
+		CHECK(f && dq_of(f, 0) && dq_of(f, 1) && !dq_of(f, 2) && dq_of(f, 3) && q_of(dq_of(f, 3)));
+		CHECK(f && dq_of(f, 1) && ir_value_const(dq_of(f, 1)->inputs[0])->dtype == IR_INT8);
+		double snr = snr_db(m, q, 4, NULL, 0);
+		CHECKF(snr > 25, "fused int8 SNR %.1f dB", snr);
+		save(m, "cnn_fused.onnx");
+		save(q, "cnn_fused_int8.onnx");
+	}
+	ir_model_free(q);
+	pass_report_clear(&rep);
+	/* fp8 raises the opset of the model and of the fused ops' functions */
+	const char *o8[] = { "precision=fp8", NULL };
+	q = quantize(m, &cal, o8, &rep, NULL, 0);
+	CHECK(q != NULL);
+	if (q) {
+		CHECK(opset_of(q) == 19);
+		for (size_t i = 0; i < q->n_functions; i++)
+			for (size_t j = 0; j < q->functions[i].n_opsets; j++)
+				if (!q->functions[i].opsets[j].domain || !*q->functions[i].opsets[j].domain)
+					CHECK(q->functions[i].opsets[j].version == 19);
+		double snr = snr_db(m, q, 4, NULL, 0);
+		CHECKF(snr > 18, "fused fp8 SNR %.1f dB", snr);
+		save(q, "cnn_fused_fp8.onnx");
+	}
+	ir_model_free(q);
+	pass_report_clear(&rep);
+	ir_calib_clear(&cal);
+	ir_model_free(m);
+}
+
 int main(int argc, char **argv)
 {
 	save_dir = argc > 1 ? argv[1] : NULL;
 	test_int8_cnn();
 	test_matmul();
 	test_opset_raise();
+	test_fused();
 	printf("%d checks, %d failures\n", checks, failures);
 	return failures ? 1 : 0;
 }
