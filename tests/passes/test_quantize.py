@@ -336,6 +336,69 @@ def test_calibrated():
           any(i.data_type == T.FLOAT8E4M3FN and len(i.dims) == 4 for i in f8.graph.initializer))
 
 
+def attention_model():
+    rng = np.random.default_rng(0)
+    nodes = [h.make_node("MatMul", ["x", "wq"], ["q0"], name="proj_q"),
+             h.make_node("MatMul", ["x", "wk"], ["k0"], name="proj_k"),
+             h.make_node("MatMul", ["x", "wv"], ["v0"], name="proj_v"),
+             h.make_node("Reshape", ["q0", "shp"], ["q1"], name="rq"),
+             h.make_node("Transpose", ["q1"], ["q"], perm=[0, 2, 1, 3], name="tq"),
+             h.make_node("Reshape", ["k0", "shp"], ["k1"], name="rk"),
+             h.make_node("Transpose", ["k1"], ["kt"], perm=[0, 2, 3, 1], name="tk"),
+             h.make_node("Reshape", ["v0", "shp"], ["v1"], name="rv"),
+             h.make_node("Transpose", ["v1"], ["v"], perm=[0, 2, 1, 3], name="tv"),
+             h.make_node("MatMul", ["q", "kt"], ["s"], name="qk"),
+             h.make_node("Mul", ["s", "sc"], ["s2"], name="scale"),
+             h.make_node("Softmax", ["s2"], ["p"], axis=-1, name="sm"),
+             h.make_node("MatMul", ["p", "v"], ["o"], name="pv"),
+             h.make_node("Transpose", ["o"], ["o1"], perm=[0, 2, 1, 3], name="to"),
+             h.make_node("Reshape", ["o1", "shp2"], ["o2"], name="ro"),
+             h.make_node("MatMul", ["o2", "wo"], ["y"], name="proj_o")]
+    inits = [nh.from_array((rng.standard_normal((32, 32)) * 0.2).astype(np.float32), n) for n in ["wq", "wk", "wv", "wo"]]
+    inits += [nh.from_array(np.array([1, 8, 2, 16], np.int64), "shp"), nh.from_array(np.array([1, 8, 32], np.int64), "shp2"),
+              nh.from_array(np.array(0.25, np.float32), "sc")]
+    return model(nodes, [vi("x", T.FLOAT, [1, 8, 32])], [vi("y", T.FLOAT, [1, 8, 32])], inits, opset=18)
+
+
+def unit_quantize(src, out, *opts):
+    p = subprocess.run([UNIT, "--quantize", src, out, *opts], capture_output=True, text=True, timeout=600)
+    return p.returncode, p.stdout, p.stderr
+
+
+def test_attention():
+    """FusedAttention (after fuse-attention): Q and K quantized per tensor, the projections' weights per channel."""
+    if FILTER and FILTER not in "attention":
+        return
+    d = os.path.join(TMP, "attention")
+    os.makedirs(d, exist_ok=True)
+    src, fused, out = (os.path.join(d, f) for f in ("model.onnx", "fused.onnx", "int8.onnx"))
+    onnx.save(attention_model(), src)
+    rc, so, se = ogsh(src, f"apply fuse-attention; save {fused}")
+    if not check("attention: fuse-attention runs", rc == 0 and "FusedAttention" in so, se[-300:]):
+        return
+    rc, so, se = unit_quantize(fused, out, "method=entropy")
+    if not check("attention: quantize runs", rc == 0, se[-300:]):
+        return
+    q = onnx.load(out)
+    fa = next((n for n in q.graph.node if n.op_type == "FusedAttention"), None)
+    if check("attention: FusedAttention kept", fa is not None):
+        for i, what in [(0, "Q"), (1, "K")]:
+            dq = dq_feeding(q, fa.input[i])
+            check(f"attention: FusedAttention's {what} read through a Q/DQ pair",
+                  dq is not None and any(n.op_type == "QuantizeLinear" and dq.input[0] in n.output for n in q.graph.node))
+        check("attention: V stays float", dq_feeding(q, fa.input[2]) is None)
+    check("attention: the projections' weights are per channel",
+          all(attr(dq_feeding(q, n.input[1]), "axis") == 1 for n in q.graph.node if n.name.startswith("proj_")))
+    saved_checks("attention-int8", out, src, random_feeds(onnx.load(src), 7), 20)
+    # int4 with AWQ: the calibration keeps per-channel sums for MatMul inputs
+    out4 = os.path.join(d, "int4.onnx")
+    rc, so, se = unit_quantize(src, out4, "precision=int4", "block=32", "awq=on")
+    if check("attention: int4 awq runs", rc == 0, se[-300:]):
+        check("attention: awq reports its alpha for each projection",
+              sum("awq alpha" in line or "awq: no scaling" in line for line in so.splitlines()) == 4, so)
+        saved_checks("attention-int4-awq", out4, src, random_feeds(onnx.load(src), 7), 10, lsb_tol=1e-4)
+
+
 def main():
     global OGSH, UNIT, TMP, FILTER
     args = sys.argv[1:]
@@ -352,6 +415,7 @@ def main():
         test_int4()
         test_errors()
         test_calibrated()
+        test_attention()
     print(f"{PASSED} passed, {FAILED} failed")
     return 1 if FAILED else 0
 

@@ -856,8 +856,56 @@ static void test_fused(void)
 	ir_model_free(m);
 }
 
+/*
+ * test_quantize --quantize IN.onnx OUT.onnx [OPTION=VALUE...]: calibrates
+ * IN on 8 batches of random inputs (its input shapes must be fixed), runs
+ * quantize with the options, prints the report and saves OUT. A driver for
+ * tests/passes/test_quantize.py until the shell can load a calibration.
+ */
+static int quantize_file(int argc, char **argv)
+{
+	struct ir_diag d;
+	ir_diag_init(&d);
+	struct ir_model *m = ir_model_load(argv[2], NULL, &d);
+	if (!m) {
+		fprintf(stderr, "%s\n", d.error);
+		ir_diag_clear(&d);
+		return 1;
+	}
+	struct ir_calib cal;
+	calibrate(m, &cal, 8, true, NULL, 0);
+	const char *opts[16] = { NULL };
+	for (int i = 4; i < argc && i - 4 < 15; i++)
+		opts[i - 4] = argv[i];
+	struct pass_report rep;
+	char err[600];
+	struct ir_model *q = quantize(m, &cal, opts, &rep, err, sizeof(err));
+	for (int i = 0; i < rep.n_msgs; i++)
+		printf("%s %s: %s\n", rep.msgs[i].kind == PASS_REWROTE ? "rewrote" : rep.msgs[i].kind == PASS_REJECTED
+			? "rejected" : "note", rep.msgs[i].node ? rep.msgs[i].node : "-", rep.msgs[i].text);
+	int rc = q ? 0 : 1;
+	if (!q)
+		fprintf(stderr, "%s\n", err);
+	if (q) {
+		save_dir = NULL;
+		struct ir_save_opts so = { .force = true, .external = IR_EXT_NONE };
+		if (ir_model_save(q, argv[3], &so, &d)) {
+			fprintf(stderr, "%s\n", d.error);
+			rc = 1;
+		}
+	}
+	ir_diag_clear(&d);
+	pass_report_clear(&rep);
+	ir_model_free(q);
+	ir_model_free(m);
+	ir_calib_clear(&cal);
+	return rc || failures;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc >= 4 && !strcmp(argv[1], "--quantize"))
+		return quantize_file(argc, argv);
 	save_dir = argc > 1 ? argv[1] : NULL;
 	test_int8_cnn();
 	test_matmul();
