@@ -580,6 +580,14 @@ static int plan_node(struct qstate *S, struct ir_node *n, int kind)
 		keep_float(S, n, dt, "it does not have the usual inputs and output");
 		return 0;
 	}
+	for (int i = 0; i < n->n_inputs; i++) {
+		struct ir_node *p = n->inputs[i] ? n->inputs[i]->producer : NULL;
+		if (p && p->op == IR_OP_DequantizeLinear) {
+			pass_rejected(c, n, "already quantized: its input '%s' comes from a DequantizeLinear: left as it is",
+				      n->inputs[i]->name);
+			return 0;
+		}
+	}
 	if (!quant_float(dt)) {
 		keep_float(S, n, dt, "its input '%s' is %s, not float32, float16 or bfloat16", n->inputs[0]->name,
 			   dt_name(dt));
@@ -713,8 +721,8 @@ static int plan_residuals(struct qstate *S)
 			pass_note(c, n, "residual Add excluded by exclude=%s: its input '%s' stays float", item, v->name);
 			continue;
 		}
-		if (ir_value_is_const(v) && !v->is_input)
-			continue;   /* a bias, not a residual (fuse-conv-add folds it) */
+		if ((ir_value_is_const(v) && !v->is_input) || (v->producer && v->producer->op == IR_OP_DequantizeLinear))
+			continue;   /* a bias, not a residual (fuse-conv-add folds it); or quantized already */
 		int vdt = elem_of(v);
 		if (!quant_float(vdt)) {
 			pass_note(c, n, "residual input '%s' is %s: not quantized", v->name, dt_name(vdt));
@@ -760,7 +768,9 @@ static int plan_concats(struct qstate *S)
 			struct ir_value *u = p->inputs[j];
 			if (!u)
 				continue;
-			if (ir_value_is_const(u) && !u->is_input) {
+			if (u->producer && u->producer->op == IR_OP_DequantizeLinear) {
+				ok = false;   /* quantized already */
+			} else if (ir_value_is_const(u) && !u->is_input) {
 				pass_note(c, p, "Concat input '%s' is a constant: the inputs are not given one shared scale "
 					  "(the Concat stays float, '%s' is quantized after it)", u->name, v->name);
 				ok = false;

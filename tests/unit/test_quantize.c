@@ -508,7 +508,13 @@ static void test_int8_cnn(void)
 	CHECKF(snr > 25, "int8 SNR %.1f dB", snr);
 	if (getenv("QDUMP"))
 		fprintf(stderr, "int8 cnn: SNR %.1f dB\n", snr);
-	/* quantizing twice: the second run finds int8 inputs/DQ weights and leaves them */
+	/* quantizing twice: the second run finds the nodes quantized and leaves them */
+	struct pass_report rep2;
+	struct ir_model *qq = quantize(q, &cal, opts, &rep2, NULL, 0);
+	CHECK(qq && has_msg(&rep2, PASS_REJECTED, "conv2", "already quantized") && !rep2.changed);
+	CHECK(qq && has_msg(&rep2, PASS_NOTE, NULL, "nothing to quantize"));
+	ir_model_free(qq);
+	pass_report_clear(&rep2);
 	ir_model_free(q);
 	pass_report_clear(&rep);
 
