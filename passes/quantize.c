@@ -80,6 +80,9 @@ struct qstate {
 	int *pos;            /* node id -> position in the graph's order */
 	int n_pos;
 	bool need_half;      /* a quantized tensor is float16/bfloat16: scales of that type need opset 19 */
+	bool old_ir;         /* IR version < 4: every initializer is also listed as a graph input */
+	int n_unlisted;      /* float weights of such a model taken out of the graph inputs */
+	int64_t old_ir_version;
 	/* weights already quantized: the DequantizeLinear output that stands for each */
 	struct { struct ir_value *w; int axis; struct ir_value *dq; } *wdone;
 	int n_wdone, cap_wdone;
@@ -541,6 +544,38 @@ static int add_qnode(struct qstate *S, const struct qnode *q)
 	return 0;
 }
 
+/*
+ * The constant weights at input i of n: an initializer that is not a graph
+ * input, or a Constant's; in a model of IR version < 4, where every
+ * initializer is listed as a graph input too, an initializer that is one.
+ */
+static const struct ir_tensor *weight_const(const struct qstate *S, const struct ir_node *n, int i)
+{
+	const struct ir_tensor *t = pass_const_input(n, i);
+	if (t || !S->old_ir || i >= n->n_inputs || !n->inputs[i])
+		return t;
+	return n->inputs[i]->init;
+}
+
+/* Drops the float weights wv when nothing reads them any more (in an IR < 4
+ * model, taking them out of the graph inputs first). */
+static void drop_weights(struct qstate *S, struct ir_value *wv)
+{
+	if (pass_n_readers(wv))
+		return;
+	if (S->old_ir && wv->is_input && wv->init && !wv->producer) {
+		struct ir_graph *g = S->c->m->graph;
+		int k = 0;
+		for (int i = 0; i < g->n_inputs; i++)
+			if (g->inputs[i] != wv)
+				g->inputs[k++] = g->inputs[i];
+		g->n_inputs = k;
+		wv->is_input = false;
+		S->n_unlisted++;
+	}
+	pass_drop_dead_consts(&wv, 1);
+}
+
 /* A candidate left float, with why (counted): "<why>: kept float32". */
 static void keep_float(struct qstate *S, const struct ir_node *n, int dt, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -600,7 +635,7 @@ static int plan_node(struct qstate *S, struct ir_node *n, int kind)
 
 	struct qnode q = { .n = n, .kind = kind, .w_slot = -1, .w_axis = -1 };
 	int k_axis = -1;
-	const struct ir_tensor *w = kind == K_ATTN ? NULL : pass_const_input(n, 1);
+	const struct ir_tensor *w = kind == K_ATTN ? NULL : weight_const(S, n, 1);
 	if (w) {
 		if (!quant_float(w->dtype)) {
 			keep_float(S, n, dt, "its weights '%s' are %s, not float32, float16 or bfloat16",
@@ -1097,11 +1132,6 @@ static int raise_opset(struct pass_ctx *c, int64_t to, const char *need)
 			return oom(c);
 		m->n_opsets++;
 	}
-	int64_t irv = ir_for_opset(to);
-	if (!m->has_ir_version || m->ir_version < irv) {
-		m->ir_version = irv;
-		m->has_ir_version = true;
-	}
 	m->infer_current = false;
 	if (R.converted)
 		pass_note(c, NULL, "raised the model's ONNX opset from %lld to %lld (%s needs it); %d node%s "
@@ -1301,7 +1331,7 @@ static int rewrite_weights(struct qstate *S, struct qnode *q, char *what, size_t
 	struct pass_ctx *c = S->c;
 	struct ir_node *n = q->n;
 	struct ir_value *wv = n->inputs[q->w_slot];
-	const struct ir_tensor *w = ir_value_const(wv);
+	const struct ir_tensor *w = wv->init ? wv->init : ir_value_const(wv);
 	bool fp8 = S->o.prec == PREC_FP8;
 	int axis = fp8 || S->o.per_tensor ? -1 : q->w_axis;
 	struct ir_value *dq = wdone_find(S, wv, axis);
@@ -1346,7 +1376,7 @@ static int rewrite_weights(struct qstate *S, struct qnode *q, char *what, size_t
 			 fp8 ? "float8e4m3fn" : "int8", axis, (unsigned long long)adim, lo, hi);
 	else
 		snprintf(what, size, "weights '%s' %s per tensor (scale %.3g)", wv->name, fp8 ? "float8e4m3fn" : "int8", lo);
-	pass_drop_dead_consts(&wv, 1);
+	drop_weights(S, wv);
 	rc = 0;
 out:
 	free(wf);
@@ -1434,7 +1464,7 @@ static int rewrite_int4(struct qstate *S, struct qnode *q, char *what, size_t si
 	struct pass_ctx *c = S->c;
 	struct ir_node *n = q->n;
 	struct ir_value *wv = n->inputs[q->w_slot];
-	const struct ir_tensor *w = ir_value_const(wv);
+	const struct ir_tensor *w = wv->init ? wv->init : ir_value_const(wv);
 	int k = q->w_axis;
 	uint64_t outer, K, inner;
 	split_dims(w, k, &outer, &K, &inner);
@@ -1531,7 +1561,7 @@ static int rewrite_int4(struct qstate *S, struct qnode *q, char *what, size_t si
 	S->w_bytes_after += (double)qv->init->nbytes;
 	snprintf(what, size, "weights '%s' int4 in blocks of %lld along K (axis %d, %llu scales %.3g..%.3g)%s", wv->name,
 		 (long long)bs, k, (unsigned long long)n_sc, lo, hi, awq_note);
-	pass_drop_dead_consts(&wv, 1);
+	drop_weights(S, wv);
 	rc = 0;
 out:
 	free(wf);
@@ -1694,6 +1724,8 @@ static void qstate_free(struct qstate *S)
 static int run(struct pass_ctx *c)
 {
 	struct qstate S = { .c = c };
+	S.old_ir = c->m->has_ir_version && c->m->ir_version < 4;
+	S.old_ir_version = c->m->ir_version;
 	int rc = read_opts(c, &S.o);
 	if (rc)
 		return rc;
@@ -1749,6 +1781,15 @@ static int run(struct pass_ctx *c)
 			  : "per-channel DequantizeLinear (axis)";
 	if ((rc = raise_opset(c, need, why)))
 		goto out;
+	/* the IR version the opset (and int4, float8 initializers) need */
+	int64_t irv = ir_for_opset(ir_model_opset(c->m, "") > need ? ir_model_opset(c->m, "") : need);
+	if (!c->m->has_ir_version || c->m->ir_version < irv) {
+		if (c->m->has_ir_version)
+			pass_note(c, NULL, "raised the model's IR version from %lld to %lld (opset %lld needs it)",
+				  (long long)c->m->ir_version, (long long)irv, (long long)need);
+		c->m->ir_version = irv;
+		c->m->has_ir_version = true;
+	}
 
 	/* weights, node by node, and the report */
 	for (int i = 0; i < S.n_nodes && !rc; i++) {
@@ -1797,6 +1838,10 @@ static int run(struct pass_ctx *c)
 	if (rc)
 		goto out;
 
+	if (S.n_unlisted)
+		pass_note(c, NULL, "IR version %lld lists every initializer as a graph input: the %d float weight tensor%s "
+			  "replaced by quantized ones left the graph inputs", (long long)S.old_ir_version, S.n_unlisted,
+			  S.n_unlisted == 1 ? "" : "s");
 	char b1[64], b2[64], mth[64];
 	if (S.o.prec == PREC_INT4)
 		snprintf(mth, sizeof(mth), "round to nearest%s", S.o.awq ? " with awq" : "");

@@ -276,6 +276,20 @@ def test_int4():
                h.make_node("Sub", ["x", "mu"], ["c"], name="sub"),
                h.make_node("MatMul", ["c", "w"], ["y"], name="mm")],
               [vi("x", T.FLOAT, [4, 64])], [vi("y", T.FLOAT, [4, 32])], [nh.from_array(w, "w")], opset=13)
+    # IR version 3: every initializer is a graph input too; the replaced float weights leave the inputs
+    g = h.make_graph([h.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "g",
+                     [vi("x", T.FLOAT, [4, 64]), vi("w", T.FLOAT, [64, 32])], [vi("y", T.FLOAT, [4, 32])],
+                     initializer=[nh.from_array(w, "w")])
+    m3 = h.make_model(g, opset_imports=[h.make_opsetid("", 9)])
+    m3.ir_version = 3
+    onnx.checker.check_model(m3)
+    msgs = int4_case("int4-ir3", m3, "", {"mm": (0, 64, 128)})
+    if msgs is not None:
+        q = onnx.load(os.path.join(TMP, "int4-ir3", "out.onnx"))
+        check("int4-ir3: IR version 10, the float weights gone from the inputs",
+              q.ir_version == 10 and [i.name for i in q.graph.input] == ["x"] and
+              "w" not in inits_of(q), f"{q.ir_version} {[i.name for i in q.graph.input]}")
+        check("int4-ir3: the report says so", any("left the graph inputs" in x["text"] for x in msgs))
     msgs = int4_case("int4-opset13", m, "", {"mm": (0, 64, 128)})
     if msgs is not None:
         check("int4-opset13: the raise names the rewritten attributes",
