@@ -413,6 +413,34 @@ def test_attention():
         saved_checks("attention-int4-awq", out4, src, random_feeds(onnx.load(src), 7), 10, lsb_tol=1e-4)
 
 
+def test_convtranspose():
+    """ConvTranspose: per-channel weights on axis 1 (its output channels), groups included."""
+    if FILTER and FILTER not in "convtranspose":
+        return
+    d = os.path.join(TMP, "convtranspose")
+    os.makedirs(d, exist_ok=True)
+    rng = np.random.default_rng(4)
+    src, out = os.path.join(d, "model.onnx"), os.path.join(d, "int8.onnx")
+    m = model([h.make_node("Conv", ["x", "w1"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+               h.make_node("Relu", ["c"], ["r"], name="relu"),
+               h.make_node("ConvTranspose", ["r", "w2", "b2"], ["y"], name="deconv", strides=[2, 2], group=2)],
+              [vi("x", T.FLOAT, [1, 16, 8, 8])], [vi("y", T.FLOAT, [1, 32, 17, 17])],
+              [nh.from_array((rng.standard_normal((32, 16, 3, 3)) * 0.1).astype(np.float32), "w1"),
+               nh.from_array((rng.standard_normal((32, 16, 3, 3)) * 0.1).astype(np.float32), "w2"),
+               nh.from_array(rng.standard_normal((32,)).astype(np.float32), "b2")])
+    onnx.save(m, src)
+    rc, so, se = unit_quantize(src, out, "method=mse")
+    if not check("convtranspose: quantize runs", rc == 0, se[-300:]):
+        return
+    q = onnx.load(out)
+    nodes = {n.name: n for n in q.graph.node}
+    dq = dq_feeding(q, nodes["deconv"].input[1])
+    check("convtranspose: weights per channel on axis 1", dq is not None and attr(dq, "axis") == 1 and
+          list(inits_of(q)[dq.input[1]].dims) == [16])
+    check("convtranspose: the bias stays float", nodes["deconv"].input[2] == "b2")
+    saved_checks("convtranspose-int8", out, src, random_feeds(m, 9), 25)
+
+
 def main():
     global OGSH, UNIT, TMP, FILTER
     args = sys.argv[1:]
@@ -430,6 +458,7 @@ def main():
         test_errors()
         test_calibrated()
         test_attention()
+        test_convtranspose()
     print(f"{PASSED} passed, {FAILED} failed")
     return 1 if FAILED else 0
 
