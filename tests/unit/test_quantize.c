@@ -229,10 +229,16 @@ static void random_inputs(const struct ir_model *m, struct exec_values *in, cons
 		int64_t dims[IR_MAX_RANK];
 		for (int k = 0; k < v->type.rank; k++)
 			dims[k] = v->type.dims[k].value;
-		struct ir_tensor *t = ir_tensor_new(IR_FLOAT, v->type.rank, dims, NULL);
-		float *p = ir_tensor_mutable(t);
-		for (uint64_t e = 0; e < t->numel; e++)
-			p[e] = (float)(nrand() * (chan ? chan[e % (uint64_t)n_chan] : 1.0));
+		int dt = v->type.elem == IR_FLOAT16 ? IR_FLOAT16 : IR_FLOAT;
+		struct ir_tensor *t = ir_tensor_new(dt, v->type.rank, dims, NULL);
+		void *p = ir_tensor_mutable(t);
+		for (uint64_t e = 0; e < t->numel; e++) {
+			float x = (float)(nrand() * (chan ? chan[e % (uint64_t)n_chan] : 1.0));
+			if (dt == IR_FLOAT16)
+				((uint16_t *)p)[e] = ir_f32_to_f16(x);
+			else
+				((float *)p)[e] = x;
+		}
 		CHECK(exec_values_add_tensor(in, v->name, t) == 0);
 		ir_tensor_unref(t);
 	}
@@ -254,13 +260,20 @@ static bool read_by_matmul(const struct ir_value *v)
 
 static int observe(struct calib_arg *A, const char *name, const struct ir_value *v, const struct ir_tensor *t)
 {
-	if (!t || t->dtype != IR_FLOAT)
+	if (!t || (t->dtype != IR_FLOAT && t->dtype != IR_FLOAT16))
 		return 0;
 	struct ir_calib_tensor *ct = ir_calib_add_tensor(A->cal, name);
 	int nc = 0;
 	if (A->chan_for_matmul && v && read_by_matmul(v) && t->rank >= 1)
 		nc = (int)t->dims[t->rank - 1];
-	return ir_calib_observe(ct, ir_tensor_data(t), t->numel, nc, NULL);
+	if (t->dtype == IR_FLOAT)
+		return ir_calib_observe(ct, ir_tensor_data(t), t->numel, nc, NULL);
+	float *f = malloc(sizeof(float) * (t->numel ? t->numel : 1));
+	for (uint64_t i = 0; i < t->numel; i++)
+		f[i] = (float)ir_tensor_get_f64(t, i);
+	int rc = ir_calib_observe(ct, f, t->numel, nc, NULL);
+	free(f);
+	return rc;
 }
 
 static int on_value(void *arg, const struct ir_value *v, const struct kern_value *kv)
