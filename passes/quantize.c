@@ -739,16 +739,25 @@ static int plan_residuals(struct qstate *S)
 		if (n->op != IR_OP_Add || n->n_inputs != 2 || !n->inputs[0] || !n->inputs[1] || n->inputs[0] == n->inputs[1])
 			continue;
 		bool from_conv[2];
+		struct ir_node *conv[2] = { NULL, NULL };
 		for (int i = 0; i < 2; i++) {
-			struct ir_node *p = n->inputs[i]->producer;
+			struct ir_value *v = n->inputs[i];
+			struct ir_node *p = v->producer;
+			/* an unfolded inference BatchNormalization is folded into the conv by the builder */
+			if (p && p->op == IR_OP_BatchNormalization && p->n_inputs > 0 && p->inputs[0] &&
+			    pass_only_reader(p->inputs[0]) == p) {
+				v = p->inputs[0];
+				p = v->producer;
+			}
 			struct qnode *q = p ? qnode_of(S, p) : NULL;
-			from_conv[i] = q && (q->kind == K_CONV || q->kind == K_CONVT) && p->outputs[0] == n->inputs[i];
+			from_conv[i] = q && (q->kind == K_CONV || q->kind == K_CONVT) && p->outputs[0] == v;
+			conv[i] = p;
 		}
 		if (!from_conv[0] && !from_conv[1])
 			continue;
 		int r;
 		if (from_conv[0] && from_conv[1])
-			r = pos_of(S, n->inputs[0]->producer) < pos_of(S, n->inputs[1]->producer) ? 0 : 1;
+			r = pos_of(S, conv[0]) < pos_of(S, conv[1]) ? 0 : 1;
 		else
 			r = from_conv[0] ? 1 : 0;
 		struct ir_value *v = n->inputs[r];
@@ -1909,8 +1918,9 @@ const struct pass pass_quantize = {
 		"(attention's Q.K^T) gets both inputs quantized; FusedAttention gets Q and K. (2) A tensor read by "
 		"several quantized ops gets one pair, shared. (3) The residual input of a skip-connection Add whose "
 		"other input comes from a quantized conv is quantized too (a FusedConv's Z input likewise), so the Add "
-		"runs as the conv's int8 epilogue; when both inputs come from quantized convs, the one computed first "
-		"is the residual. (4) Ops that commute with quantization (MaxPool, Reshape, Transpose, Flatten, "
+		"runs as the conv's int8 epilogue (a BatchNormalization between the conv and the Add, which the builder "
+		"folds into the conv, does not change that); when both inputs come from quantized convs, the one "
+		"computed first is the residual. (4) Ops that commute with quantization (MaxPool, Reshape, Transpose, Flatten, "
 		"Squeeze, Unsqueeze) are not interrupted: the pair goes at the quantized op's input, after them (a "
 		"MaxPool's output is quantized, not its input), and the builder moves it across them; when a "
 		"tensor has no statistics of its own its range is taken from the tensor before those ops. (5) A "

@@ -227,8 +227,8 @@ static void random_inputs(const struct ir_model *m, struct exec_values *in, cons
 		if (v->init)
 			continue;
 		int64_t dims[IR_MAX_RANK];
-		for (int k = 0; k < v->type.rank; k++)
-			dims[k] = v->type.dims[k].value;
+		for (int k = 0; k < v->type.rank; k++)   /* a symbolic dim (batch) is 1 */
+			dims[k] = v->type.dims[k].kind == IR_DIM_VALUE ? v->type.dims[k].value : 1;
 		int dt = v->type.elem == IR_FLOAT16 ? IR_FLOAT16 : IR_FLOAT;
 		struct ir_tensor *t = ir_tensor_new(dt, v->type.rank, dims, NULL);
 		void *p = ir_tensor_mutable(t);
@@ -921,6 +921,29 @@ static int quantize_file(int argc, char **argv)
 	return rc || failures;
 }
 
+/* The demo CNN: conv3 -> bn3 -> add3 (+ relu1_out): the residual through an unfolded BatchNormalization. */
+static void test_demo_bn_residual(void)
+{
+	struct ir_model *m = ir_demo_model();
+	struct ir_calib cal;
+	calibrate(m, &cal, 4, false, NULL, 0);
+	struct pass_report rep;
+	const char *o[] = { "min-channels=4", NULL };
+	struct ir_model *q = quantize(m, &cal, o, &rep, NULL, 0);
+	CHECK(q != NULL);
+	if (q) {
+		struct ir_node *add = node_named(q, "add3");
+		CHECK(add && !dq_of(add, 0) && dq_of(add, 1) && dq_of(add, 1) == dq_of(node_named(q, "conv2"), 0));
+		CHECK(has_msg(&rep, PASS_REWROTE, "add3", "residual input 'relu1_out'"));
+		double snr = snr_db(m, q, 2, NULL, 0);
+		CHECKF(snr > 25, "demo int8 SNR %.1f dB", snr);
+	}
+	ir_model_free(q);
+	pass_report_clear(&rep);
+	ir_calib_clear(&cal);
+	ir_model_free(m);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 4 && !strcmp(argv[1], "--quantize"))
@@ -930,6 +953,7 @@ int main(int argc, char **argv)
 	test_matmul();
 	test_opset_raise();
 	test_fused();
+	test_demo_bn_residual();
 	printf("%d checks, %d failures\n", checks, failures);
 	return failures ? 1 : 0;
 }
