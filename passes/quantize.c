@@ -801,6 +801,14 @@ static int plan_concats(struct qstate *S)
 			p = p->n_inputs > 0 && p->inputs[0] ? p->inputs[0]->producer : NULL;
 		if (!p || p->op != IR_OP_Concat || p->n_outputs != 1 || !p->outputs[0])
 			continue;
+		char item[512];
+		if (list_matches(S->o.exclude, p, item, sizeof(item))) {
+			if (!p->mark) {
+				pass_note(c, p, "Concat excluded by exclude=%s: its inputs stay float", item);
+				p->mark = 1;
+			}
+			continue;
+		}
 		bool ok = true;
 		const struct ir_calib_tensor *st[64];
 		const char *from[64];
@@ -1773,6 +1781,8 @@ static int run(struct pass_ctx *c)
 		rc = plan_residuals(&S);
 	if (!rc && S.o.prec != PREC_INT4)
 		rc = plan_concats(&S);
+	ir_for_each_node(g, n)
+		n->mark = 0;
 	if (rc)
 		goto out;
 	if (S.o.prec != PREC_INT4)
@@ -1930,7 +1940,7 @@ const struct pass pass_quantize = {
 		"(uint8 and the zero point when asymmetric); the quantized op reads the DequantizeLinear's output, "
 		"named x_dq, which stands for x in `compare --stages`. What is left float and why is in the report: "
 		"nodes named by exclude= or not named by only= (node names, ids such as n12, op types such as Gemm, "
-		"or glob patterns such as /layer4/*), layers with fewer than min-channels (16) input or output "
+		"or glob patterns such as /layer4/*; a residual Add or a Concat named there keeps its inputs float), layers with fewer than min-channels (16) input or output "
 		"channels (the first conv of an image model, with 3 input channels, gains nothing and loses "
 		"accuracy), inputs without calibration, inputs that are not float32/float16/bfloat16, and constants "
 		"in an activation's place.\n\n"

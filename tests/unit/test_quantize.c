@@ -541,6 +541,12 @@ static void test_int8_cnn(void)
 	CHECK(q && dq_of(node_named(q, "conv2"), 1));
 	ir_model_free(q);
 	pass_report_clear(&rep);
+	const char *o2b[] = { "exclude=Concat", NULL };
+	q = quantize(m, &cal, o2b, &rep, NULL, 0);
+	CHECK(q && !dq_of(node_named(q, "cat"), 0) && !dq_of(node_named(q, "cat"), 1) && dq_of(node_named(q, "conv5"), 0));
+	CHECK(q && has_msg(&rep, PASS_NOTE, "cat", "Concat excluded by exclude=Concat"));
+	ir_model_free(q);
+	pass_report_clear(&rep);
 	const char *o3[] = { "exclude=conv[23]", "min-channels=0", NULL };
 	q = quantize(m, &cal, o3, &rep, NULL, 0);
 	CHECK(q && !dq_of(node_named(q, "conv2"), 1) && !dq_of(node_named(q, "conv3"), 1));
