@@ -1354,7 +1354,10 @@ static int rewrite_weights(struct qstate *S, struct qnode *q, char *what, size_t
 	struct ir_value *dq = wdone_find(S, wv, axis);
 	if (dq) {
 		snprintf(what, size, "weights '%s' (already quantized for another node)", wv->name);
-		return ir_node_set_input(n, q->w_slot, dq) ? oom(c) : 0;
+		if (ir_node_set_input(n, q->w_slot, dq))
+			return oom(c);
+		drop_weights(S, wv);
+		return 0;
 	}
 	double *wf = pass_tensor_f64(w);
 	uint64_t adim = axis >= 0 ? (uint64_t)w->dims[axis] : 1;
@@ -1483,6 +1486,15 @@ static int rewrite_int4(struct qstate *S, struct qnode *q, char *what, size_t si
 	struct ir_value *wv = n->inputs[q->w_slot];
 	const struct ir_tensor *w = wv->init ? wv->init : ir_value_const(wv);
 	int k = q->w_axis;
+	/* round to nearest gives the same blocks to every reader: one copy (AWQ scales per reader) */
+	struct ir_value *shared = S->o.awq ? NULL : wdone_find(S, wv, 1000 + k);
+	if (shared) {
+		snprintf(what, size, "weights '%s' (already quantized for another node)", wv->name);
+		if (ir_node_set_input(n, q->w_slot, shared))
+			return oom(c);
+		drop_weights(S, wv);
+		return 0;
+	}
 	uint64_t outer, K, inner;
 	split_dims(w, k, &outer, &K, &inner);
 	int64_t bs = S->o.block;
@@ -1543,6 +1555,8 @@ static int rewrite_int4(struct qstate *S, struct qnode *q, char *what, size_t si
 	/* scaled by AWQ, the weights stand for no tensor of the old stage */
 	struct ir_value *dq = weight_dq(S, wv, qv, sv, k, bs, n, !scaled);
 	if (!dq)
+		goto out;
+	if (!S->o.awq && wdone_add(S, wv, 1000 + k, dq))
 		goto out;
 	if (ir_node_set_input(n, q->w_slot, dq)) {
 		rc = oom(c);

@@ -741,6 +741,32 @@ static void test_matmul(void)
 	}
 	pass_report_clear(&rep);
 
+	/* two MatMuls reading one weight share its int4 copy */
+	{
+		struct ir_model *m2 = mlp(17, false);
+		int64_t xd[2] = { 8, 64 };
+		struct ir_value *x2 = input(m2, "x2", 2, xd);
+		struct ir_node *mm2 = op(m2, "MatMul", "mm2", "h2", x2, ir_value_find(m2->graph, "W"), NULL);
+		CHECK(ir_graph_add_output(m2->graph, out0(mm2)) == 0);
+		struct ir_model *qs = quantize(m2, NULL, o4, &rep, NULL, 0);
+		CHECK(qs && dq_of(node_named(qs, "mm"), 1) && dq_of(node_named(qs, "mm"), 1) == dq_of(node_named(qs, "mm2"), 1));
+		CHECK(qs && has_msg(&rep, PASS_REWROTE, "mm2", "already quantized for another node"));
+		CHECK(qs && !ir_value_find(qs->graph, "W"));
+		ir_model_free(qs);
+		pass_report_clear(&rep);
+		/* int8 too */
+		struct ir_calib c2;
+		calibrate(m2, &c2, 2, false, NULL, 0);
+		const char *o8[] = { NULL };
+		qs = quantize(m2, &c2, o8, &rep, NULL, 0);
+		CHECK(qs && dq_of(node_named(qs, "mm"), 1) && dq_of(node_named(qs, "mm"), 1) == dq_of(node_named(qs, "mm2"), 1));
+		CHECK(qs && !ir_value_find(qs->graph, "W"));
+		ir_model_free(qs);
+		pass_report_clear(&rep);
+		ir_calib_clear(&c2);
+		ir_model_free(m2);
+	}
+
 	/* AWQ: a few input channels carry large activations */
 	double chan[64];
 	for (int k = 0; k < 64; k++)
