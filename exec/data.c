@@ -650,8 +650,8 @@ static void plan_batches(struct exec_data *ds, struct ir_diag *d)
 /* ------------------------------------------------------------------------ */
 
 /* Checks one array for input `in` and counts its samples. */
-static int check_array(struct exec_data *ds, struct ds_file *f, struct ds_input *in, const struct exec_npy_loc *l,
-		       uint64_t *samples, struct ir_diag *d)
+static int check_array(const struct ds_file *f, struct ds_input *in, const struct exec_npy_loc *l, uint64_t *samples,
+		       struct ir_diag *d)
 {
 	char ab[256], ib[256], whose[320];
 	const struct ir_value *v = in->v;
@@ -701,7 +701,6 @@ static int check_array(struct exec_data *ds, struct ds_file *f, struct ds_input 
 		memcpy(in->sdims, sd, sizeof(int64_t) * (size_t)srank);
 		in->per_sample = ps;
 	}
-	(void)ds;
 	return 0;
 }
 
@@ -747,7 +746,7 @@ static int scan_array_file(struct exec_data *ds, struct ds_file *f, struct ir_di
 			}
 		}
 		uint64_t s = 0;
-		if ((rc = check_array(ds, f, &ds->in[i], l, &s, d)))
+		if ((rc = check_array(f, &ds->in[i], l, &s, d)))
 			return rc;
 		if (i && s != samples)
 			return ir_diag_err(d, IR_ERR, "%s: arrays '%s' and '%s' hold different numbers of samples (%" PRIu64
@@ -1188,6 +1187,8 @@ static int load_image(struct exec_data *ds, const struct ds_file *f, struct ir_t
 static int next_images(struct exec_data *ds, struct exec_values *inputs, int *n_out, struct ir_diag *d)
 {
 	int b = ds->batch, got = 0, rc = 0;
+	if (!ds->batch_fixed && b > ds->n_files - ds->fi)
+		b = ds->n_files - ds->fi;   /* no larger than what is left */
 	struct ir_tensor *t = NULL;
 	struct ir_diag local;
 	ir_diag_init(&local);
