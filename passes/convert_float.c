@@ -883,10 +883,14 @@ static int decide(struct cv *v, struct ir_node *n)
 	}
 	if (blocked_op(v, n))
 		return keep(v, n, R_OTHER, "%s is in block-ops", n->op_type);
-	for (int i = 0; i < n->n_attrs; i++)
+	char subs[300] = "";
+	for (int i = 0, k = 0; i < n->n_attrs; i++)
 		if (n->attrs[i].type == IR_ATTR_GRAPH || n->attrs[i].type == IR_ATTR_GRAPHS)
-			return keep(v, n, R_OTHER, "%s has subgraphs ('%s'), which this pass does not enter; Casts "
-				    "around it", n->op_type, n->attrs[i].name);
+			k += snprintf(subs + k, k < (int)sizeof(subs) ? sizeof(subs) - (size_t)k : 0, "%s%s", k ? ", " : "",
+				      n->attrs[i].name);
+	if (*subs)
+		return keep(v, n, R_OTHER, "%s has subgraphs (%s), which this pass does not enter; Casts around it",
+			    n->op_type, subs);
 	if (seq)
 		return keep(v, n, R_OTHER, "'%s' is a sequence, map or optional, which this pass leaves float32", seq);
 	if (unk)
