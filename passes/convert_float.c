@@ -218,7 +218,8 @@ struct strlist {
 };
 
 struct castnote {
-	char *node, *text;
+	int node;               /* the id of the node it is about (a Cast), or -1 */
+	char *text;
 };
 
 struct cv {
@@ -239,8 +240,8 @@ struct cv {
 	struct cstat *cs;       /* by value index */
 	unsigned char *prec;    /* by value index: the precision at the source (P_*) */
 	size_t n_vals;
-	const struct ir_calib_tensor **cal;   /* the calibration's tensors sorted by name */
-	int n_cal;
+	const struct ir_calib *calib;   /* the session's calibration, or NULL */
+	int n_cal;                      /* its tensors (0 without one) */
 	struct castnote *notes; /* Casts inserted and weights, reported after the kept nodes */
 	int n_notes, cap_notes;
 	/* totals for the summary */
@@ -253,9 +254,11 @@ static int oom(struct cv *v)
 	return ir_diag_err(v->c->d, IR_ENOMEM, "out of memory");
 }
 
-static int add_note(struct cv *v, const char *node, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int add_note(struct cv *v, const struct ir_node *node, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
-static int add_note(struct cv *v, const char *node, const char *fmt, ...)
+/* Keeps a note for the report (emitted after the nodes kept float32). */
+static int add_note(struct cv *v, const struct ir_node *node, const char *fmt, ...)
 {
 	if (v->n_notes == v->cap_notes) {
 		int cap = v->cap_notes ? 2 * v->cap_notes : 16;
@@ -271,13 +274,9 @@ static int add_note(struct cv *v, const char *node, const char *fmt, ...)
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
 	struct castnote *n = &v->notes[v->n_notes];
-	n->node = node ? strdup(node) : NULL;
-	n->text = strdup(text);
-	if ((node && !n->node) || !n->text) {
-		free(n->node);
-		free(n->text);
+	n->node = node ? node->id : -1;
+	if (!(n->text = strdup(text)))
 		return oom(v);
-	}
 	v->n_notes++;
 	return 0;
 }
@@ -552,28 +551,11 @@ static struct ir_tensor *convert_tensor(struct cv *v, const struct ir_tensor *t,
 /* Calibration                                                               */
 /* ------------------------------------------------------------------------ */
 
-static int cal_cmp(const void *a, const void *b)
-{
-	const struct ir_calib_tensor *x = *(const struct ir_calib_tensor *const *)a;
-	const struct ir_calib_tensor *y = *(const struct ir_calib_tensor *const *)b;
-	return strcmp(x->name ? x->name : "", y->name ? y->name : "");
-}
-
-/* The calibration's statistics of tensor `name`, or NULL. */
+/* The calibration's statistics of tensor `name` when it saw any finite value, or NULL. */
 static const struct ir_calib_tensor *cal_find(const struct cv *v, const char *name)
 {
-	int lo = 0, hi = v->n_cal - 1;
-	while (lo <= hi) {
-		int mid = lo + (hi - lo) / 2;
-		int r = strcmp(name, v->cal[mid]->name ? v->cal[mid]->name : "");
-		if (!r)
-			return v->cal[mid]->count ? v->cal[mid] : NULL;
-		if (r < 0)
-			hi = mid - 1;
-		else
-			lo = mid + 1;
-	}
-	return NULL;
+	const struct ir_calib_tensor *t = v->calib ? ir_calib_find(v->calib, name) : NULL;
+	return t && t->count ? t : NULL;
 }
 
 static double cal_amax(const struct ir_calib_tensor *t)
@@ -1446,8 +1428,7 @@ static int place_casts(struct cv *v, struct ir_value *x, int src)
 			x->type.elem = pin == P_T ? v->T : IR_FLOAT;
 		pass_maps(v->c, x2->name, x->name);
 		readers_text(lst, m, rt, sizeof(rt));
-		char cn[256];
-		rc = add_note(v, nname(c, cn, sizeof(cn)), "Cast '%s' (%s) -> '%s' (%s): %s keeps its %s name%s%s", x2->name,
+		rc = add_note(v, c, "Cast '%s' (%s) -> '%s' (%s): %s keeps its %s name%s%s", x2->name,
 			      prec_name(v, src), x->name, prec_name(v, pin), x->is_output ? "the graph output" : "a tensor read in a subgraph",
 			      prec_name(v, pin), m ? "; also read as is by " : "", m ? rt : "");
 		goto out;
@@ -1472,8 +1453,7 @@ static int place_casts(struct cv *v, struct ir_value *x, int src)
 		}
 	pass_maps(v->c, to->name, x->name);
 	readers_text(lst, m, rt, sizeof(rt));
-	char cn[256];
-	rc = add_note(v, nname(c, cn, sizeof(cn)), "Cast '%s' (%s) -> '%s' (%s) for %s", x->name, prec_name(v, src),
+	rc = add_note(v, c, "Cast '%s' (%s) -> '%s' (%s) for %s", x->name, prec_name(v, src),
 		      to->name, prec_name(v, other), rt);
 out:
 	free(rn);
@@ -1747,14 +1727,11 @@ static void cv_free(struct cv *v)
 	free(v->ns);
 	free(v->cs);
 	free(v->prec);
-	free(v->cal);
 	free(v->bnode_used);
 	strlist_clear(&v->bops);
 	strlist_clear(&v->bnodes);
-	for (int i = 0; i < v->n_notes; i++) {
-		free(v->notes[i].node);
+	for (int i = 0; i < v->n_notes; i++)
 		free(v->notes[i].text);
-	}
 	free(v->notes);
 }
 
@@ -1795,14 +1772,9 @@ static int setup(struct cv *v, struct pass_ctx *c, int T)
 	v->prec = calloc(v->n_vals ? v->n_vals : 1, 1);
 	if (!v->ns || !v->cs || !v->prec)
 		return oom(v);
-	const struct ir_calib *cal = c->calib;
-	if (cal && cal->n > 0) {
-		if (!(v->cal = malloc(sizeof(*v->cal) * (size_t)cal->n)))
-			return oom(v);
-		for (int i = 0; i < cal->n; i++)
-			if (cal->t[i].name)
-				v->cal[v->n_cal++] = &cal->t[i];
-		qsort(v->cal, (size_t)v->n_cal, sizeof(*v->cal), cal_cmp);
+	if (c->calib && c->calib->n > 0) {
+		v->calib = c->calib;
+		v->n_cal = c->calib->n;
 	}
 	return 0;
 }
@@ -1923,8 +1895,7 @@ static int run_convert(struct pass_ctx *c, int T)
 					      "float32, which saves Casts", n->op_type);
 		}
 		for (int i = 0; i < v->n_notes; i++)
-			pass_note(c, NULL, "%s%s%s", v->notes[i].node ? v->notes[i].node : "", v->notes[i].node ? ": " : "",
-				  v->notes[i].text);
+			pass_note(c, v->notes[i].node >= 0 ? ir_node_by_id(g, v->notes[i].node) : NULL, "%s", v->notes[i].text);
 		ir_for_each_node(g, n) {
 			if (n->id >= v->n_ns || !runs_t(v, n) || v->ns[n->id].passive)
 				continue;
