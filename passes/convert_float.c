@@ -865,6 +865,12 @@ static int decide(struct cv *v, struct ir_node *n)
 	}
 	if (blocked_op(v, n))
 		return keep(v, n, R_OTHER, "%s is in block-ops", n->op_type);
+	if (n->op == IR_OP_Cast && n->n_inputs == 1 && n->inputs[0] && type_of(n->inputs[0])->elem == v->T) {
+		/* a Cast from the target type to float32 (such as the boundary an earlier conversion
+		 * made): converted it is a Cast to itself, so it goes the way of its readers */
+		s->neutral = true;
+		return 0;
+	}
 	char subs[300] = "";
 	for (int i = 0, k = 0; i < n->n_attrs; i++)
 		if (n->attrs[i].type == IR_ATTR_GRAPH || n->attrs[i].type == IR_ATTR_GRAPHS)
@@ -1765,7 +1771,7 @@ static int setup(struct cv *v, struct pass_ctx *c, int T)
 		return rc;
 	if (!(v->bnode_used = calloc((size_t)(v->bnodes.n ? v->bnodes.n : 1), 1)))
 		return oom(v);
-	v->n_ns = v->g->next_id + 1;
+	v->n_ns = v->g->next_id > 0 ? v->g->next_id : 1;
 	v->n_vals = v->g->n_values;
 	v->ns = calloc((size_t)v->n_ns, sizeof(*v->ns));
 	v->cs = calloc(v->n_vals ? v->n_vals : 1, sizeof(*v->cs));
@@ -1887,9 +1893,13 @@ static int run_convert(struct pass_ctx *c, int T)
 				  c->calib->random ? ", from random data: the ranges say nothing about real inputs" : "",
 				  v->data_max);
 		ir_for_each_node(g, n) {
+			if (n->id >= v->n_ns)
+				continue;   /* a Cast made here */
 			const struct nst *s = &v->ns[n->id];
 			if (s->kind == K_KEEP)
 				pass_rejected(c, n, "%s", s->why);
+			else if (s->kind == K_CONV && s->neutral_f32 && n->op == IR_OP_Cast)
+				pass_rejected(c, n, "a Cast from %s to float32 whose readers are float32: left as it is", v->tn);
 			else if (s->kind == K_CONV && s->neutral_f32)
 				pass_rejected(c, n, "%s only moves or selects values and its neighbours are float32: left "
 					      "float32, which saves Casts", n->op_type);

@@ -102,6 +102,8 @@ def rnd(*shape, scale=1.0):
 def ort_outputs(path, feeds):
     so = ort.SessionOptions()
     so.log_severity_level = 3
+    # no graph optimizations: they may drop a float32 -> float16 -> float32 pair of Casts
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     s = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
     names = [o.name for o in s.get_outputs()]
     return dict(zip(names, s.run(None, feeds)))
@@ -315,6 +317,21 @@ def t_cnn():
 def t_cnn_no_keep_io():
     case("cnn-keep-io-off", cnn(), "keep-io=off", {"x": rnd(2, 1, 8, 8)}, casts=0, rewritten=8, io_dtype=T.FLOAT16,
          notes=["0 Casts inserted"])
+
+
+def t_cnn_ir3():
+    # IR version 3: every initializer is also a graph input; they are weights all the same (converted,
+    # their input type float16), and only x and y get Casts
+    m = cnn(8)
+    m.ir_version = 3
+    m.graph.input.extend([vi(i.name, T.FLOAT, list(i.dims)) for i in m.graph.initializer])
+    onnx.checker.check_model(m)
+
+    def more(rep, nodes, texts, saved):
+        ins = {i.name: i.type.tensor_type.elem_type for i in saved.graph.input}
+        check("cnn-ir3: x stays float32, the weights' inputs are float16",
+              ins.get("x") == T.FLOAT and all(t == T.FLOAT16 for k, t in ins.items() if k != "x"), f"{ins}")
+    case("cnn-ir3", m, "", {"x": rnd(2, 1, 8, 8)}, casts=2, rewritten=8, io_dtype=None, extra=more)
 
 
 def t_transformer():
@@ -584,6 +601,38 @@ def t_output_read_neutral():
                "Casts"], notes=["Cast 'a' (float32) -> 'a_float16' (float16) for sig"])
 
 
+def t_twice():
+    # a second conversion finds nothing to do: the boundary Cast before y stays as it is
+    if FILTER and FILTER not in "twice":
+        return
+    src = os.path.join(TMP, "twice.onnx")
+    onnx.save(cnn(), src)
+    rc, so, se = ogsh(src, "apply convert-fp16; apply convert-fp16 --json")
+    docs = json_docs(so)
+    rep = docs[-1] if docs else {}
+    texts = [m["node"] + ": " + m["text"] for m in rep.get("messages", []) if m.get("node")]
+    check("twice: the second conversion changes nothing", rc == 0 and rep.get("changed") is False, (so + se)[-400:])
+    check("twice: the boundary Cast is left as it is",
+          "y_float16_to_float32: a Cast from float16 to float32 whose readers are float32: left as it is" in texts,
+          f"{texts}")
+
+
+def t_resize():
+    # Resize's scales (and roi) are float32 only in ONNX: they stay float32 in a converted Resize
+    nodes = [
+        h.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+        h.make_node("Resize", ["c", "", "scales"], ["r"], name="resize", mode="nearest"),
+        h.make_node("Sigmoid", ["r"], ["y"], name="sig"),
+    ]
+    m = model(nodes, [vi("x", T.FLOAT, [1, 2, 4, 4])], [vi("y", T.FLOAT, [1, 3, 8, 8])],
+              [init("w", rnd(3, 2, 3, 3, scale=0.3)), init("scales", [1, 1, 2, 2])])
+
+    def more(rep, nodes, texts, saved):
+        ts = {i.name: i.data_type for i in saved.graph.initializer}
+        check("resize: scales stays float32, w is float16", ts == {"w": T.FLOAT16, "scales": T.FLOAT}, f"{ts}")
+    case("resize", m, "", {"x": rnd(1, 2, 4, 4)}, casts=2, rewrites=["resize: Resize in float16"], extra=more)
+
+
 def t_explain():
     if FILTER and FILTER not in "explain":
         return
@@ -607,9 +656,9 @@ def main():
         FILTER = sys.argv[sys.argv.index("-k") + 1]
     with tempfile.TemporaryDirectory(prefix="ogsh-convert-") as tmp:
         TMP = tmp
-        for t in (t_cnn, t_cnn_no_keep_io, t_transformer, t_transformer_max_reduction, t_transformer_symbolic, t_topk,
+        for t in (t_cnn, t_cnn_no_keep_io, t_cnn_ir3, t_transformer, t_transformer_max_reduction, t_transformer_symbolic, t_topk,
                   t_block_options, t_weights, t_bf16, t_fused, t_subgraph, t_constants, t_no_fp16_op,
-                  t_output_read_inside, t_output_read_neutral, t_explain):
+                  t_output_read_inside, t_output_read_neutral, t_twice, t_resize, t_explain):
             try:
                 t()
             except Exception as e:  # noqa: BLE001
