@@ -852,10 +852,10 @@ static int decide(struct cv *v, struct ir_node *n)
 		if (!seq && is_f32_container(x))
 			seq = x->name;
 	}
+	const char *bn = blocked_node(v, n);
 	if (!f32 && !unk && !seq)
 		return 0;   /* nothing float32 here: left alone */
 	s->kind = K_CONV;
-	const char *bn = blocked_node(v, n);
 	if (bn)
 		return strcmp(bn, n->name ? n->name : "") ? keep(v, n, R_OTHER, "in block-nodes ('%s')", bn)
 							 : keep(v, n, R_OTHER, "in block-nodes");
@@ -1073,8 +1073,10 @@ static int src_prec(const struct cv *v, const struct ir_value *x)
 			return const_prec(v, x);
 		return slot_mode(v, p, true, x->producer_slot) == S_T ? P_T : P_F32;
 	}
-	if (is_user_input(v, x))
-		return v->keep_io ? P_F32 : P_T;
+	if (is_user_input(v, x)) {
+		int pin = pin_prec(v, x);   /* read inside a subgraph: float32 even with keep-io=off */
+		return pin ? pin : v->keep_io ? P_F32 : P_T;
+	}
 	return const_prec(v, x);
 }
 

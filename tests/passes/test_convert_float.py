@@ -371,6 +371,27 @@ def t_transformer_symbolic():
          notes=["softmax: Softmax: the depth of its reduction depends on a symbolic dim"])
 
 
+def t_reduce_axes_input():
+    # opset 18: the axes of ReduceSumSquare and ReduceMean are an input; x*x feeding a kept reduction
+    # stays float32 with it; the Softmax over 4 values does not go
+    nodes = [
+        h.make_node("ReduceSumSquare", ["x", "ax1"], ["ss"], name="sumsq", keepdims=1),
+        h.make_node("Mul", ["x", "x"], ["xx"], name="square"),
+        h.make_node("ReduceMean", ["xx", "ax1"], ["ms"], name="meansq", keepdims=1),
+        h.make_node("ReduceSum", ["x", "ax0"], ["s0"], name="sum0", keepdims=1),
+        h.make_node("Add", ["ss", "ms"], ["a"], name="add"),
+        h.make_node("Mul", ["a", "s0"], ["b"], name="mul"),
+        h.make_node("Softmax", ["b"], ["y"], name="softmax", axis=0),
+    ]
+    m = model(nodes, [vi("x", T.FLOAT, [4, 64])], [vi("y", T.FLOAT, [4, 64])],
+              [init("ax1", [1], np.int64), init("ax0", [-2], np.int64)], opset=18)
+    case("reduce-axes-input", m, "max-reduction=16", {"x": rnd(4, 64, scale=0.5)},
+         kept=["sumsq: ReduceSumSquare over 64 elements, deeper than max-reduction 16: kept float32",
+               "meansq: ReduceMean over 64 elements, deeper than max-reduction 16",
+               "square: Mul feeds 'meansq' (ReduceMean), kept float32 for its long sum"],
+         not_kept=["sum0", "softmax", "add"])
+
+
 def topk_model():
     nodes = [
         h.make_node("MatMul", ["x", "w"], ["s"], name="mm"),
@@ -523,6 +544,13 @@ def t_subgraph():
         h.make_node("Add", ["b", "sx"], ["y"], name="add"),
     ]
     m = model(nodes, [vi("x", T.FLOAT, [2, 4]), vi("cond", T.BOOL, [])], [vi("y", T.FLOAT, [2, 4])])
+    # keep-io=off: y becomes float16, x stays float32 (the branches read it by name)
+    def x32(rep, nodes, texts, saved):
+        ts = {v.name: v.type.tensor_type.elem_type for v in list(saved.graph.input) + list(saved.graph.output)}
+        check("subgraph-keep-io-off: x float32, y float16", ts.get("x") == T.FLOAT and ts.get("y") == T.FLOAT16,
+              f"{ts}")
+    case("subgraph-keep-io-off", m, "keep-io=off", {"x": rnd(2, 4), "cond": np.array(True)}, io_dtype=None,
+         extra=x32)
     for c in (True, False):
         case(f"subgraph-if-{c}", m, "", {"x": rnd(2, 4), "cond": np.array(c)},
              kept=["branch: If has subgraphs (else_branch, then_branch), which this pass does not enter; Casts around "
@@ -656,7 +684,7 @@ def main():
         FILTER = sys.argv[sys.argv.index("-k") + 1]
     with tempfile.TemporaryDirectory(prefix="ogsh-convert-") as tmp:
         TMP = tmp
-        for t in (t_cnn, t_cnn_no_keep_io, t_cnn_ir3, t_transformer, t_transformer_max_reduction, t_transformer_symbolic, t_topk,
+        for t in (t_cnn, t_cnn_no_keep_io, t_cnn_ir3, t_transformer, t_transformer_max_reduction, t_transformer_symbolic, t_reduce_axes_input, t_topk,
                   t_block_options, t_weights, t_bf16, t_fused, t_subgraph, t_constants, t_no_fp16_op,
                   t_output_read_inside, t_output_read_neutral, t_twice, t_resize, t_explain):
             try:
