@@ -1209,10 +1209,10 @@ static int note_clamped(struct cv *v, const char *name, const struct cstat *cs, 
 				(unsigned long long)cs->vanish, v->tsub);
 	}
 	if (cs->vanish)
-		return add_note(v, NULL, "'%s': %llu of %llu values are below %s's smallest subnormal %.3g and become 0 "
+		return add_note(v, NULL, "'%s': %llu of %llu values %s below %s's smallest subnormal %.3g and become%s 0 "
 				"(the largest of them %.3g, the tensor's largest |x| %s); clamp=on keeps them at +-%.3g", name,
-				(unsigned long long)cs->vanish, (unsigned long long)cs->numel, v->tn, v->tsub, cs->vmax,
-				num(cs->amax, b1, sizeof(b1)), v->tsub);
+				(unsigned long long)cs->vanish, (unsigned long long)cs->numel, cs->vanish == 1 ? "is" : "are",
+				v->tn, v->tsub, cs->vanish == 1 ? "s" : "", cs->vmax, num(cs->amax, b1, sizeof(b1)), v->tsub);
 	return 0;
 }
 
@@ -1970,9 +1970,9 @@ static const struct pass_option bf16_opts[] = {
 	"results are indices, counts or thresholds that rounding breaks, or that its kernels lack); block-ops=+Op "   \
 	"adds to that list, block-ops=-Op takes one out, block-ops=A,B replaces it, block-ops= empties it; nodes "    \
 	"with subgraphs (If, Loop, Scan), which this pass does not enter: they get Casts around them, and a tensor "  \
-	"they read by name keeps its name in float32; sequences; tensors whose type is not known; ops ONNX has in "   \
-	"no such version at the model's opset (each op's type constraints decide: most ops take bfloat16 from opset " \
-	"13, Conv from 22, Einsum never; ogsh's fused ops when an op of their function body does not); nodes "        \
+	"they read by name keeps its name in float32; sequences; tensors whose type is not known; ops that ONNX "  \
+	"does not define for the type at the model's opset (each op's type constraints decide: most ops take "       \
+	"bfloat16 from opset 13, Conv from 22, Einsum never; ogsh's fused ops when an op of their function body does not); nodes "        \
 	"reading a weight that does not fit (below); reductions deeper than max-reduction; and, with calibration, "   \
 	"the activation and long-sum rules below. Where unsure, the node stays float32.\n\n"                          \
 	"Long sums. A reduction adds many numbers: ReduceSum and ReduceMean, the mean and the variance of "           \

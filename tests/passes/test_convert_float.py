@@ -468,7 +468,7 @@ def t_weights():
                "would clamp it: kept float32",
                "add_eps: its weight 'eps' would become all zeros: its largest |x| 1e-12 is below float16's smallest "
                "subnormal 5.96e-08; clamp=on would clamp it: kept float32"],
-         notes=["'tiny': 1 of 8 values are below float16's smallest subnormal 5.96e-08 and become 0"],
+         notes=["'tiny': 1 of 8 values is below float16's smallest subnormal 5.96e-08 and becomes 0"],
          rewrites=["mul_tiny: Mul in float16"])
 
     def clamped(rep, nodes, texts, saved):
