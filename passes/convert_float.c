@@ -245,7 +245,7 @@ struct cv {
 	struct castnote *notes; /* Casts inserted and weights, reported after the kept nodes */
 	int n_notes, cap_notes;
 	/* totals for the summary */
-	int n_casts, n_types, n_inits, n_consts, n_clamped;
+	int n_casts, n_inits, n_consts, n_clamped;
 	double bytes_before, bytes_after;
 };
 
@@ -1870,8 +1870,6 @@ static int run_convert(struct pass_ctx *c, int T)
 			n_t++;
 			if ((rc = convert_source(v, x, renamed)))
 				break;
-			if (!renamed && x->type.kind == IR_TYPE_TENSOR)
-				v->n_types++;
 		}
 		rc = place_casts(v, x, v->prec[i]);
 	}
@@ -1890,6 +1888,9 @@ static int run_convert(struct pass_ctx *c, int T)
 			  v->n_consts == 1 ? "" : "s", pass_bytes_text(v->bytes_before, b1, sizeof(b1)),
 			  pass_bytes_text(v->bytes_after, b2, sizeof(b2)), v->n_casts, v->n_casts == 1 ? "" : "s",
 			  v->keep_io ? " (keep-io: the graph's inputs and outputs stay float32)" : "");
+		if (v->clamp)
+			pass_note(c, NULL, "clamp=on: %d weight%s clamped (listed below)", v->n_clamped,
+				  v->n_clamped == 1 ? "" : "s");
 		if (c->calib)
 			pass_note(c, NULL, "with calibration (%d tensors%s): data-max %g applies", v->n_cal,
 				  c->calib->random ? ", from random data: the ranges say nothing about real inputs" : "",

@@ -203,7 +203,8 @@ def case(name, m, args, feeds, *, pass_name="convert-fp16", casts=None, kept=(),
     inz2 = os.path.join(d, "in2.npz")
     np.savez(inz2, **feeds2)
 
-    # (3) onnxruntime on the saved model
+    # (3) onnxruntime on the saved model; use_ort="kernels": it may lack a kernel for the type
+    # (bfloat16 on the CPU), which is then said and skipped; the graph must still load
     if use_ort and ort is not None:
         try:
             got = ort_outputs(out, feeds2)
@@ -211,7 +212,12 @@ def case(name, m, args, feeds, *, pass_name="convert-fp16", casts=None, kept=(),
             check(f"{name}: onnxruntime agrees with ogsh's float32 run (rtol {rtol})",
                   got.keys() == refs.keys() and all(r[0] for r in res), f"{[r[1] for r in res]}")
         except Exception as e:  # noqa: BLE001
-            check(f"{name}: onnxruntime runs the saved model", False, str(e)[:400])
+            missing = "NOT_IMPLEMENTED" in str(e) and "Could not find an implementation" in str(e)
+            if use_ort == "kernels" and missing:
+                print(f"skip  {name}: onnxruntime's CPU provider has no kernel for it ({str(e)[-120:].strip()}); "
+                      "ogsh's run checks the numbers")
+            else:
+                check(f"{name}: onnxruntime runs the saved model", False, str(e)[:400])
 
     # (4) ogsh's own run of the converted stage
     rc, so, se = ogsh(out, f"run --inputs={inz2} --save-outputs={os.path.join(d, 'got.npz')}")
@@ -478,7 +484,7 @@ def t_weights():
         eps = [nh.to_array(i) for i in saved.graph.initializer if i.name == "eps"]
         check("clamp: 'eps' is the smallest subnormal", eps and float(eps[0][0]) == 2.0 ** -24, f"{eps}")
     case("weights-clamp", weights_model(), "clamp=on", {"x": rnd(2, 8)}, numbers=False,
-         notes=["clamped 'w': 1 value beyond 65504 set to +-65504 (largest |x| 1000000)",
+         notes=["clamp=on: 3 weights clamped", "clamped 'w': 1 value beyond 65504 set to +-65504 (largest |x| 1000000)",
                 "clamped 'eps': 0 values beyond 65504", "clamped 'tiny'"],
          rewrites=["div_big: Div in float16", "add_eps: Add in float16"], extra=clamped)
 
@@ -488,17 +494,18 @@ def t_bf16():
     def bf(rep, nodes, texts, saved):
         inits = {i.name: i.data_type for i in saved.graph.initializer}
         check("bf16: every weight is bfloat16", all(t == T.BFLOAT16 for t in inits.values()), f"{inits}")
-    # onnxruntime's CPU provider has no bfloat16 Conv: ogsh's own run checks the numbers
+    # onnxruntime's CPU provider has few bfloat16 kernels (no Conv): where it lacks one, ogsh's own
+    # run checks the numbers
     case("bf16-opset22", cnn(22), "", {"x": rnd(2, 1, 8, 8)}, pass_name="convert-bf16", casts=2, rewritten=8,
-         rtol=3e-2, use_ort=False, extra=bf)
+         rtol=3e-2, use_ort="kernels", extra=bf)
     # opset 17: Conv, MaxPool and GlobalAveragePool take bfloat16 only from opset 22
-    case("bf16-opset17", cnn(17), "", {"x": rnd(2, 1, 8, 8)}, pass_name="convert-bf16", rtol=3e-2, use_ort=False,
+    case("bf16-opset17", cnn(17), "", {"x": rnd(2, 1, 8, 8)}, pass_name="convert-bf16", rtol=3e-2, use_ort="kernels",
          kept=["conv1: Conv takes bfloat16 from ONNX opset 22, the model imports opset 17: kept float32",
                "pool1: MaxPool takes bfloat16 from ONNX opset 22",
                "gap: GlobalAveragePool takes bfloat16 from ONNX opset 22"],
          rewrites=["fc: Gemm in bfloat16"])
     case("bf16-transformer", transformer(), "", {"x": rnd(2, 8, 32)}, pass_name="convert-bf16", casts=2,
-         rtol=5e-2, use_ort=False, rewrites=["ln1: LayerNormalization in bfloat16"])
+         rtol=5e-2, use_ort="kernels", rewrites=["ln1: LayerNormalization in bfloat16"])
     if FILTER and FILTER not in "bf16-opset12":
         return
     src = os.path.join(TMP, "bf16-opset12.onnx")
