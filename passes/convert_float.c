@@ -614,7 +614,7 @@ static int keep(struct cv *v, const struct ir_node *n, int rule, const char *fmt
 	return 0;
 }
 
-/* Whether block-nodes names n: its name, n<id>, or a glob of either. */
+/* Whether block-nodes names n: its name, n<id> or the bare id, or a glob of the name or n<id>. */
 static const char *blocked_node(struct cv *v, const struct ir_node *n)
 {
 	char id[32];
@@ -622,7 +622,7 @@ static const char *blocked_node(struct cv *v, const struct ir_node *n)
 	for (int i = 0; i < v->bnodes.n; i++) {
 		const char *p = v->bnodes.s[i];
 		if ((n->name && *n->name && (!strcmp(p, n->name) || !fnmatch(p, n->name, 0))) || !strcmp(p, id) ||
-		    !fnmatch(p, id, 0)) {
+		    !strcmp(p, id + 1) || !fnmatch(p, id, 0)) {
 			v->bnode_used[i] = true;
 			return p;
 		}
@@ -1803,7 +1803,7 @@ static int run_convert(struct pass_ctx *c, int T)
 			goto out;
 	for (int i = 0; i < v->bnodes.n; i++)
 		if (!v->bnode_used[i]) {
-			rc = ir_diag_err(c->d, IR_ERR, "block-nodes: '%s' matches no node (a name, n<id>, or a glob)",
+			rc = ir_diag_err(c->d, IR_ERR, "block-nodes: '%s' matches no node (a name, an id, or a glob)",
 					 v->bnodes.s[i]);
 			goto out;
 		}
@@ -1888,9 +1888,11 @@ static int run_convert(struct pass_ctx *c, int T)
 			  v->n_consts == 1 ? "" : "s", pass_bytes_text(v->bytes_before, b1, sizeof(b1)),
 			  pass_bytes_text(v->bytes_after, b2, sizeof(b2)), v->n_casts, v->n_casts == 1 ? "" : "s",
 			  v->keep_io ? " (keep-io: the graph's inputs and outputs stay float32)" : "");
-		if (v->clamp)
+		if (v->clamp && v->n_clamped)
 			pass_note(c, NULL, "clamp=on: %d weight%s clamped (listed below)", v->n_clamped,
 				  v->n_clamped == 1 ? "" : "s");
+		else if (v->clamp)
+			pass_note(c, NULL, "clamp=on: no weight needed clamping");
 		if (c->calib)
 			pass_note(c, NULL, "with calibration (%d tensors%s): data-max %g applies", v->n_cal,
 				  c->calib->random ? ", from random data: the ranges say nothing about real inputs" : "",
@@ -1944,7 +1946,7 @@ static int run_bf16(struct pass_ctx *c)
 	  "the graph's float32 inputs and outputs stay float32, with a Cast at the boundary; off: they become " T }, \
 	{ "block-ops", "string", DEFAULT_BLOCK_OPS,                                                                   \
 	  "ops kept float32 (comma list; a domain such as ai.onnx.ml blocks all its ops; +Op,-Op edit the default)" }, \
-	{ "block-nodes", "string", "", "nodes kept float32: names, n<id> or globs ('/encoder/*'), comma-separated" }, \
+	{ "block-nodes", "string", "", "nodes kept float32: names, ids (n7 or 7) or globs ('/encoder/*'), comma list" }, \
 	{ "clamp", "bool", "false", "clamp weights beyond " T "'s range or below its smallest subnormal, and list "    \
 	  "them; off: they are reported and their readers stay float32" }
 
@@ -1966,7 +1968,7 @@ static const struct pass_option bf16_opts[] = {
 
 #define EXPLAIN_RULES                                                                                                \
 	"Which nodes stay float32, each named in the report with its reason, in this order: those in block-nodes "   \
-	"(names, n<id>, globs); ops in block-ops, by default onnxruntime's float16 converter's list (the ai.onnx.ml " \
+	"(names, ids, globs); ops in block-ops, by default onnxruntime's float16 converter's list (the ai.onnx.ml " \
 	"ops, RandomUniformLike, NonMaxSuppression, TopK, RoiAlign, Range, CumSum, Min, Max, Upsample: ops whose "    \
 	"results are indices, counts or thresholds that rounding breaks, or that its kernels lack); block-ops=+Op "   \
 	"adds to that list, block-ops=-Op takes one out, block-ops=A,B replaces it, block-ops= empties it; nodes "    \

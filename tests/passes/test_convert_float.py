@@ -434,8 +434,8 @@ def t_block_options():
          kept=["relu1: Relu is in block-ops", "relu2: Relu is in block-ops"], not_kept=["conv1", "fc"])
     case("block-nodes", cnn(), "block-nodes=conv2", {"x": rnd(2, 1, 8, 8)},
          kept=["conv2: in block-nodes: kept float32"], not_kept=["conv1"])
-    case("block-nodes-glob", cnn(), "block-nodes=conv*,n7", {"x": rnd(2, 1, 8, 8)},
-         kept=["conv1: in block-nodes ('conv*')", "conv2: in block-nodes ('conv*')", "fc: in block-nodes ('n7')"])
+    case("block-nodes-glob", cnn(), "block-nodes=conv*,7", {"x": rnd(2, 1, 8, 8)},
+         kept=["conv1: in block-nodes ('conv*')", "conv2: in block-nodes ('conv*')", "fc: in block-nodes ('7')"])
     if FILTER and FILTER not in "block-errors":
         return
     src = os.path.join(TMP, "block-errors.onnx")
