@@ -240,7 +240,7 @@ const struct sh_cmd sh_commands[] = {
 	  "known. NODE is a node name, an id such as n12, or #12.",
 	  "cost conv1", "--json", SH_C_NODE, SH_F_JSON, "inspect" },
 	{ "dot", cmd_dot,
-	  "[FILE] [--stage=N] [--diff=A] [--around=NODE [--radius=R]] [--from=TENSOR] [--to=TENSOR] [--collapse [--depth=D]] [--expand-fused] [--weights] [--color-by=op|flops|memory|time|error] [--rankdir=TB|LR] [--max-nodes=N]",
+	  "[FILE] [--stage=N] [--diff=A] [--around=NODE [--radius=R]] [--from=TENSOR] [--to=TENSOR] [--collapse [--depth=D]] [--expand-fused] [--weights] [--qdq-nodes] [--color-by=op|flops|memory|time|error|precision] [--rankdir=TB|LR] [--max-nodes=N]",
 	  "draw the graph with Graphviz: DOT, SVG, PNG or PDF",
 	  "Draws the current stage (--stage=N another) with Graphviz: without FILE it prints the drawing "
 	  "as DOT; FILE.dot or .gv writes DOT, FILE.svg, .png or .pdf lays it out and renders it (the file "
@@ -250,7 +250,12 @@ const struct sh_cmd sh_commands[] = {
 	  "and outputs are marked. Colours are op families, with a legend. --diff=A draws what changed "
 	  "since stage A as diff matches nodes: added green, changed orange, removed (from A's graph) "
 	  "dashed red. --color-by=flops|memory colours nodes on a 9-step scale by the cost model's "
-	  "FLOPs or bytes moved, time|error by the figures of `profile` or `run --check` for the stage. "
+	  "FLOPs or bytes moved, time|error by the figures of `profile` or `run --check` for the stage, "
+	  "precision by what each node computes in (float32, float16, bfloat16, int8, fp8, int4: a Conv "
+	  "reading DequantizeLinear of int8 is int8). A DequantizeLinear of a quantized weight is folded "
+	  "into its reader's label (\"W int8[64,3,7,7] (9,408) per channel\"), and a QuantizeLinear -> "
+	  "DequantizeLinear pair of activations is drawn as a mark on the edge (\"int8 0.0123\" and a "
+	  "diamond) instead of two nodes; --qdq-nodes draws them as nodes. "
 	  "--around=NODE draws the nodes within --radius steps (default 2); --from/--to the nodes "
 	  "between two tensors; tensors coming from or going to nodes not drawn end in small labels. --collapse draws each name scope (/encoder/layer.3/...) as one box with "
 	  "its node count and commonest ops, at --depth scope levels (chosen when not given), and the "
@@ -259,7 +264,7 @@ const struct sh_cmd sh_commands[] = {
 	  "their types as tooltips, not labels; above 1,500 they are straight, with less crossing "
 	  "minimisation, and long ones are cut short; above --max-nodes (default 20,000) the drawing "
 	  "is refused.",
-	  "dot model.svg --diff=0", "--stage= --diff= --around= --radius= --from= --to= --collapse --depth= --expand-fused --weights --color-by= --rankdir= --max-nodes=",
+	  "dot model.svg --diff=0", "--stage= --diff= --around= --radius= --from= --to= --collapse --depth= --expand-fused --weights --qdq-nodes --color-by= --rankdir= --max-nodes=",
 	  SH_C_FILE, 0, "inspect" },
 	{ "rm", cmd_rm, "NODE", "remove a node, rewiring its consumers",
 	  "Removes a node. If its outputs are used, the node must have one data input (other "
