@@ -847,13 +847,15 @@ static int deq_stats_of(const struct ir_tensor *x, const struct ir_node *dq, str
 		return 0;
 	}
 	/* the shapes must agree, or the indexes below would run past the scale */
+	if (q->axis < 0 && q->axis >= -(int64_t)x->rank)
+		ds->q.axis += x->rank;
 	bool fits = true;
 	if (q->kind == IR_QDQ_CHANNEL)
 		fits = q->axis >= 0 && q->axis < x->rank && st->numel == (uint64_t)x->dims[q->axis];
 	else if (q->kind == IR_QDQ_BLOCKED) {
 		fits = q->axis >= 0 && q->axis < x->rank && st->rank == x->rank;
 		for (int k = 0; fits && k < x->rank; k++) {
-			int64_t want = k == q->axis ? (x->dims[k] + q->block_size - 1) / q->block_size : x->dims[k];
+			int64_t want = k != q->axis ? x->dims[k] : x->dims[k] ? (x->dims[k] - 1) / q->block_size + 1 : 0;
 			fits = st->dims[k] == want;
 		}
 	}

@@ -18,8 +18,10 @@ MatMul+Add head) quantized by onnxruntime's quantize_static (QDQ format,
 per-channel int8 weights, MinMax and Entropy calibration on random data); an
 int4 weight with blocked scales (opset 21); a float8 E4M3FN weight (opset 19);
 a float weight written as QuantizeLinear -> DequantizeLinear; an int8 weight
-in a Constant node; and the fusions that fold into weights (fuse-conv-bn,
-fuse-conv-add, fuse-matmul-add) on quantized weights.
+in a Constant node; the fusions that fold into weights (fuse-conv-bn,
+fuse-conv-add, fuse-matmul-add) on quantized weights; and the issue's case,
+tests/models' ResNet-50 quantized by onnxruntime (skipped with
+OGSH_QCLEAN_QUICK=1).
 Prints one line per check; exits non-zero on any failure, 77 (skipped) when
 onnxruntime is missing.
 """
@@ -384,6 +386,46 @@ def t_ort():
                 opt_case(f"{name}-{level}", q, feeds_x(), script=f"apply fold-constants --json; optimize --level={level}", min_kept=5)
 
 
+def t_resnet50():
+    """The issue's case: tests/models' ResNet-50 quantized by onnxruntime (pre-processed, then quantize_static
+    per-channel QDQ): 26 MB that `optimize` used to grow to 39 MB of float weights. Skipped with
+    OGSH_QCLEAN_QUICK=1 (it takes about a minute)."""
+    name = "ort-resnet50"
+    if (FILTER and FILTER not in name) or os.environ.get("OGSH_QCLEAN_QUICK"):
+        return
+    import importlib.util
+    import logging
+    logging.getLogger().setLevel(logging.ERROR)
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.spec_from_file_location("make_models", os.path.join(here, "..", "models", "make_models.py"))
+    mm = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mm)
+    d = os.path.join(TMP, name)
+    os.makedirs(d, exist_ok=True)
+    mm.main([d, "resnet50"])
+    f, pre, q = os.path.join(d, "resnet50.onnx"), os.path.join(d, "pre.onnx"), os.path.join(d, "q.onnx")
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+    quant_pre_process(f, pre, skip_symbolic_shape=True)
+    os.remove(f)
+    inp = onnx.load(pre, load_external_data=False).graph.input[0].name
+
+    class Reader(oq.CalibrationDataReader):
+        def __init__(self):
+            self.left, self.rng = 2, np.random.default_rng(0)
+
+        def get_next(self):
+            if self.left <= 0:
+                return None
+            self.left -= 1
+            return {inp: self.rng.standard_normal((1, 3, 224, 224)).astype(np.float32)}
+
+    oq.quantize_static(pre, q, Reader(), quant_format=oq.QuantFormat.QDQ, per_channel=True,
+                       weight_type=oq.QuantType.QInt8, activation_type=oq.QuantType.QInt8)
+    os.remove(pre)
+    feeds = {inp: np.random.default_rng(5).standard_normal((1, 3, 224, 224)).astype(np.float32)}
+    opt_case(name, q, feeds, script="apply fold-constants --json; optimize", min_kept=54)
+
+
 def t_int4():
     opt_case("int4-blocked", int4_model(), {"x": np.random.default_rng(1).standard_normal((2, 256)).astype(np.float32)},
              script="apply fold-constants --json; optimize --level=all",
@@ -456,7 +498,7 @@ def main():
         FILTER = sys.argv[sys.argv.index("-k") + 1]
     with tempfile.TemporaryDirectory(prefix="ogsh-qclean-") as tmp:
         TMP = tmp
-        for t in (t_ort, t_int4, t_fp8, t_qdq_const, t_fusions, t_explain):
+        for t in (t_ort, t_resnet50, t_int4, t_fp8, t_qdq_const, t_fusions, t_explain):
             try:
                 t()
             except Exception as e:  # noqa: BLE001
