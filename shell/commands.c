@@ -34,7 +34,10 @@ const struct sh_cmd sh_commands[] = {
 	  SH_C_FILE, 0, "session" },
 	{ "info", cmd_info, "[--json]", "summarise the model",
 	  "Producer, IR version, opsets, graph inputs and outputs with their types, node and "
-	  "initializer counts, parameters and weight bytes, functions and metadata.",
+	  "initializer counts, parameters and weight bytes, functions and metadata. The precision "
+	  "row gives the weight bytes by dtype (when not all float32); the quantization row counts "
+	  "QuantizeLinear and DequantizeLinear nodes (those of weights apart) and the types they "
+	  "quantize to, and the casts row the Casts when some convert to float16, bfloat16 or float8.",
 	  "info", "--json", SH_C_NONE, SH_F_JSON, "inspect" },
 	{ "nodes", cmd_nodes, "[PATTERN] [--op=TYPE] [--json]", "list nodes, in order",
 	  "Lists the nodes of the main graph in execution order: id, name, op, inputs and outputs. "
@@ -43,12 +46,16 @@ const struct sh_cmd sh_commands[] = {
 	  "nodes --op=Conv", "--op= --json", SH_C_NODE, SH_F_JSON, "inspect" },
 	{ "show", cmd_show, "NODE [--json]", "show one node in detail",
 	  "Shows a node's op, domain, attributes, and each input and output with its type, "
-	  "producer and consumers. NODE is a node name, an id such as n12, or #12.",
+	  "producer and consumers; for a QuantizeLinear or DequantizeLinear, its type, scale and "
+	  "zero point (per channel: the axis, how many scales and their range; blocked: the block "
+	  "size). NODE is a node name, an id such as n12, or #12.",
 	  "show conv1", "--json", SH_C_NODE, SH_F_JSON, "inspect" },
 	{ "tensor", cmd_tensor, "NAME [--values=N] [--json]", "show a tensor and its statistics",
 	  "For an initializer or a Constant's output: dtype, shape, size, min/max/mean/std of "
-	  "the finite values, NaN/Inf/zero counts and the first values (--values, default 8). For "
-	  "other values: the type, where the value comes from and what reads it.",
+	  "the finite values, NaN/Inf/zero counts and the first values (--values, default 8); for a "
+	  "quantized weight (int8, int4, float8... read by a DequantizeLinear), also the statistics "
+	  "of the values it stands for, S*(q-Z). For other values: the type, where the value comes "
+	  "from and what reads it.",
 	  "tensor conv1.weight", "--values= --json", SH_C_VALUE, SH_F_JSON, "inspect" },
 	{ "ops", cmd_ops, "[--json]", "count nodes per op type",
 	  "A histogram of op types over the main graph and its subgraphs, most frequent first. "
@@ -86,7 +93,11 @@ const struct sh_cmd sh_commands[] = {
 	  "flops, read, written, bytes, intensity, share; nodes: node, name, op, output (its "
 	  "elements), params, macs, flops, read, written, bytes, intensity, share; FLOPs/B and FLOPs% "
 	  "work too), largest first for numbers; --top=N keeps the first N rows. docs/costs.md says "
-	  "how each op is counted. With two stages A B (numbers from `stages`), puts their totals and op "
+	  "how each op is counted. With several weight dtypes (an int8 model's weights and float32 "
+	  "scales) the weight bytes of each are given, and when some compute is quantized or in half "
+	  "precision, the MACs and FLOPs of each precision (a Conv whose inputs come from "
+	  "DequantizeLinear of int8 computes in int8, of float8 in fp8). With two stages A B (numbers "
+	  "from `stages`), puts their totals, weight bytes by dtype, MACs by precision and op "
 	  "counts side by side with the change.",
 	  "stats --by=node --sort=flops --top=10", "--by= --sort= --top= --json", SH_C_NONE, SH_F_JSON, "inspect" },
 	{ "passes", cmd_passes, "[--json]", "list the passes",
