@@ -2102,6 +2102,11 @@ int cmd_quantize(struct session *s, int argc, char **argv)
 		qargs_add(&q, "keep-float", v);
 	}
 	int blk;
+	if ((v = sh_opt(&a, "min-channels"))) {
+		if (sh_int_opt(s, cmd, "min-channels", v, 0, &blk))
+			return -1;
+		qargs_add(&q, "min-channels", v);
+	}
 	if ((v = sh_opt(&a, "block"))) {
 		if (sh_int_opt(s, cmd, "block", v, 1, &blk))
 			return -1;

@@ -299,7 +299,7 @@ const struct sh_cmd sh_commands[] = {
 	  "calib plot conv1_out conv1.svg", "--method= --json", SH_C_VALUE, SH_F_JSON, "quantize" },
 	{ "quantize", cmd_quantize,
 	  "[int8|fp8|int4] [--method=M] [--exclude=LIST] [--only=LIST] [--per-tensor-weights] [--asymmetric] "
-	  "[--keep-float=float16|float32] [--block=N] [--awq] [--auto=TARGET --data=SPEC [--metric=M]] [--all] [--json]",
+	  "[--keep-float=float16|float32] [--min-channels=N] [--block=N] [--awq] [--auto=TARGET --data=SPEC [--metric=M]] [--all] [--json]",
 	  "insert QuantizeLinear/DequantizeLinear with the calibrated ranges: a new stage",
 	  "Runs the quantize pass on the current stage with the session's calibration (its tensors mapped to "
 	  "this stage) and prints its report, as apply does: what was quantized, what stayed in higher "
@@ -309,14 +309,15 @@ const struct sh_cmd sh_commands[] = {
 	  "Gemm (--block=32, 64 or 128; --awq scales salient channels first, from the calibration). "
 	  "--method picks the calibration method (max, percentile=P, entropy, mse); --exclude and --only take "
 	  "node names, op types or patterns, comma-separated; --asymmetric gives uint8 with a zero point; "
-	  "--keep-float=float16 keeps what is not quantized in float16. int8 and fp8 need calibrate first. "
+	  "--keep-float=float16 keeps what is not quantized in float16; layers with fewer than --min-channels (default "
+	  "16) input or output channels stay float. int8 and fp8 need calibrate first. "
 	  "--auto=TARGET (snr=35, cos=0.999, top1=99% or maxabs=X, against the current stage on --data) "
 	  "quantizes everything, ranks the quantized nodes by their error when quantized alone, keeps the "
 	  "most sensitive in float one at a time until the target holds, then drops each kept one again if "
 	  "the target still holds (a minimal set, not a contiguous range), reports every step and makes the "
 	  "stage. sensitivity replays these options node by node.",
 	  "quantize int8 --method=entropy --exclude=conv1",
-	  "--method= --exclude= --only= --per-tensor-weights --asymmetric --keep-float= --block= --awq --auto= --data= "
+	  "--method= --exclude= --only= --per-tensor-weights --asymmetric --keep-float= --min-channels= --block= --awq --auto= --data= "
 	  "--metric= --preprocess= --batch= --batches= --seed= --device= --all --json",
 	  SH_C_NONE, SH_F_JSON, "quantize" },
 	{ "convert-fp16", cmd_convert_fp16,
