@@ -341,6 +341,10 @@ def quant_models(out):
         f.write("# one label per sample\n" + "".join(f"{v}\n" for v in labels))
     np.save(os.path.join(out, "qmlp_short_labels.npy"), labels[:20])
     np.save(os.path.join(out, "qmlp_wrong.npy"), mlp_x[:, :60])
+    # a calibration cache cut short (the format is ir/calib.c's)
+    with open(os.path.join(out, "truncated.calib"), "w") as f:
+        f.write("ogsh-calib 1\nmodel_hash 0123456789abcdef\nstage 0\ndata_hash fedcba9876543210\n"
+                "data_desc \"qmlp_data.npy\"\nrandom 0\nsamples 48\nbatch 16\ntensors 2\ntensor \"x\"\ncount 3072\n")
     bad = os.path.join(out, "notimages")
     os.makedirs(bad, exist_ok=True)
     with open(os.path.join(bad, "cat.png"), "w") as f:
