@@ -26,6 +26,7 @@ extern const struct pass pass_fuse_layernorm;
 extern const struct pass pass_fuse_attention;
 extern const struct pass pass_fuse_activation;
 extern const struct pass pass_fuse_elementwise;
+extern const struct pass pass_quantize;
 
 const struct pass *const pass_registry[] = {
 	&pass_eliminate_nops,
@@ -43,5 +44,6 @@ const struct pass *const pass_registry[] = {
 	&pass_fuse_activation,
 	&pass_fuse_attention,
 	&pass_fuse_elementwise,
+	&pass_quantize,
 	NULL,
 };
