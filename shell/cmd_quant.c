@@ -653,8 +653,8 @@ static int calib_load(struct session *s, const char *path, const char *save, boo
 		sh_json_end(&j);
 	} else {
 		char b[32];
-		sh_printf(s, "loaded '%s': %d tensors of stage %d over %s, %s samples\n", sh_esc(path), c.n, st,
-			  sh_esc(c.data_desc), sh_count(c.samples, b, sizeof(b)));
+		sh_printf(s, "loaded '%s': %d tensors of stage %d over %s samples of %s\n", sh_esc(path), c.n, st,
+			  sh_count(c.samples, b, sizeof(b)), sh_esc(c.data_desc));
 		if (st != s->stage)
 			sh_printf(s, "made for stage %d (stage %d is current): %d tensors map to stage %d, %d are not in it\n",
 				  st, s->stage, mapped, s->stage, lost);
@@ -817,9 +817,9 @@ int cmd_calibrate(struct session *s, int argc, char **argv)
 	} else {
 		char b[32];
 		const struct ir_calib *k = &s->calib;
-		sh_printf(s, "calibrated %d tensors of stage %d on %s: %s, %s samples in %d batch%s of %d\n", k->n, s->stage,
-			  dev, sh_esc(k->data_desc), sh_count(samples, b, sizeof(b)), batches, batches == 1 ? "" : "es",
-			  k->batch);
+		sh_printf(s, "calibrated %d tensors of stage %d on %s over %s samples (%d batch%s of %d) of %s\n", k->n,
+			  s->stage, dev, sh_count(samples, b, sizeof(b)), batches, batches == 1 ? "" : "es", k->batch,
+			  sh_esc(k->data_desc));
 		sh_printf(s, "keys: model %s, data %s (calib shows the ranges; quantize uses them)\n", k->model_hash,
 			  k->data_hash);
 		if (k->random)
@@ -853,7 +853,7 @@ static int need_calib(struct session *s, const char *cmd)
 /* The share of |x| above T, from the histogram (uniform within a bin). */
 static double clipped(const struct ir_calib_tensor *t, double T)
 {
-	if (!t->hist || !t->count || t->hist_max <= 0)
+	if (!t->hist || !t->count || t->hist_max <= 0 || T >= fmax(fabs(t->min), fabs(t->max)))
 		return 0;
 	double w = t->hist_max / IR_CALIB_BINS, above = 0;
 	for (int i = 0; i < IR_CALIB_BINS; i++) {
@@ -881,8 +881,8 @@ static void calib_header(struct session *s)
 {
 	const struct ir_calib *c = &s->calib;
 	char b[32];
-	sh_printf(s, "calibration of stage %d over %s (%s samples): %d tensors; model %s, data %s\n", s->calib_stage,
-		  sh_esc(c->data_desc), sh_count(c->samples, b, sizeof(b)), c->n, c->model_hash, c->data_hash);
+	sh_printf(s, "calibration of stage %d: %d tensors over %s samples of %s; model %s, data %s\n", s->calib_stage,
+		  c->n, sh_count(c->samples, b, sizeof(b)), sh_esc(c->data_desc), c->model_hash, c->data_hash);
 	if (s->calib_stage != s->stage)
 		sh_printf(s, "names are those of stage %d (stage %d is current; quantize maps them)\n", s->calib_stage,
 			  s->stage);
@@ -1810,8 +1810,8 @@ static int quant_auto(struct session *s, const struct sh_args *a, const struct p
 		sh_json_arr(&j);
 	} else {
 		char gb[64];
-		sh_printf(s, "quantize --auto: target %s against stage %d on %s (%s samples)\n", metric_text(mt, goal, gb, 64),
-			  from, sh_esc(es.desc), sh_count(es.samples, tb, sizeof(tb)));
+		sh_printf(s, "quantize --auto: target %s against stage %d over %s samples of %s\n",
+			  metric_text(mt, goal, gb, 64), from, sh_count(es.samples, tb, sizeof(tb)), sh_esc(es.desc));
 		if (es.random)
 			sh_printf(s, "note: %s\n", RANDOM_EVAL_NOTE);
 	}
@@ -2466,8 +2466,9 @@ int cmd_sensitivity(struct session *s, int argc, char **argv)
 		sh_json_obj_end(&j);
 		sh_json_end(&j);
 	} else {
-		sh_printf(s, "sensitivity of stage %d (quantized from stage %d) on %s (%s samples): each node quantized "
-			     "alone, against stage %d\n", qs, fs, sh_esc(es.desc), sh_count(es.samples, tb, sizeof(tb)), fs);
+		sh_printf(s, "sensitivity of stage %d (quantized from stage %d) over %s samples of %s: each node "
+			     "quantized alone, against stage %d\n", qs, fs, sh_count(es.samples, tb, sizeof(tb)), sh_esc(es.desc),
+			  fs);
 		if (es.random)
 			sh_printf(s, "note: %s\n", RANDOM_EVAL_NOTE);
 		char h1[48];
