@@ -207,6 +207,15 @@ static void warn_all(struct session *s, const char *cmd, struct ir_diag *d)
 	d->error = err;
 }
 
+/* Prefixes the error with "cmd: " unless it already starts so (the pass
+ * manager names the pass, which for quantize is the command's name). */
+static void prefix_once(struct ir_diag *d, const char *cmd)
+{
+	size_t n = strlen(cmd);
+	if (d->error && !(strncmp(d->error, cmd, n) == 0 && d->error[n] == ':'))
+		ir_diag_prefix(d, "%s", cmd);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Datasets                                                                  */
 /* ------------------------------------------------------------------------ */
@@ -1819,7 +1828,7 @@ static int quant_auto(struct session *s, const struct sh_args *a, const struct p
 	struct ir_diag d;
 	ir_diag_init(&d);
 	if (quant_apply(fm, p, q, q->exclude, NULL, cal, &best, &best_rep, &d)) {
-		ir_diag_prefix(&d, "%s", cmd);
+		prefix_once(&d, cmd);
 		sh_diag(s, &d);
 		goto out;
 	}
@@ -1846,7 +1855,7 @@ static int quant_auto(struct session *s, const struct sh_args *a, const struct p
 		sh_json_kbool(&j, "met", met);
 		sh_json_obj_end(&j);
 	} else {
-		sh_printf(s, "  step 0: all %d nodes quantized: %s%s\n", n_nodes, metric_text(mt, v, tb, 64),
+		sh_printf(s, "  step 0: %d node%s quantized: %s%s\n", n_nodes, n_nodes == 1 ? "" : "s", metric_text(mt, v, tb, 64),
 			  met ? " (target met)" : "");
 	}
 	kept = calloc((size_t)(n_nodes ? n_nodes : 1), sizeof(int));
@@ -1890,7 +1899,7 @@ static int quant_auto(struct session *s, const struct sh_args *a, const struct p
 			if (quant_apply(fm, p, q, ex, NULL, cal, &m, &rep, &d)) {
 				free(ex);
 				pass_report_clear(&rep);
-				ir_diag_prefix(&d, "%s", cmd);
+				prefix_once(&d, cmd);
 				sh_diag(s, &d);
 				goto out;
 			}
@@ -1950,7 +1959,7 @@ static int quant_auto(struct session *s, const struct sh_args *a, const struct p
 			if (quant_apply(fm, p, q, ex, NULL, cal, &m, &rep, &d)) {
 				free(ex);
 				pass_report_clear(&rep);
-				ir_diag_prefix(&d, "%s", cmd);
+				prefix_once(&d, cmd);
 				sh_diag(s, &d);
 				goto out;
 			}
@@ -2146,7 +2155,7 @@ int cmd_quantize(struct session *s, int argc, char **argv)
 	if (rc) {
 		pass_report_clear(&rep);
 		ir_calib_clear(&tmp);
-		ir_diag_prefix(&d, "%s", cmd);
+		prefix_once(&d, cmd);
 		return sh_diag(s, &d);
 	}
 	sh_diag(s, &d);
@@ -2248,7 +2257,7 @@ int cmd_convert_fp16(struct session *s, int argc, char **argv)
 	ir_calib_clear(&tmp);
 	if (rc) {
 		pass_report_clear(&rep);
-		ir_diag_prefix(&d, "%s", cmd);
+		prefix_once(&d, cmd);
 		return sh_diag(s, &d);
 	}
 	sh_diag(s, &d);
