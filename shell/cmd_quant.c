@@ -694,7 +694,18 @@ int cmd_calibrate(struct session *s, int argc, char **argv)
 		if (save) {
 			if (!s->have_calib)
 				return sh_error(s, "calibrate: no calibration to save: run calibrate --data=... first");
-			return save_calib(s, save, json);
+			if (save_calib(s, save, json))
+				return -1;
+			if (json) {
+				struct sh_json j;
+				sh_json_begin(&j, s->out);
+				sh_json_obj(&j);
+				json_calib_keys(&j, s, &s->calib);
+				sh_json_kstr(&j, "saved", save);
+				sh_json_obj_end(&j);
+				sh_json_end(&j);
+			}
+			return 0;
 		}
 		return sh_error(s, "calibrate: --data=SPEC is needed (.npy/.npz files or a folder of them, ONNX "
 			       "test data, a folder of images, or random)");
