@@ -571,6 +571,25 @@ static int calib_for_current(struct session *s, const char *cmd, bool json, stru
 	return 0;
 }
 
+const struct ir_calib *sh_session_calib(struct session *s, struct ir_calib *tmp)
+{
+	ir_calib_init(tmp);
+	if (!s->have_calib)
+		return NULL;
+	char h[17];
+	int cs = s->calib_stage, mapped, lost;
+	if (cs < 0 || cs >= s->hist.n || !pass_history_map(&s->hist, s->stage, cs, ""))
+		return NULL;
+	ir_model_hash(s->hist.st[cs].m, h);
+	if (strcmp(h, s->calib.model_hash))
+		return NULL;
+	if (cs == s->stage)
+		return &s->calib;
+	if (calib_map_to(&s->hist, &s->calib, cs, s->stage, tmp, &mapped, &lost))
+		return NULL;
+	return tmp;
+}
+
 /* ------------------------------------------------------------------------ */
 /* calibrate                                                                 */
 /* ------------------------------------------------------------------------ */
@@ -2326,10 +2345,30 @@ int cmd_sensitivity(struct session *s, int argc, char **argv)
 	int top = 0;
 	if ((v = sh_opt(&a, "top")) && sh_int_opt(s, cmd, "top", v, 1, &top))
 		return -1;
+	/* how the stage was made: quantize's record, or the label of `apply quantize OPTION=VALUE...` */
 	const struct sh_quant_rec *rec = rec_find(s, s->stage);
-	if (!rec)
-		return sh_error(s, "sensitivity: stage %d was not made by quantize in this session (quantize, or "
-			       "checkout a stage quantize made)", s->stage);
+	const struct pass_stage *qst = &s->hist.st[s->stage];
+	char lab[256];
+	struct qargs q;
+	memset(&q, 0, sizeof(q));
+	if (rec) {
+		for (int i = 0; i < rec->n_args; i++)
+			qargs_add(&q, rec->names[i], rec->values[i]);
+	} else if (qst->parent >= 0 && qst->label && !strncmp(qst->label, "quantize", 8) &&
+		   (!qst->label[8] || qst->label[8] == ' ') && strlen(qst->label) < sizeof(lab)) {
+		snprintf(lab, sizeof(lab), "%s", qst->label + 8);
+		char *save = NULL;
+		for (char *w = strtok_r(lab, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+			char *eq = strchr(w, '=');
+			if (eq) {
+				*eq = 0;
+				qargs_add(&q, w, eq + 1);
+			}
+		}
+	} else {
+		return sh_error(s, "sensitivity: stage %d was not made by quantize (quantize, or checkout a stage "
+			       "quantize made)", s->stage);
+	}
 	const struct pass *p = pass_find("quantize");
 	if (!p)
 		return sh_error(s, "sensitivity: this ogsh has no quantize pass");
@@ -2346,12 +2385,8 @@ int cmd_sensitivity(struct session *s, int argc, char **argv)
 	bool gpu;
 	if (pick_device(s, cmd, &a, &gpu))
 		return -1;
-	int fs = rec->from, qs = s->stage;
+	int fs = qst->parent, qs = s->stage;
 	const struct ir_model *fm = s->hist.st[fs].m, *qm = s->model;
-	struct qargs q;
-	memset(&q, 0, sizeof(q));
-	for (int i = 0; i < rec->n_args; i++)
-		qargs_add(&q, rec->names[i], rec->values[i]);
 	/* the calibration, named as in the float stage */
 	struct ir_calib tmp;
 	const struct ir_calib *cal = NULL;

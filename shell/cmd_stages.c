@@ -297,7 +297,11 @@ int cmd_apply(struct session *s, int argc, char **argv)
 	struct ir_model *out = NULL;
 	struct ir_diag d;
 	ir_diag_init(&d);
-	int rc = pass_apply(s->model, p, args, n_args, dry, &out, &rep, &d);
+	/* passes that read the session's calibration (quantize, convert-fp16) get it */
+	struct ir_calib tmp;
+	const struct ir_calib *cal = sh_session_calib(s, &tmp);
+	int rc = pass_apply_calib(s->model, p, args, n_args, cal, dry, &out, &rep, &d);
+	ir_calib_clear(&tmp);
 	if (rc) {
 		pass_report_clear(&rep);
 		ir_diag_prefix(&d, "apply");

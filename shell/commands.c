@@ -103,7 +103,8 @@ const struct sh_cmd sh_commands[] = {
 	  "the graph is rolled back with an error. When something changed, the result becomes a new stage "
 	  "(undo goes back) and the node, parameter, FLOP and activation changes are shown. --dry-run "
 	  "reports without keeping anything; --all shows every message of a long report. OPTION=VALUE "
-	  "sets the pass's options (explain PASS lists them).",
+	  "sets the pass's options (explain PASS lists them). Passes that read a calibration (quantize, "
+	  "convert-fp16) get the session's (see calibrate).",
 	  "apply fold-constants max-bytes=65536", "--dry-run --all --json", SH_C_NONE, SH_F_JSON, "passes" },
 	{ "optimize", cmd_optimize, "[--level=basic|extended|all] [--quiet]",
 	  "run the passes of a level until nothing changes",

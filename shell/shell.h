@@ -342,6 +342,10 @@ int cmd_quantize(struct session *s, int argc, char **argv);
 int cmd_convert_fp16(struct session *s, int argc, char **argv);
 int cmd_sensitivity(struct session *s, int argc, char **argv);
 int cmd_eval(struct session *s, int argc, char **argv);
+/* The session's calibration under the current stage's names, quietly:
+ * NULL when there is none or it does not belong to this line of stages.
+ * It may be `tmp` (initialised here): ir_calib_clear it after use. */
+const struct ir_calib *sh_session_calib(struct session *s, struct ir_calib *tmp);
 /* Drops the calibration and the quantize records (a new model, the end). */
 void sh_quant_forget(struct session *s);
 /* stats A B: two stages side by side (cmd_stages.c) */
