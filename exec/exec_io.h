@@ -65,6 +65,44 @@ int exec_npz_write(const char *path, const struct exec_named_tensor *a, int n, s
 /* Frees the names, drops the tensor references and frees the array. */
 void exec_named_free(struct exec_named_tensor *a, int n);
 
+/*
+ * Where an array lies in a .npy file or an .npz entry, so that a dataset can
+ * read it a few rows at a time instead of whole (exec/data.c).
+ */
+struct exec_npy_loc {
+	char *name;             /* .npz: the entry's name without ".npy" (owned); .npy: NULL */
+	int dtype;
+	int rank;
+	int64_t dims[IR_MAX_RANK];
+	size_t esize;           /* bytes per element in the file */
+	bool swap;              /* big-endian in the file */
+	bool fortran;           /* Fortran order (rank > 1): rows are not contiguous */
+	bool deflated;          /* a compressed .npz entry: read it whole (exec_npz_read) */
+	uint64_t off;           /* file offset of the first element (not deflated) */
+	uint64_t size;          /* bytes of data (numel * esize) */
+};
+
+/*
+ * Reads the header of the .npy file at `path` (checked as exec_npy_read
+ * does, the data's size against the file's) into *out. 0 or an IR_* error.
+ */
+int exec_npy_locate(const char *path, struct exec_npy_loc *out, struct ir_diag *d);
+/*
+ * The arrays of the .npz archive at `path` in archive order: *out is a new
+ * array of *n (exec_npy_loc_free); stored entries can be read in pieces,
+ * compressed ones only whole. Entries are not CRC-checked here. 0 or an
+ * IR_* error.
+ */
+int exec_npz_locate(const char *path, struct exec_npy_loc **out, int *n, struct ir_diag *d);
+void exec_npy_loc_free(struct exec_npy_loc *a, int n);
+/*
+ * Reads elements [first, first + count) of a located array (C order, not
+ * compressed, not strings) from `fd`, the file open for reading, into dst
+ * in the tensor layout (little-endian, bools 0/1). 0 or an IR_* error.
+ */
+int exec_npy_read_elems(int fd, const char *path, const struct exec_npy_loc *l, uint64_t first, uint64_t count,
+			void *dst, struct ir_diag *d);
+
 /* ------------------------------------------------------------------------ */
 /* Comparing numbers (compare.c)                                             */
 /* ------------------------------------------------------------------------ */

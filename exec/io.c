@@ -528,12 +528,11 @@ static int strings_from_npy(struct ir_tensor *t, const unsigned char *raw, const
 	return 0;
 }
 
-/* Reads one .npy stream (a file or an .npz entry) into a new tensor. */
-static int npy_read_src(struct src *s, struct ir_tensor **out, const struct rd *c)
+/* Reads the preamble and header of one .npy stream; s is left at the data. */
+static int npy_read_head(struct src *s, struct npy_header *h, struct npy_type *ty, const struct rd *c)
 {
 	unsigned char pre[12];
 	int rc;
-	*out = NULL;
 	if ((rc = src_read(s, pre, 8, "the .npy preamble", c)))
 		return rc;
 	if (memcmp(pre, "\x93NUMPY", 6))
@@ -565,30 +564,51 @@ static int npy_read_src(struct src *s, struct ir_tensor **out, const struct rd *
 		free(text);
 		return rd_err(c, IR_ERR, "the header contains a NUL byte");
 	}
-	struct npy_header h;
-	struct npy_type ty;
-	rc = parse_header(text, hlen, &h, c);
+	rc = parse_header(text, hlen, h, c);
 	free(text);
-	if (rc || (rc = parse_descr(h.descr, &ty, c)))
+	if (rc || (rc = parse_descr(h->descr, ty, c)))
 		return rc;
-	if (ty.dtype == IR_BFLOAT16)
+	if (ty->dtype == IR_BFLOAT16)
 		rd_warn(c, "dtype '<V2' read as bfloat16 (what ml_dtypes saves)");
+	return 0;
+}
 
-	/* the element count and byte size, checked against what the stream holds
-	 * before anything is allocated */
+/* The element count and byte size of the data, checked against the `left`
+ * bytes the stream holds before anything is allocated. */
+static int npy_data_size(const struct npy_header *h, const struct npy_type *ty, uint64_t left,
+			 uint64_t *numel_out, uint64_t *need_out, const struct rd *c)
+{
 	uint64_t numel = 1, need;
-	for (int i = 0; i < h.rank; i++)
-		if (__builtin_mul_overflow(numel, (uint64_t)h.dims[i], &numel) || numel > (uint64_t)INT64_MAX)
+	for (int i = 0; i < h->rank; i++)
+		if (__builtin_mul_overflow(numel, (uint64_t)h->dims[i], &numel) || numel > (uint64_t)INT64_MAX)
 			return rd_err(c, IR_ERR, "the shape's element count overflows");
-	if (__builtin_mul_overflow(numel, (uint64_t)ty.esize, &need))
+	if (__builtin_mul_overflow(numel, (uint64_t)ty->esize, &need))
 		return rd_err(c, IR_ERR, "the data size overflows");
-	if (need > src_left(s)) {
+	if (need > left) {
 		char sb[128];
 		return rd_err(c, IR_ERR, "the data is truncated: shape %s of '%s' needs %" PRIu64 " bytes, %" PRIu64 " are there",
-			      ir_dims_str(h.rank, h.dims, sb, sizeof(sb)), h.descr, need, src_left(s));
+			      ir_dims_str(h->rank, h->dims, sb, sizeof(sb)), h->descr, need, left);
 	}
 	if (need > (uint64_t)SIZE_MAX / 2)
 		return rd_err(c, IR_ERR, "the data is too large for this machine");
+	*numel_out = numel;
+	*need_out = need;
+	return 0;
+}
+
+/* Reads one .npy stream (a file or an .npz entry) into a new tensor. */
+static int npy_read_src(struct src *s, struct ir_tensor **out, const struct rd *c)
+{
+	struct npy_header h;
+	struct npy_type ty;
+	*out = NULL;
+	int rc = npy_read_head(s, &h, &ty, c);
+	if (rc)
+		return rc;
+
+	uint64_t numel = 0, need = 0;
+	if ((rc = npy_data_size(&h, &ty, src_left(s), &numel, &need, c)))
+		return rc;
 
 	struct ir_tensor *t = ir_tensor_new(ty.dtype, h.rank, h.dims, c->d);
 	if (!t)
@@ -1225,9 +1245,10 @@ static int zip_inflate(int fd, uint64_t off, uint64_t csize, uint64_t usize, uns
 }
 #endif
 
-/* Reads the tensor of one entry. */
-static int zip_read_entry(int fd, uint64_t fsize, const struct zip_entry *e, struct ir_tensor **t,
-			  const struct rd *c)
+/* The file offset of an entry's data (after its local header), checked
+ * against the file's size. */
+static int zip_entry_start(int fd, uint64_t fsize, const struct zip_entry *e, uint64_t *start_out,
+			   const struct rd *c)
 {
 	unsigned char lh[30];
 	int rc;
@@ -1243,6 +1264,18 @@ static int zip_read_entry(int fd, uint64_t fsize, const struct zip_entry *e, str
 	if (start > fsize || e->csize > fsize - start)
 		return rd_err(c, IR_ERR, "the entry's data (%" PRIu64 " bytes at offset %" PRIu64 ") is past the end of the file",
 			      e->csize, start);
+	*start_out = start;
+	return 0;
+}
+
+/* Reads the tensor of one entry. */
+static int zip_read_entry(int fd, uint64_t fsize, const struct zip_entry *e, struct ir_tensor **t,
+			  const struct rd *c)
+{
+	uint64_t start = 0;
+	int rc = zip_entry_start(fd, fsize, e, &start, c);
+	if (rc)
+		return rc;
 	if (e->method == 0) {
 		if (e->csize != e->usize)
 			return rd_err(c, IR_ERR, "a stored entry has different sizes (%" PRIu64 " and %" PRIu64 ")",
@@ -1574,4 +1607,262 @@ int exec_npz_write(const char *path, const struct exec_named_tensor *a, int n, s
 		rc = npz_write_directory(&k, a, n, w);
 	free(w);
 	return temp_finish(fd, tmp, path, rc, d);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Locating arrays, to read them a few rows at a time (datasets)             */
+/* ------------------------------------------------------------------------ */
+
+/* The prefix of a .npy stream the locator inflates to find a compressed
+ * entry's header: numpy writes headers of well under 10,000 bytes. */
+#define NPY_HEAD_PREFIX ((size_t)65536 + 12)
+
+static void loc_fill(struct exec_npy_loc *l, const struct npy_header *h, const struct npy_type *ty)
+{
+	l->dtype = ty->dtype;
+	l->rank = h->rank;
+	memcpy(l->dims, h->dims, sizeof(int64_t) * (size_t)h->rank);
+	l->esize = ty->esize;
+	l->swap = ty->swap;
+	l->fortran = h->fortran && h->rank > 1;
+}
+
+int exec_npy_locate(const char *path, struct exec_npy_loc *out, struct ir_diag *d)
+{
+	struct rd c = { path, NULL, d };
+	memset(out, 0, sizeof(*out));
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return sys_err(d, "open", path, errno);
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		int e = errno;
+		close(fd);
+		return sys_err(d, "stat", path, e);
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return rd_err(&c, IR_ERR, "not a regular file");
+	}
+	struct src s = { fd, NULL, 0, (uint64_t)st.st_size, false, 0 };
+	struct npy_header h;
+	struct npy_type ty;
+	uint64_t numel = 0, need = 0;
+	int rc = npy_read_head(&s, &h, &ty, &c);
+	if (!rc)
+		rc = npy_data_size(&h, &ty, src_left(&s), &numel, &need, &c);
+	close(fd);
+	if (rc)
+		return rc;
+	loc_fill(out, &h, &ty);
+	out->off = s.off;
+	out->size = need;
+	return 0;
+}
+
+#ifdef OGSH_HAVE_ZLIB
+/* Inflates the first bytes (at most `want`) of a raw deflate stream of
+ * csize bytes at file offset off into buf; *got is how many came. */
+static int zip_inflate_prefix(int fd, uint64_t off, uint64_t csize, unsigned char *buf, size_t want, size_t *got,
+			      const struct rd *c)
+{
+	unsigned char in[16384];
+	z_stream z;
+	memset(&z, 0, sizeof(z));
+	if (inflateInit2(&z, -MAX_WBITS) != Z_OK)
+		return rd_err(c, IR_ENOMEM, "cannot start zlib");
+	int rc = 0, zr = Z_OK;
+	uint64_t read_so_far = 0;
+	z.next_out = buf;
+	z.avail_out = (uInt)want;
+	while (zr != Z_STREAM_END && z.avail_out) {
+		if (z.avail_in == 0) {
+			if (read_so_far == csize)
+				break;
+			size_t n = csize - read_so_far > sizeof(in) ? sizeof(in) : (size_t)(csize - read_so_far);
+			if ((rc = pread_all(fd, in, n, off + read_so_far, c)))
+				break;
+			read_so_far += n;
+			z.next_in = in;
+			z.avail_in = (uInt)n;
+		}
+		zr = inflate(&z, Z_NO_FLUSH);
+		if (zr != Z_OK && zr != Z_STREAM_END && zr != Z_BUF_ERROR) {
+			rc = rd_err(c, IR_ERR, "the compressed data is corrupt (%s)", z.msg ? z.msg : "zlib error");
+			break;
+		}
+	}
+	*got = want - z.avail_out;
+	inflateEnd(&z);
+	return rc;
+}
+#endif
+
+/* Finds the header of one entry: its dtype, shape and where its data starts. */
+static int zip_locate_entry(int fd, uint64_t fsize, const struct zip_entry *e, struct exec_npy_loc *l,
+			    const struct rd *c)
+{
+	uint64_t start = 0;
+	int rc = zip_entry_start(fd, fsize, e, &start, c);
+	if (rc)
+		return rc;
+	struct npy_header h;
+	struct npy_type ty;
+	uint64_t numel = 0, need = 0;
+	if (e->method == 0) {
+		if (e->csize != e->usize)
+			return rd_err(c, IR_ERR, "a stored entry has different sizes (%" PRIu64 " and %" PRIu64 ")",
+				      e->csize, e->usize);
+		struct src s = { fd, NULL, start, start + e->csize, false, 0 };
+		if ((rc = npy_read_head(&s, &h, &ty, c)) ||
+		    (rc = npy_data_size(&h, &ty, src_left(&s), &numel, &need, c)))
+			return rc;
+		loc_fill(l, &h, &ty);
+		l->off = s.off;
+		l->size = need;
+		return 0;
+	}
+	if (e->method == 8) {
+#ifdef OGSH_HAVE_ZLIB
+		size_t want = e->usize < NPY_HEAD_PREFIX ? (size_t)e->usize : NPY_HEAD_PREFIX, got = 0;
+		unsigned char *buf = malloc(want ? want : 1);
+		if (!buf)
+			return rd_err(c, IR_ENOMEM, "out of memory");
+		if ((rc = zip_inflate_prefix(fd, start, e->csize, buf, want, &got, c))) {
+			free(buf);
+			return rc;
+		}
+		struct src s = { -1, buf, 0, got, false, 0 };
+		rc = npy_read_head(&s, &h, &ty, c);
+		free(buf);
+		if (!rc)
+			rc = npy_data_size(&h, &ty, e->usize - s.off, &numel, &need, c);
+		if (rc)
+			return rc;
+		loc_fill(l, &h, &ty);
+		l->deflated = true;
+		l->size = need;
+		return 0;
+#else
+		return rd_err(c, IR_ERR, "the entry is compressed (np.savez_compressed) and ogsh was built without zlib");
+#endif
+	}
+	return rd_err(c, IR_ERR, "compression method %u is not supported", e->method);
+}
+
+void exec_npy_loc_free(struct exec_npy_loc *a, int n)
+{
+	if (!a)
+		return;
+	for (int i = 0; i < n; i++)
+		free(a[i].name);
+	free(a);
+}
+
+int exec_npz_locate(const char *path, struct exec_npy_loc **out, int *n, struct ir_diag *d)
+{
+	struct rd c = { path, NULL, d };
+	*out = NULL;
+	*n = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return sys_err(d, "open", path, errno);
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		int e = errno;
+		close(fd);
+		return sys_err(d, "stat", path, e);
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return rd_err(&c, IR_ERR, "not a regular file");
+	}
+	uint64_t fsize = (uint64_t)st.st_size;
+	struct zip_end z = { 0, 0, 0 };
+	unsigned char *cd = NULL;
+	struct exec_npy_loc *a = NULL;
+	int count = 0, rc = zip_find_end(fd, fsize, &z, &c);
+	if (rc)
+		goto done;
+	if (z.cd_size > (uint64_t)SIZE_MAX / 2) {
+		rc = rd_err(&c, IR_ERR, "the central directory is too large");
+		goto done;
+	}
+	cd = malloc(z.cd_size ? (size_t)z.cd_size : 1);
+	a = calloc(z.entries ? (size_t)z.entries : 1, sizeof(*a));
+	if (!cd || !a) {
+		rc = rd_err(&c, IR_ENOMEM, "out of memory");
+		goto done;
+	}
+	if ((rc = pread_all(fd, cd, (size_t)z.cd_size, z.cd_off, &c)))
+		goto done;
+	size_t pos = 0;
+	for (uint64_t i = 0; i < z.entries; i++) {
+		struct zip_entry e;
+		if ((rc = zip_parse_entry(cd, (size_t)z.cd_size, &pos, &e, &c)))
+			goto done;
+		if (memchr(e.name, 0, e.name_len)) {
+			rc = rd_err(&c, IR_ERR, "entry %" PRIu64 "'s name contains a NUL byte", i);
+			goto done;
+		}
+		/* folders and entries that are not arrays: nothing to read */
+		if (e.name_len < 5 || memcmp(e.name + e.name_len - 4, ".npy", 4))
+			continue;
+		char *name = dup_mem(e.name, e.name_len);
+		if (!name) {
+			rc = rd_err(&c, IR_ENOMEM, "out of memory");
+			goto done;
+		}
+		struct rd ce = { path, name, d };
+		rc = zip_locate_entry(fd, fsize, &e, &a[count], &ce);
+		if (rc) {
+			free(name);
+			goto done;
+		}
+		name[e.name_len - 4] = 0;
+		a[count].name = name;
+		count++;
+		for (int k = 0; k < count - 1; k++)
+			if (!strcmp(a[k].name, name)) {
+				rc = rd_err(&c, IR_ERR, "the archive has two entries named '%s.npy'", name);
+				goto done;
+			}
+	}
+done:
+	free(cd);
+	close(fd);
+	if (rc) {
+		exec_npy_loc_free(a, count);
+		return rc;
+	}
+	*out = a;
+	*n = count;
+	return 0;
+}
+
+int exec_npy_read_elems(int fd, const char *path, const struct exec_npy_loc *l, uint64_t first, uint64_t count,
+			void *dst, struct ir_diag *d)
+{
+	struct rd c = { path, l->name, d };
+	if (l->deflated || l->fortran || l->dtype == IR_STRING)
+		return rd_err(&c, IR_ERR, "the array cannot be read in pieces (%s)",
+			      l->deflated ? "compressed" : l->fortran ? "Fortran order" : "strings");
+	uint64_t at, n;
+	if (__builtin_mul_overflow(first, (uint64_t)l->esize, &at) ||
+	    __builtin_mul_overflow(count, (uint64_t)l->esize, &n) || at > l->size || n > l->size - at)
+		return rd_err(&c, IR_ERR, "elements %" PRIu64 "..%" PRIu64 " are out of the array", first, first + count);
+	if (n > (uint64_t)SIZE_MAX / 2)
+		return rd_err(&c, IR_ERR, "the data is too large for this machine");
+	struct src s = { fd, NULL, l->off + at, l->off + at + n, false, 0 };
+	int rc = src_read(&s, dst, n, "the data", &c);
+	if (rc)
+		return rc;
+	if (l->swap)
+		swap_words(dst, (size_t)n, l->dtype == IR_COMPLEX64 || l->dtype == IR_COMPLEX128 ? l->esize / 2 : l->esize);
+	if (l->dtype == IR_BOOL) {
+		unsigned char *b = dst;
+		for (uint64_t i = 0; i < count; i++)
+			b[i] = b[i] != 0;
+	}
+	return 0;
 }
