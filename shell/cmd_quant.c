@@ -1831,7 +1831,7 @@ static int quant_auto(struct session *s, const struct sh_args *a, const struct p
 	struct ranked *rk = NULL;
 	struct ir_model *best = NULL;
 	struct pass_report best_rep;
-	pass_report_init(&best_rep, p->name);
+	memset(&best_rep, 0, sizeof(best_rep));   /* pass_apply_calib fills it */
 	char *best_excl = NULL;
 	if (json) {
 		sh_json_begin(&j, s->out);
