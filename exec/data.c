@@ -252,13 +252,10 @@ static bool conv_allowed(int from, int to)
 static void int_range(int dt, double *lo, double *hi)
 {
 	int bits = ir_dtype_bits(dt);
-	if (ir_dtype_is_signed(dt)) {
-		*lo = -ldexp(1, bits - 1);
-		*hi = ldexp(1, bits - 1) - 1;
-	} else {
-		*lo = 0;
-		*hi = ldexp(1, bits) - 1;
-	}
+	/* 64 bits: the largest double below 2^63 or 2^64 (2^64 - 1 rounds up to 2^64) */
+	double top = ldexp(1, ir_dtype_is_signed(dt) ? bits - 1 : bits);
+	*lo = ir_dtype_is_signed(dt) ? -top : 0;
+	*hi = bits >= 64 ? nextafter(top, 0) : top - 1;
 }
 
 static void store_int(int dt, void *p, uint64_t i, int64_t v)
@@ -273,6 +270,15 @@ static void store_int(int dt, void *p, uint64_t i, int64_t v)
 	case IR_INT64: ((int64_t *)p)[i] = v; break;
 	case IR_UINT64: ((uint64_t *)p)[i] = (uint64_t)v; break;
 	}
+}
+
+/* Stores a whole number f within dt's range (int_range) as element i. */
+static void store_whole(int dt, void *p, uint64_t i, double f)
+{
+	if (dt == IR_UINT64)
+		((uint64_t *)p)[i] = (uint64_t)f;
+	else
+		store_int(dt, p, i, f >= 9223372036854775807.0 ? INT64_MAX : (int64_t)f);
 }
 
 /* Whether integer v fits dt (integers past 2^53 compared exactly). */
@@ -329,17 +335,14 @@ static int conv_elems(const void *src, int from, void *dst, int to, uint64_t dst
 		int64_t v = 0;
 		bool ok;
 		if (ir_dtype_is_int(from)) {
+			/* (uint64 values past INT64_MAX fit no other type) */
 			ok = ir_elem_to_i64(from, src, i, &v) && int_fits(to, v);
-			if (!ok && from == IR_UINT64 && to == IR_UINT64)
-				ok = true;   /* same range: cannot happen (from == to) */
 		} else {
 			double f = ir_elem_to_f64(from, src, i);
 			ok = isfinite(f) && f == floor(f) && f >= lo && f <= hi;
 			if (ok) {
-				if (f >= 9223372036854775807.0)
-					v = INT64_MAX;
-				else
-					v = (int64_t)f;
+				store_whole(to, dst, i + dst_first, f);
+				continue;
 			}
 		}
 		if (!ok) {
@@ -349,8 +352,8 @@ static int conv_elems(const void *src, int from, void *dst, int to, uint64_t dst
 				snprintf(vb, sizeof(vb), "%.17g", ir_elem_to_f64(from, src, i));
 			else
 				snprintf(vb, sizeof(vb), "%.9g", ir_elem_to_f64(from, src, i));
-			return ir_diag_err(d, IR_ERR, "%s: sample %" PRIu64 ": %s value %s is not a %s (input '%s')", cx->file,
-					   cx->first_sample + s, ir_dtype_name(from), vb, ir_dtype_name(to), cx->input);
+			return ir_diag_err(d, IR_ERR, "%s: sample %" PRIu64 ": %s value %s does not convert exactly to %s (input '%s')",
+					   cx->file, cx->first_sample + s, ir_dtype_name(from), vb, ir_dtype_name(to), cx->input);
 		}
 		store_int(to, dst, i + dst_first, v);
 	}
@@ -650,8 +653,8 @@ static void plan_batches(struct exec_data *ds, struct ir_diag *d)
 /* ------------------------------------------------------------------------ */
 
 /* Checks one array for input `in` and counts its samples. */
-static int check_array(struct exec_data *ds, struct ds_file *f, struct ds_input *in, const struct exec_npy_loc *l,
-		       uint64_t *samples, struct ir_diag *d)
+static int check_array(const struct ds_file *f, struct ds_input *in, const struct exec_npy_loc *l, uint64_t *samples,
+		       struct ir_diag *d)
 {
 	char ab[256], ib[256], whose[320];
 	const struct ir_value *v = in->v;
@@ -701,7 +704,6 @@ static int check_array(struct exec_data *ds, struct ds_file *f, struct ds_input 
 		memcpy(in->sdims, sd, sizeof(int64_t) * (size_t)srank);
 		in->per_sample = ps;
 	}
-	(void)ds;
 	return 0;
 }
 
@@ -747,7 +749,7 @@ static int scan_array_file(struct exec_data *ds, struct ds_file *f, struct ir_di
 			}
 		}
 		uint64_t s = 0;
-		if ((rc = check_array(ds, f, &ds->in[i], l, &s, d)))
+		if ((rc = check_array(f, &ds->in[i], l, &s, d)))
 			return rc;
 		if (i && s != samples)
 			return ir_diag_err(d, IR_ERR, "%s: arrays '%s' and '%s' hold different numbers of samples (%" PRIu64
@@ -1127,7 +1129,7 @@ static int put_image(struct exec_data *ds, const char *name, const uint8_t *px, 
 					((float *)dst)[idx] = (float)val;
 				} else if (is_int) {
 					val = nearbyint(val);
-					store_int(dt, dst, idx, (int64_t)(val < lo ? lo : val > hi ? hi : val));
+					store_whole(dt, dst, idx, val < lo ? lo : val > hi ? hi : isnan(val) ? 0 : val);
 				} else {
 					kern_store_f64(dt, dst, idx, val);
 				}
@@ -1188,6 +1190,8 @@ static int load_image(struct exec_data *ds, const struct ds_file *f, struct ir_t
 static int next_images(struct exec_data *ds, struct exec_values *inputs, int *n_out, struct ir_diag *d)
 {
 	int b = ds->batch, got = 0, rc = 0;
+	if (!ds->batch_fixed && b > ds->n_files - ds->fi)
+		b = ds->n_files - ds->fi;   /* no larger than what is left */
 	struct ir_tensor *t = NULL;
 	struct ir_diag local;
 	ir_diag_init(&local);

@@ -364,10 +364,17 @@ int exec_conformance_on(const char *dir, const struct exec_conf_opts *o, const c
  *   resize=WxH    exactly W x H
  *   crop=N|WxH    centre crop
  *   mean=a[,b,c] std=a[,b,c]   per channel, applied after scale: (x*scale - mean) / std
- *   scale=S       a number or a fraction ("1/255"; the default)
+ *                 (in the order of the input's channels, i.e. after order=bgr)
+ *   scale=S       a number or a fraction ("1/255"; the default for float
+ *                 inputs, 1 for integer ones, whose values are rounded)
  *   layout=nchw|nhwc   (default: from the input's shape)
  *   order=rgb|bgr      (default rgb); gray=1 for one channel
- * When no resize or crop is given, images are resized to the input's H x W.
+ * When no resize or crop is given, images are resized to the input's H x W
+ * (when the input fixes them; else every image must have the first one's
+ * size). Resizing is bilinear with half-pixel centres and no antialiasing
+ * (OpenCV's INTER_LINEAR); crops are centred as torchvision's CenterCrop.
+ * Arrays are read a few rows at a time (compressed .npz entries and
+ * Fortran-order arrays: one file at a time), images decoded per batch.
  */
 struct exec_data;
 
@@ -407,7 +414,9 @@ uint64_t exec_data_samples(const struct exec_data *ds);
 /* Samples per batch. */
 int exec_data_batch(const struct exec_data *ds);
 /* A hash of what the data is: the files' names, sizes and contents (images:
- * their bytes) and the preprocessing; random: the seed and shapes. 16 hex digits. */
+ * their bytes) and the preprocessing, and the samples fed (max_batches);
+ * random: the seed, samples, batch and shapes. 16 hex digits. The files are
+ * read once, when it is first asked for. */
 const char *exec_data_hash(const struct exec_data *ds);
 /* What the data is, for people: "tests/data/digits/test.npz (540 samples)". */
 const char *exec_data_desc(const struct exec_data *ds);
@@ -424,8 +433,9 @@ int exec_read_labels(const char *path, int64_t **labels, uint64_t *n, struct ir_
 /*
  * Decodes a PNG or JPEG image in memory (the type from its signature) to
  * 8-bit pixels: *px is malloc'd, h*w*c bytes, rows top to bottom, c 1 or 3
- * (gray stays 1 unless want_c is 3; alpha is dropped; palettes and 16-bit
- * expanded or reduced). Limits: 16384 x 16384 pixels. 0 or IR_ERR naming
+ * (want_c 0: the file's own; 3: gray is repeated; 1: colour becomes
+ * ITU-R 601 luma; alpha is dropped; palettes and 16-bit expanded or
+ * reduced; CMYK JPEGs converted to RGB). Limits: 16384 x 16384 pixels. 0 or IR_ERR naming
  * `name` ("cat.jpg: not a PNG or JPEG image", "x.png: truncated").
  */
 int exec_image_decode(const void *buf, size_t n, const char *name, int want_c, uint8_t **px, int *h, int *w,

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
-"""Runs the loader fuzz target for a bounded time (the meson test 'fuzz-load').
+"""Runs a fuzz target for a bounded time (the meson tests 'fuzz-load', 'fuzz-run', 'fuzz-image').
 
-    run_fuzz.py FUZZ_BIN MAKE_SEEDS_PY [LIBFUZZER OPTIONS...]
+    run_fuzz.py FUZZ_BIN MAKE_SEEDS [LIBFUZZER OPTIONS...]
+
+MAKE_SEEDS is a Python script (make_seeds.py) or a program
+(make_image_seeds); either is run with the seed folder as its argument.
 
 Makes the seed corpus in a temporary folder, then runs the fuzzer on it with
 the given options (e.g. -max_total_time=120 -rss_limit_mb=4096 -timeout=10).
@@ -27,7 +30,9 @@ def main():
         seeds = os.path.join(tmp, "seeds")
         corpus = os.path.join(tmp, "corpus")
         os.makedirs(corpus)
-        subprocess.run([sys.executable, make_seeds, seeds], check=True)
+        # a seed maker is a Python script, or a program (images are made with libjpeg)
+        maker = [sys.executable, make_seeds] if make_seeds.endswith(".py") else [make_seeds]
+        subprocess.run([*maker, seeds], check=True)
         env = dict(os.environ)
         # leaks are bugs too; report them with a stack
         env.setdefault("ASAN_OPTIONS", "detect_leaks=1")

@@ -427,15 +427,28 @@ static void test_conversion(void)
 	npy("half.npy", IR_FLOAT, 2, d, 0.5, 0);
 	run_spec(&r, m, tpath("half.npy"), 3);
 	CHECK(r.rc != 0);
-	CHECK_MSG(r.err, "half.npy: sample 0: float32 value 0.5 is not a int64 (input 'ids')");
+	CHECK_MSG(r.err, "half.npy: sample 0: float32 value 0.5 does not convert exactly to int64 (input 'ids')");
 	run_clear(&r);
 	ir_model_free(m);
 	m = model("u:uint8:N,2");
 	npy("big.npy", IR_INT64, 2, d, 100, 0);
 	run_spec(&r, m, tpath("big.npy"), 1);
 	CHECK(r.rc != 0);
-	CHECK_MSG(r.err, "sample 1: int64 value 300 is not a uint8");
+	CHECK_MSG(r.err, "sample 1: int64 value 300 does not convert exactly to uint8");
 	CHECK(r.n_batches == 1);   /* the first sample was fine */
+	run_clear(&r);
+	ir_model_free(m);
+	/* past 2^63: a uint64 holds it, an int64 does not */
+	int64_t d1[2] = { 1, 2 };
+	npy("huge.npy", IR_DOUBLE, 2, d1, 1, 9223372036854775808.0);
+	m = model("u:uint64:N,2");
+	run_spec(&r, m, tpath("huge.npy"), 1);
+	CHECK(r.rc == 0 && r.first && ((const uint64_t *)ir_tensor_data(r.first))[0] == 9223372036854775808ull);
+	run_clear(&r);
+	ir_model_free(m);
+	m = model("s:int64:N,2");
+	run_spec(&r, m, tpath("huge.npy"), 1);
+	CHECK_MSG(r.err, "float64 value 9.22337204e+18 does not convert exactly to int64");
 	run_clear(&r);
 	ir_model_free(m);
 }
