@@ -92,11 +92,10 @@ struct ir_calib_tensor *ir_calib_find(const struct ir_calib *c, const char *name
 	return NULL;
 }
 
-struct ir_calib_tensor *ir_calib_add_tensor(struct ir_calib *c, const char *name)
+/* A new empty tensor at the end (the name is not looked up). */
+static struct ir_calib_tensor *append_tensor(struct ir_calib *c, const char *name)
 {
-	struct ir_calib_tensor *t = ir_calib_find(c, name);
-	if (t || !name)
-		return t;
+	struct ir_calib_tensor *t;
 	if (c->n == INT_MAX)
 		return NULL;
 	if (c->n >= c->cap) {
@@ -115,6 +114,12 @@ struct ir_calib_tensor *ir_calib_add_tensor(struct ir_calib *c, const char *name
 	}
 	c->n++;
 	return t;
+}
+
+struct ir_calib_tensor *ir_calib_add_tensor(struct ir_calib *c, const char *name)
+{
+	struct ir_calib_tensor *t = ir_calib_find(c, name);
+	return t || !name ? t : append_tensor(c, name);
 }
 
 static int tensor_copy(struct ir_calib_tensor *dst, const struct ir_calib_tensor *src)
@@ -161,6 +166,24 @@ int ir_calib_copy(struct ir_calib *out, const struct ir_calib *c)
 /* ------------------------------------------------------------------------ */
 /* Streaming one batch                                                       */
 /* ------------------------------------------------------------------------ */
+
+/* A name for a one-line message: control bytes escaped, at most 80 bytes shown. */
+static const char *show_name(const char *name, char buf[100])
+{
+	size_t k = 0;
+	for (const unsigned char *p = (const unsigned char *)name; *p && k < 80; p++) {
+		if (*p < 0x20 || *p == 0x7f)
+			k += (size_t)snprintf(buf + k, 100 - k, "\\x%02x", *p);
+		else
+			buf[k++] = (char)*p;
+	}
+	if (strlen(name) > k && k >= 80) {
+		memcpy(buf + k, "...", 3);
+		k += 3;
+	}
+	buf[k] = 0;
+	return buf;
+}
 
 static inline bool bits_nonfinite(float v)
 {
@@ -212,10 +235,14 @@ static void hist_add(uint64_t *h, const float *x, uint64_t n, float scale, bool 
 		}
 		return;
 	}
-	uint32_t sub[4][B];   /* 32 KiB of stack */
+	uint32_t (*sub)[B] = malloc(4 * sizeof(*sub));
+	if (!sub) {
+		hist_add(h, x, n, scale, true);   /* the simple loop (skipping nothing that is finite) */
+		return;
+	}
 	while (n > 0) {
 		uint64_t m = n < ((uint64_t)1 << 30) ? n : (uint64_t)1 << 30;
-		memset(sub, 0, sizeof(sub));
+		memset(sub, 0, 4 * sizeof(*sub));
 		uint64_t i = 0;
 		for (; i + 4 <= m; i += 4) {
 			uint32_t k0 = (uint32_t)(fabsf(x[i]) * scale);
@@ -236,6 +263,7 @@ static void hist_add(uint64_t *h, const float *x, uint64_t n, float scale, bool 
 		x += m;
 		n -= m;
 	}
+	free(sub);
 }
 
 static void minmax(const float *x, uint64_t n, float *mn_out, float *mx_out, uint64_t *nonfin_out)
@@ -283,12 +311,13 @@ static void minmax(const float *x, uint64_t n, float *mn_out, float *mx_out, uin
 
 int ir_calib_observe(struct ir_calib_tensor *t, const float *x, uint64_t n, int n_chan, struct ir_diag *d)
 {
+	char nb[100];
 	if (n_chan < 0 || n_chan > MAX_CHAN)
-		return ir_diag_err(d, IR_ERR, "calibration of '%s': %d channels", t->name ? t->name : "?", n_chan);
+		return ir_diag_err(d, IR_ERR, "calibration of '%s': %d channels", show_name(t->name ? t->name : "?", nb), n_chan);
 	if (n_chan > 0) {
 		if (n % (uint64_t)n_chan)
 			return ir_diag_err(d, IR_ERR, "calibration of '%s': %" PRIu64 " elements are not rows of %d channels",
-					   t->name ? t->name : "?", n, n_chan);
+					   show_name(t->name ? t->name : "?", nb), n, n_chan);
 		if (t->n_chan == 0) {
 			t->chan_abssum = calloc((size_t)n_chan, sizeof(double));
 			if (!t->chan_abssum)
@@ -297,7 +326,7 @@ int ir_calib_observe(struct ir_calib_tensor *t, const float *x, uint64_t n, int 
 			t->chan_rows = 0;
 		} else if (t->n_chan != n_chan) {
 			return ir_diag_err(d, IR_ERR, "calibration of '%s': %d channels, earlier batches had %d",
-					   t->name ? t->name : "?", n_chan, t->n_chan);
+					   show_name(t->name ? t->name : "?", nb), n_chan, t->n_chan);
 		}
 	}
 	if (!t->hist && !(t->hist = calloc(B, sizeof(*t->hist))))
@@ -447,8 +476,14 @@ static double xlogx(double x)
 static double amax_entropy(const struct ir_calib_tensor *t)
 {
 	const uint64_t *h = t->hist;
-	double C[B + 1], HL[B + 1];     /* counts and sum h log h below bin j */
-	int Z[B + 1];                   /* non-empty bins below bin j */
+	/* counts, sum of h log h, and non-empty bins below bin j */
+	double *C = malloc(2 * (B + 1) * sizeof(double)), *HL = C + B + 1;
+	int *Z = malloc((B + 1) * sizeof(int));
+	if (!C || !Z) {
+		free(C);
+		free(Z);
+		return -1;
+	}
 	C[0] = HL[0] = 0;
 	Z[0] = 0;
 	for (int j = 0; j < B; j++) {
@@ -458,11 +493,10 @@ static double amax_entropy(const struct ir_calib_tensor *t)
 		Z[j + 1] = Z[j] + (h[j] != 0);
 	}
 	double N = C[B];
-	if (N <= 0 || t->hist_max <= 0)
-		return 0;
-	double logn[B + 1];
+	/* nz <= 143: a group has at most m <= 16 bins, the last one fewer than m + 128 */
+	double logn[256];
 	logn[0] = 0;
-	for (int k = 1; k <= B; k++)
+	for (int k = 1; k < 256; k++)
 		logn[k] = log((double)k);
 	/* sum over the first 127 groups of G log(G / nz), for each m */
 	double A[B / LEVELS + 1];
@@ -502,6 +536,8 @@ static double amax_entropy(const struct ir_calib_tensor *t)
 			best_i = i;
 		}
 	}
+	free(C);
+	free(Z);
 	return fmin((best_i + 0.5) * (t->hist_max / B), stat_amax(t));
 }
 
@@ -524,7 +560,10 @@ static double amax_entropy(const struct ir_calib_tensor *t)
 static double amax_mse(const struct ir_calib_tensor *t)
 {
 	const uint64_t *h = t->hist;
-	double S0[B + 1], S1[B + 1], S2[B + 1];   /* in bin units: c_j = j + 0.5 */
+	double *S0 = malloc(3 * (B + 1) * sizeof(double));   /* in bin units: c_j = j + 0.5 */
+	if (!S0)
+		return -1;
+	double *S1 = S0 + B + 1, *S2 = S1 + B + 1;
 	S0[0] = S1[0] = S2[0] = 0;
 	int top = -1;
 	for (int j = 0; j < B; j++) {
@@ -535,8 +574,6 @@ static double amax_mse(const struct ir_calib_tensor *t)
 		if (h[j])
 			top = j;
 	}
-	if (top < 0 || t->hist_max <= 0)
-		return 0;
 	int kmax = top + 1 < LEVELS ? LEVELS : top + 1;
 	double best = INFINITY;
 	int best_k = kmax;
@@ -564,6 +601,7 @@ static double amax_mse(const struct ir_calib_tensor *t)
 			best_k = k;
 		}
 	}
+	free(S0);
 	return fmin(best_k * (t->hist_max / B), stat_amax(t));
 }
 
@@ -572,8 +610,9 @@ double ir_calib_amax(const struct ir_calib_tensor *t, const struct ir_calib_how 
 	if (!t || !t->count)
 		return 0;
 	double amax = stat_amax(t);
-	if (!t->hist || amax <= 0 || !h)
+	if (!t->hist || amax <= 0 || t->hist_max <= 0 || !h)
 		return amax;
+	/* below: the histogram has counts and a range; -1 is no memory (then: max) */
 	double T;
 	switch (h->method) {
 	case IR_CALIB_PERCENTILE:
@@ -589,7 +628,7 @@ double ir_calib_amax(const struct ir_calib_tensor *t, const struct ir_calib_how 
 		T = amax;
 		break;
 	}
-	return isfinite(T) ? fmin(fmax(T, 0.0), amax) : amax;
+	return isfinite(T) && T >= 0 ? fmin(T, amax) : amax;
 }
 
 void ir_calib_range(const struct ir_calib_tensor *t, const struct ir_calib_how *h, double *lo, double *hi)
@@ -619,9 +658,14 @@ int ir_calib_method_parse(const char *s, struct ir_calib_how *out, struct ir_dia
 	} else if (!strncmp(s, "percentile=", 11)) {
 		const char *v = s + 11;
 		char *end;
-		errno = 0;
-		double p = strtod(v, &end);
-		if (!*v || *end || end == v || !isfinite(p) || !(p > 0 && p <= 100) || (v[0] == '0' && (v[1] == 'x' || v[1] == 'X')))
+		double p = 0;
+		/* a plain decimal number: no spaces, hex, inf or nan */
+		bool ok = *v && (v[0] == '.' || (v[0] >= '0' && v[0] <= '9')) && strspn(v, "0123456789.eE+-") == strlen(v);
+		if (ok) {
+			p = strtod(v, &end);
+			ok = !*end && isfinite(p) && p > 0 && p <= 100;
+		}
+		if (!ok)
 			return ir_diag_err(d, IR_ERR, "bad percentile '%s': expected a number in (0, 100]", v);
 		out->method = IR_CALIB_PERCENTILE;
 		out->pct = p;
@@ -687,7 +731,7 @@ static bool hash_valid(const char *s)
 	return true;
 }
 
-static void write_cache(FILE *f, const struct ir_calib *c)
+void ir_calib_write(FILE *f, const struct ir_calib *c)
 {
 	fprintf(f, "ogsh-calib 1\n");
 	fprintf(f, "model_hash %s\n", c->model_hash[0] ? c->model_hash : "-");
@@ -753,7 +797,7 @@ int ir_calib_save(const struct ir_calib *c, const char *path, struct ir_diag *d)
 		free(tmp);
 		return ir_diag_err(d, IR_EIO, "cannot save '%s': %s", path, ir_errstr(e, eb, sizeof(eb)));
 	}
-	write_cache(f, c);
+	ir_calib_write(f, c);
 	int err = 0;
 	if (fflush(f) || ferror(f))
 		err = errno ? errno : EIO;
@@ -1042,11 +1086,13 @@ static int parse_tensor(struct parser *P, struct ir_calib *c, struct ir_map *see
 		return IR_ERR;
 	if (!name[0])
 		return perr(P, "a tensor with an empty name");
+	char nb[100];
+	const char *shown = show_name(name, nb);
 	intptr_t first = (intptr_t)ir_map_get(seen, name);
 	if (first)
-		return perr(P, "tensor '%s' appears twice (first on line %ld)", name, (long)first);
+		return perr(P, "tensor '%s' appears twice (first on line %ld)", shown, (long)first);
 	int line = P->line;
-	struct ir_calib_tensor *t = ir_calib_add_tensor(c, name);
+	struct ir_calib_tensor *t = append_tensor(c, name);   /* not there: `seen` says so */
 	if (!t)
 		return ir_diag_err(P->d, IR_ENOMEM, "out of memory");
 	if (ir_map_put(seen, t->name, (void *)(intptr_t)line))
@@ -1062,19 +1108,19 @@ static int parse_tensor(struct parser *P, struct ir_calib *c, struct ir_map *see
 	    expect(P, "hist_max", 1) || tok_double(P, &P->tk[1], "hist_max", &t->hist_max))
 		return IR_ERR;
 	if (t->count + t->n_nonfinite > 0 && t->batches == 0)
-		return perr(P, "tensor '%s' has values but no batches", name);
+		return perr(P, "tensor '%s' has values but no batches", shown);
 	if (t->count == 0) {
 		if (t->min != 0 || t->max != 0 || t->ema_min != 0 || t->ema_max != 0 || t->hist_max != 0)
-			return perr(P, "tensor '%s' has no finite values but a range", name);
+			return perr(P, "tensor '%s' has no finite values but a range", shown);
 	} else {
 		if (t->min > t->max)
-			return perr(P, "tensor '%s': min %g is above max %g", name, t->min, t->max);
+			return perr(P, "tensor '%s': min %g is above max %g", shown, t->min, t->max);
 		if (!within(t->ema_min, t->min, t->max) || !within(t->ema_max, t->min, t->max))
-			return perr(P, "tensor '%s': a moving average outside [min, max]", name);
+			return perr(P, "tensor '%s': a moving average outside [min, max]", shown);
 		if (t->hist_max < 0 || t->hist_max > 0x1p128 || (t->hist_max > 0 && t->hist_max < HIST_MAX_MIN / 2))
-			return perr(P, "tensor '%s': hist_max %g is out of range", name, t->hist_max);
+			return perr(P, "tensor '%s': hist_max %g is out of range", shown, t->hist_max);
 		if (t->hist_max < fmax(fabs(t->min), fabs(t->max)))
-			return perr(P, "tensor '%s': hist_max %g is below the largest |x| %g", name, t->hist_max,
+			return perr(P, "tensor '%s': hist_max %g is below the largest |x| %g", shown, t->hist_max,
 				    fmax(fabs(t->min), fabs(t->max)));
 	}
 
@@ -1082,7 +1128,7 @@ static int parse_tensor(struct parser *P, struct ir_calib *c, struct ir_map *see
 	if (expect(P, "hist", 2) || tok_u64(P, &P->tk[1], "bins", UINT64_MAX, &bins))
 		return IR_ERR;
 	if (bins != B)
-		return perr(P, "histogram of '%s' has %" PRIu64 " bins, expected %d", name, bins, B);
+		return perr(P, "histogram of '%s' has %" PRIu64 " bins, expected %d", shown, bins, B);
 	if (tok_u64(P, &P->tk[2], "non-empty bins", B, &nz))
 		return IR_ERR;
 	uint64_t total = 0;
@@ -1092,32 +1138,32 @@ static int parse_tensor(struct parser *P, struct ir_calib *c, struct ir_map *see
 		if (next_line(P, "a histogram bin"))
 			return IR_ERR;
 		if (P->n_tk != 2)
-			return perr(P, "histogram of '%s': expected 'BIN COUNT' (%" PRIu64 " of %" PRIu64 ")", name, k + 1, nz);
+			return perr(P, "histogram of '%s': expected 'BIN COUNT' (%" PRIu64 " of %" PRIu64 ")", shown, k + 1, nz);
 		if (tok_u64(P, &P->tk[0], "bin", B - 1, &idx) || tok_u64(P, &P->tk[1], "bin count", big, &cnt))
 			return IR_ERR;
 		if ((int)idx <= prev)
-			return perr(P, "histogram of '%s': bin %" PRIu64 " after bin %d (bins must increase)", name, idx, prev);
+			return perr(P, "histogram of '%s': bin %" PRIu64 " after bin %d (bins must increase)", shown, idx, prev);
 		if (cnt == 0)
-			return perr(P, "histogram of '%s': bin %" PRIu64 " is listed with count 0", name, idx);
+			return perr(P, "histogram of '%s': bin %" PRIu64 " is listed with count 0", shown, idx);
 		total += cnt;
 		if (total > big)
-			return perr(P, "histogram of '%s': the counts add up to too much", name);
+			return perr(P, "histogram of '%s': the counts add up to too much", shown);
 		t->hist[idx] = cnt;
 		prev = (int)idx;
 	}
 	if (total != t->count)
-		return perr(P, "histogram of '%s' holds %" PRIu64 " values, its count is %" PRIu64, name, total, t->count);
+		return perr(P, "histogram of '%s' holds %" PRIu64 " values, its count is %" PRIu64, shown, total, t->count);
 	if (t->count > 0) {
 		double amax = fmax(fabs(t->min), fabs(t->max));
 		if (t->hist_max == 0) {
 			if (amax != 0 || prev != 0)
-				return perr(P, "histogram of '%s' has no range but values other than 0", name);
+				return perr(P, "histogram of '%s' has no range but values other than 0", shown);
 		} else {
 			/* the top bin must be the one that holds the largest |x| */
 			double at = amax / t->hist_max * B;
 			if (prev == B - 1 ? at < B - 1 - 0.01 : !(at >= prev - 0.01 && at <= prev + 1.01))
 				return perr(P, "histogram of '%s': its top bin %d does not hold the largest |x| %g (bin %.0f)",
-					    name, prev, amax, floor(at));
+					    shown, prev, amax, floor(at));
 		}
 	}
 
@@ -1126,15 +1172,15 @@ static int parse_tensor(struct parser *P, struct ir_calib *c, struct ir_map *see
 	    tok_u64(P, &P->tk[2], "rows", big, &rows))
 		return IR_ERR;
 	if (nc == 0 && rows != 0)
-		return perr(P, "tensor '%s': %" PRIu64 " rows of no channels", name, rows);
+		return perr(P, "tensor '%s': %" PRIu64 " rows of no channels", shown, rows);
 	if (nc > 0) {
 		uint64_t cells;
 		if (ir_mul_overflow(nc, rows, &cells) || cells > t->count + t->n_nonfinite)
 			return perr(P, "tensor '%s': %" PRIu64 " rows of %" PRIu64 " channels is more than the %" PRIu64 " values seen",
-				    name, rows, nc, t->count + t->n_nonfinite);
+				    shown, rows, nc, t->count + t->n_nonfinite);
 		/* each sum takes a line of at least two bytes: refuse a count the rest of the file cannot hold */
 		if (nc > (uint64_t)(P->end - P->p) / 2)
-			return perr(P, "tensor '%s': %" PRIu64 " channels, the file is shorter than that (truncated?)", name, nc);
+			return perr(P, "tensor '%s': %" PRIu64 " channels, the file is shorter than that (truncated?)", shown, nc);
 		t->chan_abssum = calloc((size_t)nc, sizeof(double));
 		if (!t->chan_abssum)
 			return ir_diag_err(P->d, IR_ENOMEM, "out of memory");
@@ -1144,13 +1190,13 @@ static int parse_tensor(struct parser *P, struct ir_calib *c, struct ir_map *see
 			if (next_line(P, "a channel sum"))
 				return IR_ERR;
 			if (P->n_tk != 1)
-				return perr(P, "tensor '%s': expected one channel sum, found '%s'", name, tokstr(&P->tk[0], b));
+				return perr(P, "tensor '%s': expected one channel sum, found '%s'", shown, tokstr(&P->tk[0], b));
 			if (tok_double(P, &P->tk[0], "channel sum", &t->chan_abssum[k]))
 				return IR_ERR;
 			if (t->chan_abssum[k] < 0)
-				return perr(P, "tensor '%s': a negative sum of |x|", name);
+				return perr(P, "tensor '%s': a negative sum of |x|", shown);
 			if (rows == 0 && t->chan_abssum[k] != 0)
-				return perr(P, "tensor '%s': a channel sum over no rows", name);
+				return perr(P, "tensor '%s': a channel sum over no rows", shown);
 		}
 	}
 	return 0;

@@ -47,6 +47,9 @@ void ir_value_free(struct ir_value *v);
 void ir_node_free(struct ir_node *n);
 void ir_function_clear(struct ir_function *f);
 
+/* The calibration cache file's text for c (calib.c; ir_calib_save writes it, the fuzz target reads it back). */
+void ir_calib_write(FILE *f, const struct ir_calib *c);
+
 /* SHA-1 of a byte range (external data checksums). */
 void ir_sha1(const void *data, size_t len, unsigned char out[20]);
 

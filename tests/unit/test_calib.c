@@ -494,7 +494,8 @@ static void test_method_names(void)
 	CHECK(!strcmp(ir_calib_method_name(&h, buf, sizeof(buf)), "percentile=99.9"));
 	CHECK(ir_calib_method_parse("percentile=100", &h, &d) == 0 && h.pct == 100);
 	const char *bad[] = { "percentile=0", "percentile=101", "percentile=", "percentile=nan", "percentile=9x",
-			      "percentile=0x10", "percentile=-5" };
+			      "percentile=0x10", "percentile=-5", "percentile= 99", "percentile=99 ", "percentile=inf",
+			      "percentile=1e999" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		CHECK(ir_calib_method_parse(bad[i], &h, &d) == IR_ERR && d.error && strstr(d.error, "bad percentile"));
 		ir_diag_clear(&d);
@@ -751,6 +752,10 @@ static void test_malformed(void)
 	REFUSED("end\n", "end\nend\n", "more after 'end'");
 	REFUSED("end\n", "end extra\n", "expected 'end'");
 	REFUSED("batches 1\n", "batches 0\n", "has values but no batches");
+	/* a name that needs escapes is shown escaped: the message stays one line */
+	char *esc = replace(text, "tensor \"b\"\ncount 4\n", "tensor \"b\\nc\"\ncount 5\n");
+	refused(esc, strlen(esc), "line 42: histogram of 'b\\x0ac' holds 4 values, its count is 5", __LINE__);
+	free(esc);
 	REFUSED("random 1\n", "random 1\n\n", "empty line");
 	/* a data description too long for the struct */
 	char longdesc[400] = "data_desc \"";
@@ -839,6 +844,46 @@ static void test_model_hash(void)
 	in->type.dims[1].value = dv;
 	ir_model_hash(cl, h2);
 	CHECK(!strcmp(h0, h2));
+
+	/* shape inference fills values' inferred types: not content */
+	CHECK(ir_infer(cl, NULL) == 0);
+	ir_model_hash(cl, h2);
+	CHECK(!strcmp(h0, h2));
+
+	/* an edit inside a subgraph: an If whose then-branch applies Relu to a captured value */
+	struct ir_model *sm = ir_model_new();
+	struct ir_graph *g = ir_graph_new("outer");
+	sm->graph = g;
+	struct ir_value *x = ir_value_new(g, "x", NULL), *cond = ir_value_new(g, "cond", NULL);
+	ir_graph_add_input(g, x);
+	ir_graph_add_input(g, cond);
+	struct ir_node *ifn = ir_node_new(g, "If", NULL, "if", 1, 1, NULL);
+	ir_node_set_input(ifn, 0, cond);
+	ir_node_set_output(ifn, 0, ir_value_new(g, "y", NULL), NULL);
+	ir_graph_add_output(g, ir_value_find(g, "y"));
+	struct ir_graph *sub = ir_graph_new("then");
+	sub->parent = g;
+	struct ir_value *cx = ir_graph_capture(sub, "x", NULL);
+	struct ir_node *r = ir_node_new(sub, "Relu", NULL, "inner", 1, 1, NULL);
+	ir_node_set_input(r, 0, cx);
+	ir_node_set_output(r, 0, ir_value_new(sub, "t", NULL), NULL);
+	ir_graph_add_output(sub, ir_value_find(sub, "t"));
+	struct ir_attr ga = { .type = IR_ATTR_GRAPH, .has_type = true, .g = sub };
+	ga.name = strdup("then_branch");
+	CHECK(ir_node_set_attr(ifn, &ga, NULL) == 0);
+	char s0[17], s1[17];
+	ir_model_hash(sm, s0);
+	struct ir_model *smc = ir_model_clone(sm);
+	CHECK(smc != NULL);
+	if (smc) {
+		ir_model_hash(smc, s1);
+		CHECK(!strcmp(s0, s1));
+		ir_model_free(smc);
+	}
+	CHECK(ir_node_rename(r, "inner2", NULL) == 0);
+	ir_model_hash(sm, s1);
+	CHECK(strcmp(s0, s1) != 0);
+	ir_model_free(sm);
 
 	/* the byte hash: the same bytes hash the same at any alignment, every byte counts */
 	unsigned char buf[80], other[80];
