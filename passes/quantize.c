@@ -80,6 +80,9 @@ struct qstate {
 	int *pos;            /* node id -> position in the graph's order */
 	int n_pos;
 	bool need_half;      /* a quantized tensor is float16/bfloat16: scales of that type need opset 19 */
+	bool old_ir;         /* IR version < 4: every initializer is also listed as a graph input */
+	int n_unlisted;      /* float weights of such a model taken out of the graph inputs */
+	int64_t old_ir_version;
 	/* weights already quantized: the DequantizeLinear output that stands for each */
 	struct { struct ir_value *w; int axis; struct ir_value *dq; } *wdone;
 	int n_wdone, cap_wdone;
@@ -541,6 +544,38 @@ static int add_qnode(struct qstate *S, const struct qnode *q)
 	return 0;
 }
 
+/*
+ * The constant weights at input i of n: an initializer that is not a graph
+ * input, or a Constant's; in a model of IR version < 4, where every
+ * initializer is listed as a graph input too, an initializer that is one.
+ */
+static const struct ir_tensor *weight_const(const struct qstate *S, const struct ir_node *n, int i)
+{
+	const struct ir_tensor *t = pass_const_input(n, i);
+	if (t || !S->old_ir || i >= n->n_inputs || !n->inputs[i])
+		return t;
+	return n->inputs[i]->init;
+}
+
+/* Drops the float weights wv when nothing reads them any more (in an IR < 4
+ * model, taking them out of the graph inputs first). */
+static void drop_weights(struct qstate *S, struct ir_value *wv)
+{
+	if (pass_n_readers(wv))
+		return;
+	if (S->old_ir && wv->is_input && wv->init && !wv->producer) {
+		struct ir_graph *g = S->c->m->graph;
+		int k = 0;
+		for (int i = 0; i < g->n_inputs; i++)
+			if (g->inputs[i] != wv)
+				g->inputs[k++] = g->inputs[i];
+		g->n_inputs = k;
+		wv->is_input = false;
+		S->n_unlisted++;
+	}
+	pass_drop_dead_consts(&wv, 1);
+}
+
 /* A candidate left float, with why (counted): "<why>: kept float32". */
 static void keep_float(struct qstate *S, const struct ir_node *n, int dt, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -580,6 +615,14 @@ static int plan_node(struct qstate *S, struct ir_node *n, int kind)
 		keep_float(S, n, dt, "it does not have the usual inputs and output");
 		return 0;
 	}
+	for (int i = 0; i < n->n_inputs; i++) {
+		struct ir_node *p = n->inputs[i] ? n->inputs[i]->producer : NULL;
+		if (p && p->op == IR_OP_DequantizeLinear) {
+			pass_rejected(c, n, "already quantized: its input '%s' comes from a DequantizeLinear: left as it is",
+				      n->inputs[i]->name);
+			return 0;
+		}
+	}
 	if (!quant_float(dt)) {
 		keep_float(S, n, dt, "its input '%s' is %s, not float32, float16 or bfloat16", n->inputs[0]->name,
 			   dt_name(dt));
@@ -592,7 +635,7 @@ static int plan_node(struct qstate *S, struct ir_node *n, int kind)
 
 	struct qnode q = { .n = n, .kind = kind, .w_slot = -1, .w_axis = -1 };
 	int k_axis = -1;
-	const struct ir_tensor *w = kind == K_ATTN ? NULL : pass_const_input(n, 1);
+	const struct ir_tensor *w = kind == K_ATTN ? NULL : weight_const(S, n, 1);
 	if (w) {
 		if (!quant_float(w->dtype)) {
 			keep_float(S, n, dt, "its weights '%s' are %s, not float32, float16 or bfloat16",
@@ -696,16 +739,25 @@ static int plan_residuals(struct qstate *S)
 		if (n->op != IR_OP_Add || n->n_inputs != 2 || !n->inputs[0] || !n->inputs[1] || n->inputs[0] == n->inputs[1])
 			continue;
 		bool from_conv[2];
+		struct ir_node *conv[2] = { NULL, NULL };
 		for (int i = 0; i < 2; i++) {
-			struct ir_node *p = n->inputs[i]->producer;
+			struct ir_value *v = n->inputs[i];
+			struct ir_node *p = v->producer;
+			/* an unfolded inference BatchNormalization is folded into the conv by the builder */
+			if (p && p->op == IR_OP_BatchNormalization && p->n_inputs > 0 && p->inputs[0] &&
+			    pass_only_reader(p->inputs[0]) == p) {
+				v = p->inputs[0];
+				p = v->producer;
+			}
 			struct qnode *q = p ? qnode_of(S, p) : NULL;
-			from_conv[i] = q && (q->kind == K_CONV || q->kind == K_CONVT) && p->outputs[0] == n->inputs[i];
+			from_conv[i] = q && (q->kind == K_CONV || q->kind == K_CONVT) && p->outputs[0] == v;
+			conv[i] = p;
 		}
 		if (!from_conv[0] && !from_conv[1])
 			continue;
 		int r;
 		if (from_conv[0] && from_conv[1])
-			r = pos_of(S, n->inputs[0]->producer) < pos_of(S, n->inputs[1]->producer) ? 0 : 1;
+			r = pos_of(S, conv[0]) < pos_of(S, conv[1]) ? 0 : 1;
 		else
 			r = from_conv[0] ? 1 : 0;
 		struct ir_value *v = n->inputs[r];
@@ -713,8 +765,8 @@ static int plan_residuals(struct qstate *S)
 			pass_note(c, n, "residual Add excluded by exclude=%s: its input '%s' stays float", item, v->name);
 			continue;
 		}
-		if (ir_value_is_const(v) && !v->is_input)
-			continue;   /* a bias, not a residual (fuse-conv-add folds it) */
+		if ((ir_value_is_const(v) && !v->is_input) || (v->producer && v->producer->op == IR_OP_DequantizeLinear))
+			continue;   /* a bias, not a residual (fuse-conv-add folds it); or quantized already */
 		int vdt = elem_of(v);
 		if (!quant_float(vdt)) {
 			pass_note(c, n, "residual input '%s' is %s: not quantized", v->name, dt_name(vdt));
@@ -749,6 +801,14 @@ static int plan_concats(struct qstate *S)
 			p = p->n_inputs > 0 && p->inputs[0] ? p->inputs[0]->producer : NULL;
 		if (!p || p->op != IR_OP_Concat || p->n_outputs != 1 || !p->outputs[0])
 			continue;
+		char item[512];
+		if (list_matches(S->o.exclude, p, item, sizeof(item))) {
+			if (!p->mark) {
+				pass_note(c, p, "Concat excluded by exclude=%s: its inputs stay float", item);
+				p->mark = 1;
+			}
+			continue;
+		}
 		bool ok = true;
 		const struct ir_calib_tensor *st[64];
 		const char *from[64];
@@ -760,7 +820,9 @@ static int plan_concats(struct qstate *S)
 			struct ir_value *u = p->inputs[j];
 			if (!u)
 				continue;
-			if (ir_value_is_const(u) && !u->is_input) {
+			if (u->producer && u->producer->op == IR_OP_DequantizeLinear) {
+				ok = false;   /* quantized already */
+			} else if (ir_value_is_const(u) && !u->is_input) {
 				pass_note(c, p, "Concat input '%s' is a constant: the inputs are not given one shared scale "
 					  "(the Concat stays float, '%s' is quantized after it)", u->name, v->name);
 				ok = false;
@@ -1087,11 +1149,6 @@ static int raise_opset(struct pass_ctx *c, int64_t to, const char *need)
 			return oom(c);
 		m->n_opsets++;
 	}
-	int64_t irv = ir_for_opset(to);
-	if (!m->has_ir_version || m->ir_version < irv) {
-		m->ir_version = irv;
-		m->has_ir_version = true;
-	}
 	m->infer_current = false;
 	if (R.converted)
 		pass_note(c, NULL, "raised the model's ONNX opset from %lld to %lld (%s needs it); %d node%s "
@@ -1291,13 +1348,16 @@ static int rewrite_weights(struct qstate *S, struct qnode *q, char *what, size_t
 	struct pass_ctx *c = S->c;
 	struct ir_node *n = q->n;
 	struct ir_value *wv = n->inputs[q->w_slot];
-	const struct ir_tensor *w = ir_value_const(wv);
+	const struct ir_tensor *w = wv->init ? wv->init : ir_value_const(wv);
 	bool fp8 = S->o.prec == PREC_FP8;
 	int axis = fp8 || S->o.per_tensor ? -1 : q->w_axis;
 	struct ir_value *dq = wdone_find(S, wv, axis);
 	if (dq) {
 		snprintf(what, size, "weights '%s' (already quantized for another node)", wv->name);
-		return ir_node_set_input(n, q->w_slot, dq) ? oom(c) : 0;
+		if (ir_node_set_input(n, q->w_slot, dq))
+			return oom(c);
+		drop_weights(S, wv);
+		return 0;
 	}
 	double *wf = pass_tensor_f64(w);
 	uint64_t adim = axis >= 0 ? (uint64_t)w->dims[axis] : 1;
@@ -1336,7 +1396,7 @@ static int rewrite_weights(struct qstate *S, struct qnode *q, char *what, size_t
 			 fp8 ? "float8e4m3fn" : "int8", axis, (unsigned long long)adim, lo, hi);
 	else
 		snprintf(what, size, "weights '%s' %s per tensor (scale %.3g)", wv->name, fp8 ? "float8e4m3fn" : "int8", lo);
-	pass_drop_dead_consts(&wv, 1);
+	drop_weights(S, wv);
 	rc = 0;
 out:
 	free(wf);
@@ -1424,8 +1484,17 @@ static int rewrite_int4(struct qstate *S, struct qnode *q, char *what, size_t si
 	struct pass_ctx *c = S->c;
 	struct ir_node *n = q->n;
 	struct ir_value *wv = n->inputs[q->w_slot];
-	const struct ir_tensor *w = ir_value_const(wv);
+	const struct ir_tensor *w = wv->init ? wv->init : ir_value_const(wv);
 	int k = q->w_axis;
+	/* round to nearest gives the same blocks to every reader: one copy (AWQ scales per reader) */
+	struct ir_value *shared = S->o.awq ? NULL : wdone_find(S, wv, 1000 + k);
+	if (shared) {
+		snprintf(what, size, "weights '%s' (already quantized for another node)", wv->name);
+		if (ir_node_set_input(n, q->w_slot, shared))
+			return oom(c);
+		drop_weights(S, wv);
+		return 0;
+	}
 	uint64_t outer, K, inner;
 	split_dims(w, k, &outer, &K, &inner);
 	int64_t bs = S->o.block;
@@ -1487,6 +1556,8 @@ static int rewrite_int4(struct qstate *S, struct qnode *q, char *what, size_t si
 	struct ir_value *dq = weight_dq(S, wv, qv, sv, k, bs, n, !scaled);
 	if (!dq)
 		goto out;
+	if (!S->o.awq && wdone_add(S, wv, 1000 + k, dq))
+		goto out;
 	if (ir_node_set_input(n, q->w_slot, dq)) {
 		rc = oom(c);
 		goto out;
@@ -1521,7 +1592,7 @@ static int rewrite_int4(struct qstate *S, struct qnode *q, char *what, size_t si
 	S->w_bytes_after += (double)qv->init->nbytes;
 	snprintf(what, size, "weights '%s' int4 in blocks of %lld along K (axis %d, %llu scales %.3g..%.3g)%s", wv->name,
 		 (long long)bs, k, (unsigned long long)n_sc, lo, hi, awq_note);
-	pass_drop_dead_consts(&wv, 1);
+	drop_weights(S, wv);
 	rc = 0;
 out:
 	free(wf);
@@ -1684,6 +1755,8 @@ static void qstate_free(struct qstate *S)
 static int run(struct pass_ctx *c)
 {
 	struct qstate S = { .c = c };
+	S.old_ir = c->m->has_ir_version && c->m->ir_version < 4;
+	S.old_ir_version = c->m->ir_version;
 	int rc = read_opts(c, &S.o);
 	if (rc)
 		return rc;
@@ -1722,6 +1795,8 @@ static int run(struct pass_ctx *c)
 		rc = plan_residuals(&S);
 	if (!rc && S.o.prec != PREC_INT4)
 		rc = plan_concats(&S);
+	ir_for_each_node(g, n)
+		n->mark = 0;
 	if (rc)
 		goto out;
 	if (S.o.prec != PREC_INT4)
@@ -1739,6 +1814,15 @@ static int run(struct pass_ctx *c)
 			  : "per-channel DequantizeLinear (axis)";
 	if ((rc = raise_opset(c, need, why)))
 		goto out;
+	/* the IR version the opset (and int4, float8 initializers) need */
+	int64_t irv = ir_for_opset(ir_model_opset(c->m, "") > need ? ir_model_opset(c->m, "") : need);
+	if (!c->m->has_ir_version || c->m->ir_version < irv) {
+		if (c->m->has_ir_version)
+			pass_note(c, NULL, "raised the model's IR version from %lld to %lld (opset %lld needs it)",
+				  (long long)c->m->ir_version, (long long)irv, (long long)need);
+		c->m->ir_version = irv;
+		c->m->has_ir_version = true;
+	}
 
 	/* weights, node by node, and the report */
 	for (int i = 0; i < S.n_nodes && !rc; i++) {
@@ -1787,6 +1871,10 @@ static int run(struct pass_ctx *c)
 	if (rc)
 		goto out;
 
+	if (S.n_unlisted)
+		pass_note(c, NULL, "IR version %lld lists every initializer as a graph input: the %d float weight tensor%s "
+			  "replaced by quantized ones left the graph inputs", (long long)S.old_ir_version, S.n_unlisted,
+			  S.n_unlisted == 1 ? "" : "s");
 	char b1[64], b2[64], mth[64];
 	if (S.o.prec == PREC_INT4)
 		snprintf(mth, sizeof(mth), "round to nearest%s", S.o.awq ? " with awq" : "");
@@ -1854,8 +1942,9 @@ const struct pass pass_quantize = {
 		"(attention's Q.K^T) gets both inputs quantized; FusedAttention gets Q and K. (2) A tensor read by "
 		"several quantized ops gets one pair, shared. (3) The residual input of a skip-connection Add whose "
 		"other input comes from a quantized conv is quantized too (a FusedConv's Z input likewise), so the Add "
-		"runs as the conv's int8 epilogue; when both inputs come from quantized convs, the one computed first "
-		"is the residual. (4) Ops that commute with quantization (MaxPool, Reshape, Transpose, Flatten, "
+		"runs as the conv's int8 epilogue (a BatchNormalization between the conv and the Add, which the builder "
+		"folds into the conv, does not change that); when both inputs come from quantized convs, the one "
+		"computed first is the residual. (4) Ops that commute with quantization (MaxPool, Reshape, Transpose, Flatten, "
 		"Squeeze, Unsqueeze) are not interrupted: the pair goes at the quantized op's input, after them (a "
 		"MaxPool's output is quantized, not its input), and the builder moves it across them; when a "
 		"tensor has no statistics of its own its range is taken from the tensor before those ops. (5) A "
@@ -1865,7 +1954,7 @@ const struct pass pass_quantize = {
 		"(uint8 and the zero point when asymmetric); the quantized op reads the DequantizeLinear's output, "
 		"named x_dq, which stands for x in `compare --stages`. What is left float and why is in the report: "
 		"nodes named by exclude= or not named by only= (node names, ids such as n12, op types such as Gemm, "
-		"or glob patterns such as /layer4/*), layers with fewer than min-channels (16) input or output "
+		"or glob patterns such as /layer4/*; a residual Add or a Concat named there keeps its inputs float), layers with fewer than min-channels (16) input or output "
 		"channels (the first conv of an image model, with 3 input channels, gains nothing and loses "
 		"accuracy), inputs without calibration, inputs that are not float32/float16/bfloat16, and constants "
 		"in an activation's place.\n\n"

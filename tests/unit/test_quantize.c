@@ -19,10 +19,34 @@
 #include <string.h>
 
 static int failures, checks;
-
 #define CHECK(c) do { checks++; if (!(c)) { failures++; fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); } } while (0)
 #define CHECKF(c, ...) do { checks++; if (!(c)) { failures++; fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #c); \
 	fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
+
+static const char *save_dir;   /* argv[1]: where the models and their quantized stages are saved */
+
+/* Saves m as save_dir/name (when a folder was given) for tests/passes/test_quantize.py. */
+static void save(struct ir_model *m, const char *name)
+{
+	if (!save_dir || !m)
+		return;
+	/* declared types for the graph outputs (onnx.checker wants them) */
+	CHECK(ir_infer(m, NULL) == 0);
+	for (int i = 0; i < m->graph->n_outputs; i++) {
+		struct ir_value *v = m->graph->outputs[i];
+		if (v->type.kind == IR_TYPE_NONE && v->inferred.kind == IR_TYPE_TENSOR) {
+			CHECK(ir_type_copy(&v->type, &v->inferred) == 0);
+			v->has_type_proto = true;
+		}
+	}
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/%s", save_dir, name);
+	struct ir_save_opts so = { .force = true, .external = IR_EXT_NONE };
+	struct ir_diag d;
+	ir_diag_init(&d);
+	CHECKF(ir_model_save(m, path, &so, &d) == 0, "%s", d.error);
+	ir_diag_clear(&d);
+}
 
 /* ------------------------------------------------------------------------ */
 /* Building models                                                           */
@@ -203,12 +227,18 @@ static void random_inputs(const struct ir_model *m, struct exec_values *in, cons
 		if (v->init)
 			continue;
 		int64_t dims[IR_MAX_RANK];
-		for (int k = 0; k < v->type.rank; k++)
-			dims[k] = v->type.dims[k].value;
-		struct ir_tensor *t = ir_tensor_new(IR_FLOAT, v->type.rank, dims, NULL);
-		float *p = ir_tensor_mutable(t);
-		for (uint64_t e = 0; e < t->numel; e++)
-			p[e] = (float)(nrand() * (chan ? chan[e % (uint64_t)n_chan] : 1.0));
+		for (int k = 0; k < v->type.rank; k++)   /* a symbolic dim (batch) is 1 */
+			dims[k] = v->type.dims[k].kind == IR_DIM_VALUE ? v->type.dims[k].value : 1;
+		int dt = v->type.elem == IR_FLOAT16 ? IR_FLOAT16 : IR_FLOAT;
+		struct ir_tensor *t = ir_tensor_new(dt, v->type.rank, dims, NULL);
+		void *p = ir_tensor_mutable(t);
+		for (uint64_t e = 0; e < t->numel; e++) {
+			float x = (float)(nrand() * (chan ? chan[e % (uint64_t)n_chan] : 1.0));
+			if (dt == IR_FLOAT16)
+				((uint16_t *)p)[e] = ir_f32_to_f16(x);
+			else
+				((float *)p)[e] = x;
+		}
 		CHECK(exec_values_add_tensor(in, v->name, t) == 0);
 		ir_tensor_unref(t);
 	}
@@ -230,13 +260,20 @@ static bool read_by_matmul(const struct ir_value *v)
 
 static int observe(struct calib_arg *A, const char *name, const struct ir_value *v, const struct ir_tensor *t)
 {
-	if (!t || t->dtype != IR_FLOAT)
+	if (!t || (t->dtype != IR_FLOAT && t->dtype != IR_FLOAT16))
 		return 0;
 	struct ir_calib_tensor *ct = ir_calib_add_tensor(A->cal, name);
 	int nc = 0;
 	if (A->chan_for_matmul && v && read_by_matmul(v) && t->rank >= 1)
 		nc = (int)t->dims[t->rank - 1];
-	return ir_calib_observe(ct, ir_tensor_data(t), t->numel, nc, NULL);
+	if (t->dtype == IR_FLOAT)
+		return ir_calib_observe(ct, ir_tensor_data(t), t->numel, nc, NULL);
+	float *f = malloc(sizeof(float) * (t->numel ? t->numel : 1));
+	for (uint64_t i = 0; i < t->numel; i++)
+		f[i] = (float)ir_tensor_get_f64(t, i);
+	int rc = ir_calib_observe(ct, f, t->numel, nc, NULL);
+	free(f);
+	return rc;
 }
 
 static int on_value(void *arg, const struct ir_value *v, const struct kern_value *kv)
@@ -400,6 +437,8 @@ static void test_int8_cnn(void)
 		goto out;
 	if (getenv("QDUMP"))
 		dump_report(&rep);
+	save(m, "cnn.onnx");
+	save(q, "cnn_int8.onnx");
 	/* the channel rule */
 	CHECK(has_msg(&rep, PASS_REJECTED, "conv1", "3 input channels, below 16: kept float32"));
 	CHECK(!dq_of(node_named(q, "conv1"), 0) && !dq_of(node_named(q, "conv1"), 1));
@@ -482,7 +521,13 @@ static void test_int8_cnn(void)
 	CHECKF(snr > 25, "int8 SNR %.1f dB", snr);
 	if (getenv("QDUMP"))
 		fprintf(stderr, "int8 cnn: SNR %.1f dB\n", snr);
-	/* quantizing twice: the second run finds int8 inputs/DQ weights and leaves them */
+	/* quantizing twice: the second run finds the nodes quantized and leaves them */
+	struct pass_report rep2;
+	struct ir_model *qq = quantize(q, &cal, opts, &rep2, NULL, 0);
+	CHECK(qq && has_msg(&rep2, PASS_REJECTED, "conv2", "already quantized") && !rep2.changed);
+	CHECK(qq && has_msg(&rep2, PASS_NOTE, NULL, "nothing to quantize"));
+	ir_model_free(qq);
+	pass_report_clear(&rep2);
 	ir_model_free(q);
 	pass_report_clear(&rep);
 
@@ -494,6 +539,12 @@ static void test_int8_cnn(void)
 	CHECK(q && !dq_of(node_named(q, "conv4"), 1) && !dq_of(node_named(q, "conv4"), 0));
 	CHECK(q && !dq_of(node_named(q, "gemm"), 0));
 	CHECK(q && dq_of(node_named(q, "conv2"), 1));
+	ir_model_free(q);
+	pass_report_clear(&rep);
+	const char *o2b[] = { "exclude=Concat", NULL };
+	q = quantize(m, &cal, o2b, &rep, NULL, 0);
+	CHECK(q && !dq_of(node_named(q, "cat"), 0) && !dq_of(node_named(q, "cat"), 1) && dq_of(node_named(q, "conv5"), 0));
+	CHECK(q && has_msg(&rep, PASS_NOTE, "cat", "Concat excluded by exclude=Concat"));
 	ir_model_free(q);
 	pass_report_clear(&rep);
 	const char *o3[] = { "exclude=conv[23]", "min-channels=0", NULL };
@@ -518,6 +569,7 @@ static void test_int8_cnn(void)
 		struct ir_node *w = dq_of(node_named(q, "conv2"), 1), *a = dq_of(node_named(q, "conv2"), 0);
 		CHECK(w && !ir_node_attr(w, "axis") && ir_value_const(w->inputs[1])->numel == 1);
 		CHECK(a && ir_value_const(a->inputs[2])->dtype == IR_UINT8);
+		save(q, "cnn_int8_asym.onnx");
 		double snr2 = snr_db(m, q, 4, NULL, 0);
 		CHECKF(snr2 > 20, "asymmetric per-tensor SNR %.1f dB", snr2);
 		ir_model_free(q);
@@ -575,6 +627,7 @@ static void test_int8_cnn(void)
 	CHECK(q != NULL);
 	if (q) {
 		CHECK(opset_of(q) == 19 && q->ir_version >= 9);
+		save(q, "cnn_fp8.onnx");
 		CHECK(has_msg(&rep, PASS_NOTE, NULL, "from 17 to 19"));
 		struct ir_node *w = dq_of(node_named(q, "conv2"), 1), *a = dq_of(node_named(q, "conv2"), 0);
 		CHECK(w && ir_value_const(w->inputs[0])->dtype == IR_F8E4M3FN && !q_of(w));
@@ -635,6 +688,8 @@ static void test_matmul(void)
 	CHECK(q != NULL);
 	if (q) {
 		struct ir_node *s = node_named(q, "scores");
+		save(m, "mm2.onnx");
+		save(q, "mm2_int8.onnx");
 		CHECK(dq_of(s, 0) && q_of(dq_of(s, 0)) && dq_of(s, 1) && q_of(dq_of(s, 1)));
 		struct ir_node *w = dq_of(node_named(q, "mm"), 1);
 		CHECK(w && ir_node_attr_int(w, "axis", -1) == 1);   /* MatMul's B: the last axis */
@@ -686,6 +741,32 @@ static void test_matmul(void)
 	}
 	pass_report_clear(&rep);
 
+	/* two MatMuls reading one weight share its int4 copy */
+	{
+		struct ir_model *m2 = mlp(17, false);
+		int64_t xd[2] = { 8, 64 };
+		struct ir_value *x2 = input(m2, "x2", 2, xd);
+		struct ir_node *mm2 = op(m2, "MatMul", "mm2", "h2", x2, ir_value_find(m2->graph, "W"), NULL);
+		CHECK(ir_graph_add_output(m2->graph, out0(mm2)) == 0);
+		struct ir_model *qs = quantize(m2, NULL, o4, &rep, NULL, 0);
+		CHECK(qs && dq_of(node_named(qs, "mm"), 1) && dq_of(node_named(qs, "mm"), 1) == dq_of(node_named(qs, "mm2"), 1));
+		CHECK(qs && has_msg(&rep, PASS_REWROTE, "mm2", "already quantized for another node"));
+		CHECK(qs && !ir_value_find(qs->graph, "W"));
+		ir_model_free(qs);
+		pass_report_clear(&rep);
+		/* int8 too */
+		struct ir_calib c2;
+		calibrate(m2, &c2, 2, false, NULL, 0);
+		const char *o8[] = { NULL };
+		qs = quantize(m2, &c2, o8, &rep, NULL, 0);
+		CHECK(qs && dq_of(node_named(qs, "mm"), 1) && dq_of(node_named(qs, "mm"), 1) == dq_of(node_named(qs, "mm2"), 1));
+		CHECK(qs && !ir_value_find(qs->graph, "W"));
+		ir_model_free(qs);
+		pass_report_clear(&rep);
+		ir_calib_clear(&c2);
+		ir_model_free(m2);
+	}
+
 	/* AWQ: a few input channels carry large activations */
 	double chan[64];
 	for (int k = 0; k < 64; k++)
@@ -704,6 +785,8 @@ static void test_matmul(void)
 		struct ir_node *mul = mmn->inputs[0]->producer;
 		CHECK(mul && mul->op == IR_OP_Mul && mul->inputs[0] == ir_value_find(q->graph, "x"));
 		CHECK(has_msg(&rep, PASS_REWROTE, "mm", "awq alpha"));
+		save(m, "mlp.onnx");
+		save(q, "mlp_int4_awq.onnx");
 		double s_awq = snr_db(m, q, 8, chan, 64), s_rtn = snr_db(m, q2, 8, chan, 64);
 		CHECKF(s_awq > s_rtn + 1, "awq %.1f dB vs round to nearest %.1f dB", s_awq, s_rtn);
 		if (getenv("QDUMP"))
@@ -746,6 +829,8 @@ static void test_opset_raise(void)
 		CHECK(sq && sq->n_inputs == 2 && !ir_node_attr(sq, "axes"));
 		CHECK(un && un->n_inputs == 2 && !ir_node_attr(un, "axes"));
 		CHECK(has_msg(&rep, PASS_NOTE, NULL, "from 11 to 13"));
+		save(m, "opset11.onnx");
+		save(q, "opset11_int8.onnx");
 		/* the Squeeze commutes: the pair is after it, the range found through it when missing */
 		double snr = snr_db(m, q, 4, NULL, 0);
 		CHECKF(snr > 25, "SNR %.1f dB", snr);
@@ -767,11 +852,140 @@ static void test_opset_raise(void)
 	(void)ints_init;
 }
 
-int main(void)
+/* After fuse-activation: FusedConv (with the residual Z) and FusedGemm are quantized like Conv and Gemm. */
+static void test_fused(void)
 {
+	struct ir_model *m = cnn();
+	struct pass_report rep;
+	struct ir_diag d;
+	ir_diag_init(&d);
+	CHECKF(pass_run(m, pass_find("fuse-activation"), NULL, 0, &rep, &d) == 0, "%s", d.error);
+	ir_diag_clear(&d);
+	pass_report_clear(&rep);
+	int n_fused = 0;
+	struct ir_node *fz = NULL;
+	ir_for_each_node(m->graph, n)
+		if (n->op == IR_OP_ogsh_FusedConv) {
+			n_fused++;
+			if (n->n_inputs > 3 && n->inputs[3])
+				fz = n;
+		}
+	CHECK(n_fused == 5 && fz);
+	struct ir_calib cal;
+	calibrate(m, &cal, 8, false, NULL, 0);
+	const char *o[] = { "method=percentile", NULL };
+	struct ir_model *q = quantize(m, &cal, o, &rep, NULL, 0);
+	CHECK(q != NULL);
+	if (q && fz) {
+		struct ir_node *f = ir_node_by_id(q->graph, fz->id);
+		CHECK(f && dq_of(f, 0) && dq_of(f, 1) && !dq_of(f, 2) && dq_of(f, 3) && q_of(dq_of(f, 3)));
+		CHECK(f && dq_of(f, 1) && ir_value_const(dq_of(f, 1)->inputs[0])->dtype == IR_INT8);
+		double snr = snr_db(m, q, 4, NULL, 0);
+		CHECKF(snr > 25, "fused int8 SNR %.1f dB", snr);
+		save(m, "cnn_fused.onnx");
+		save(q, "cnn_fused_int8.onnx");
+	}
+	ir_model_free(q);
+	pass_report_clear(&rep);
+	/* fp8 raises the opset of the model and of the fused ops' functions */
+	const char *o8[] = { "precision=fp8", NULL };
+	q = quantize(m, &cal, o8, &rep, NULL, 0);
+	CHECK(q != NULL);
+	if (q) {
+		CHECK(opset_of(q) == 19);
+		for (size_t i = 0; i < q->n_functions; i++)
+			for (size_t j = 0; j < q->functions[i].n_opsets; j++)
+				if (!q->functions[i].opsets[j].domain || !*q->functions[i].opsets[j].domain)
+					CHECK(q->functions[i].opsets[j].version == 19);
+		double snr = snr_db(m, q, 4, NULL, 0);
+		CHECKF(snr > 18, "fused fp8 SNR %.1f dB", snr);
+		save(q, "cnn_fused_fp8.onnx");
+	}
+	ir_model_free(q);
+	pass_report_clear(&rep);
+	ir_calib_clear(&cal);
+	ir_model_free(m);
+}
+
+/*
+ * test_quantize --quantize IN.onnx OUT.onnx [OPTION=VALUE...]: calibrates
+ * IN on 8 batches of random inputs (its input shapes must be fixed), runs
+ * quantize with the options, prints the report and saves OUT. A driver for
+ * tests/passes/test_quantize.py until the shell can load a calibration.
+ */
+static int quantize_file(int argc, char **argv)
+{
+	struct ir_diag d;
+	ir_diag_init(&d);
+	struct ir_model *m = ir_model_load(argv[2], NULL, &d);
+	if (!m) {
+		fprintf(stderr, "%s\n", d.error);
+		ir_diag_clear(&d);
+		return 1;
+	}
+	struct ir_calib cal;
+	calibrate(m, &cal, 8, true, NULL, 0);
+	const char *opts[16] = { NULL };
+	for (int i = 4; i < argc && i - 4 < 15; i++)
+		opts[i - 4] = argv[i];
+	struct pass_report rep;
+	char err[600];
+	struct ir_model *q = quantize(m, &cal, opts, &rep, err, sizeof(err));
+	for (int i = 0; i < rep.n_msgs; i++)
+		printf("%s %s: %s\n", rep.msgs[i].kind == PASS_REWROTE ? "rewrote" : rep.msgs[i].kind == PASS_REJECTED
+			? "rejected" : "note", rep.msgs[i].node ? rep.msgs[i].node : "-", rep.msgs[i].text);
+	int rc = q ? 0 : 1;
+	if (!q)
+		fprintf(stderr, "%s\n", err);
+	if (q) {
+		save_dir = NULL;
+		struct ir_save_opts so = { .force = true, .external = IR_EXT_NONE };
+		if (ir_model_save(q, argv[3], &so, &d)) {
+			fprintf(stderr, "%s\n", d.error);
+			rc = 1;
+		}
+	}
+	ir_diag_clear(&d);
+	pass_report_clear(&rep);
+	ir_model_free(q);
+	ir_model_free(m);
+	ir_calib_clear(&cal);
+	return rc || failures;
+}
+
+/* The demo CNN: conv3 -> bn3 -> add3 (+ relu1_out): the residual through an unfolded BatchNormalization. */
+static void test_demo_bn_residual(void)
+{
+	struct ir_model *m = ir_demo_model();
+	struct ir_calib cal;
+	calibrate(m, &cal, 4, false, NULL, 0);
+	struct pass_report rep;
+	const char *o[] = { "min-channels=4", NULL };
+	struct ir_model *q = quantize(m, &cal, o, &rep, NULL, 0);
+	CHECK(q != NULL);
+	if (q) {
+		struct ir_node *add = node_named(q, "add3");
+		CHECK(add && !dq_of(add, 0) && dq_of(add, 1) && dq_of(add, 1) == dq_of(node_named(q, "conv2"), 0));
+		CHECK(has_msg(&rep, PASS_REWROTE, "add3", "residual input 'relu1_out'"));
+		double snr = snr_db(m, q, 2, NULL, 0);
+		CHECKF(snr > 25, "demo int8 SNR %.1f dB", snr);
+	}
+	ir_model_free(q);
+	pass_report_clear(&rep);
+	ir_calib_clear(&cal);
+	ir_model_free(m);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 4 && !strcmp(argv[1], "--quantize"))
+		return quantize_file(argc, argv);
+	save_dir = argc > 1 ? argv[1] : NULL;
 	test_int8_cnn();
 	test_matmul();
 	test_opset_raise();
+	test_fused();
+	test_demo_bn_residual();
 	printf("%d checks, %d failures\n", checks, failures);
 	return failures ? 1 : 0;
 }
