@@ -218,7 +218,8 @@ struct strlist {
 };
 
 struct castnote {
-	char *node, *text;
+	int node;               /* the id of the node it is about (a Cast), or -1 */
+	char *text;
 };
 
 struct cv {
@@ -239,12 +240,12 @@ struct cv {
 	struct cstat *cs;       /* by value index */
 	unsigned char *prec;    /* by value index: the precision at the source (P_*) */
 	size_t n_vals;
-	const struct ir_calib_tensor **cal;   /* the calibration's tensors sorted by name */
-	int n_cal;
+	const struct ir_calib *calib;   /* the session's calibration, or NULL */
+	int n_cal;                      /* its tensors (0 without one) */
 	struct castnote *notes; /* Casts inserted and weights, reported after the kept nodes */
 	int n_notes, cap_notes;
 	/* totals for the summary */
-	int n_casts, n_types, n_inits, n_consts, n_clamped;
+	int n_casts, n_inits, n_consts, n_clamped;
 	double bytes_before, bytes_after;
 };
 
@@ -253,9 +254,11 @@ static int oom(struct cv *v)
 	return ir_diag_err(v->c->d, IR_ENOMEM, "out of memory");
 }
 
-static int add_note(struct cv *v, const char *node, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int add_note(struct cv *v, const struct ir_node *node, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
-static int add_note(struct cv *v, const char *node, const char *fmt, ...)
+/* Keeps a note for the report (emitted after the nodes kept float32). */
+static int add_note(struct cv *v, const struct ir_node *node, const char *fmt, ...)
 {
 	if (v->n_notes == v->cap_notes) {
 		int cap = v->cap_notes ? 2 * v->cap_notes : 16;
@@ -271,13 +274,9 @@ static int add_note(struct cv *v, const char *node, const char *fmt, ...)
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
 	struct castnote *n = &v->notes[v->n_notes];
-	n->node = node ? strdup(node) : NULL;
-	n->text = strdup(text);
-	if ((node && !n->node) || !n->text) {
-		free(n->node);
-		free(n->text);
+	n->node = node ? node->id : -1;
+	if (!(n->text = strdup(text)))
 		return oom(v);
-	}
 	v->n_notes++;
 	return 0;
 }
@@ -552,28 +551,11 @@ static struct ir_tensor *convert_tensor(struct cv *v, const struct ir_tensor *t,
 /* Calibration                                                               */
 /* ------------------------------------------------------------------------ */
 
-static int cal_cmp(const void *a, const void *b)
-{
-	const struct ir_calib_tensor *x = *(const struct ir_calib_tensor *const *)a;
-	const struct ir_calib_tensor *y = *(const struct ir_calib_tensor *const *)b;
-	return strcmp(x->name ? x->name : "", y->name ? y->name : "");
-}
-
-/* The calibration's statistics of tensor `name`, or NULL. */
+/* The calibration's statistics of tensor `name` when it saw any finite value, or NULL. */
 static const struct ir_calib_tensor *cal_find(const struct cv *v, const char *name)
 {
-	int lo = 0, hi = v->n_cal - 1;
-	while (lo <= hi) {
-		int mid = lo + (hi - lo) / 2;
-		int r = strcmp(name, v->cal[mid]->name ? v->cal[mid]->name : "");
-		if (!r)
-			return v->cal[mid]->count ? v->cal[mid] : NULL;
-		if (r < 0)
-			hi = mid - 1;
-		else
-			lo = mid + 1;
-	}
-	return NULL;
+	const struct ir_calib_tensor *t = v->calib ? ir_calib_find(v->calib, name) : NULL;
+	return t && t->count ? t : NULL;
 }
 
 static double cal_amax(const struct ir_calib_tensor *t)
@@ -632,7 +614,7 @@ static int keep(struct cv *v, const struct ir_node *n, int rule, const char *fmt
 	return 0;
 }
 
-/* Whether block-nodes names n: its name, n<id>, or a glob of either. */
+/* Whether block-nodes names n: its name, n<id> or the bare id, or a glob of the name or n<id>. */
 static const char *blocked_node(struct cv *v, const struct ir_node *n)
 {
 	char id[32];
@@ -640,7 +622,7 @@ static const char *blocked_node(struct cv *v, const struct ir_node *n)
 	for (int i = 0; i < v->bnodes.n; i++) {
 		const char *p = v->bnodes.s[i];
 		if ((n->name && *n->name && (!strcmp(p, n->name) || !fnmatch(p, n->name, 0))) || !strcmp(p, id) ||
-		    !fnmatch(p, id, 0)) {
+		    !strcmp(p, id + 1) || !fnmatch(p, id, 0)) {
 			v->bnode_used[i] = true;
 			return p;
 		}
@@ -870,10 +852,10 @@ static int decide(struct cv *v, struct ir_node *n)
 		if (!seq && is_f32_container(x))
 			seq = x->name;
 	}
+	const char *bn = blocked_node(v, n);
 	if (!f32 && !unk && !seq)
 		return 0;   /* nothing float32 here: left alone */
 	s->kind = K_CONV;
-	const char *bn = blocked_node(v, n);
 	if (bn)
 		return strcmp(bn, n->name ? n->name : "") ? keep(v, n, R_OTHER, "in block-nodes ('%s')", bn)
 							 : keep(v, n, R_OTHER, "in block-nodes");
@@ -883,10 +865,20 @@ static int decide(struct cv *v, struct ir_node *n)
 	}
 	if (blocked_op(v, n))
 		return keep(v, n, R_OTHER, "%s is in block-ops", n->op_type);
-	for (int i = 0; i < n->n_attrs; i++)
+	if (n->op == IR_OP_Cast && n->n_inputs == 1 && n->inputs[0] && type_of(n->inputs[0])->elem == v->T) {
+		/* a Cast from the target type to float32 (such as the boundary an earlier conversion
+		 * made): converted it is a Cast to itself, so it goes the way of its readers */
+		s->neutral = true;
+		return 0;
+	}
+	char subs[300] = "";
+	for (int i = 0, k = 0; i < n->n_attrs; i++)
 		if (n->attrs[i].type == IR_ATTR_GRAPH || n->attrs[i].type == IR_ATTR_GRAPHS)
-			return keep(v, n, R_OTHER, "%s has subgraphs ('%s'), which this pass does not enter; Casts "
-				    "around it", n->op_type, n->attrs[i].name);
+			k += snprintf(subs + k, k < (int)sizeof(subs) ? sizeof(subs) - (size_t)k : 0, "%s%s", k ? ", " : "",
+				      n->attrs[i].name);
+	if (*subs)
+		return keep(v, n, R_OTHER, "%s has subgraphs (%s), which this pass does not enter; Casts around it",
+			    n->op_type, subs);
 	if (seq)
 		return keep(v, n, R_OTHER, "'%s' is a sequence, map or optional, which this pass leaves float32", seq);
 	if (unk)
@@ -1081,8 +1073,10 @@ static int src_prec(const struct cv *v, const struct ir_value *x)
 			return const_prec(v, x);
 		return slot_mode(v, p, true, x->producer_slot) == S_T ? P_T : P_F32;
 	}
-	if (is_user_input(v, x))
-		return v->keep_io ? P_F32 : P_T;
+	if (is_user_input(v, x)) {
+		int pin = pin_prec(v, x);   /* read inside a subgraph: float32 even with keep-io=off */
+		return pin ? pin : v->keep_io ? P_F32 : P_T;
+	}
 	return const_prec(v, x);
 }
 
@@ -1215,10 +1209,10 @@ static int note_clamped(struct cv *v, const char *name, const struct cstat *cs, 
 				(unsigned long long)cs->vanish, v->tsub);
 	}
 	if (cs->vanish)
-		return add_note(v, NULL, "'%s': %llu of %llu values are below %s's smallest subnormal %.3g and become 0 "
+		return add_note(v, NULL, "'%s': %llu of %llu values %s below %s's smallest subnormal %.3g and become%s 0 "
 				"(the largest of them %.3g, the tensor's largest |x| %s); clamp=on keeps them at +-%.3g", name,
-				(unsigned long long)cs->vanish, (unsigned long long)cs->numel, v->tn, v->tsub, cs->vmax,
-				num(cs->amax, b1, sizeof(b1)), v->tsub);
+				(unsigned long long)cs->vanish, (unsigned long long)cs->numel, cs->vanish == 1 ? "is" : "are",
+				v->tn, v->tsub, cs->vanish == 1 ? "s" : "", cs->vmax, num(cs->amax, b1, sizeof(b1)), v->tsub);
 	return 0;
 }
 
@@ -1442,8 +1436,7 @@ static int place_casts(struct cv *v, struct ir_value *x, int src)
 			x->type.elem = pin == P_T ? v->T : IR_FLOAT;
 		pass_maps(v->c, x2->name, x->name);
 		readers_text(lst, m, rt, sizeof(rt));
-		char cn[256];
-		rc = add_note(v, nname(c, cn, sizeof(cn)), "Cast '%s' (%s) -> '%s' (%s): %s keeps its %s name%s%s", x2->name,
+		rc = add_note(v, c, "Cast '%s' (%s) -> '%s' (%s): %s keeps its %s name%s%s", x2->name,
 			      prec_name(v, src), x->name, prec_name(v, pin), x->is_output ? "the graph output" : "a tensor read in a subgraph",
 			      prec_name(v, pin), m ? "; also read as is by " : "", m ? rt : "");
 		goto out;
@@ -1468,8 +1461,7 @@ static int place_casts(struct cv *v, struct ir_value *x, int src)
 		}
 	pass_maps(v->c, to->name, x->name);
 	readers_text(lst, m, rt, sizeof(rt));
-	char cn[256];
-	rc = add_note(v, nname(c, cn, sizeof(cn)), "Cast '%s' (%s) -> '%s' (%s) for %s", x->name, prec_name(v, src),
+	rc = add_note(v, c, "Cast '%s' (%s) -> '%s' (%s) for %s", x->name, prec_name(v, src),
 		      to->name, prec_name(v, other), rt);
 out:
 	free(rn);
@@ -1743,14 +1735,11 @@ static void cv_free(struct cv *v)
 	free(v->ns);
 	free(v->cs);
 	free(v->prec);
-	free(v->cal);
 	free(v->bnode_used);
 	strlist_clear(&v->bops);
 	strlist_clear(&v->bnodes);
-	for (int i = 0; i < v->n_notes; i++) {
-		free(v->notes[i].node);
+	for (int i = 0; i < v->n_notes; i++)
 		free(v->notes[i].text);
-	}
 	free(v->notes);
 }
 
@@ -1784,21 +1773,16 @@ static int setup(struct cv *v, struct pass_ctx *c, int T)
 		return rc;
 	if (!(v->bnode_used = calloc((size_t)(v->bnodes.n ? v->bnodes.n : 1), 1)))
 		return oom(v);
-	v->n_ns = v->g->next_id + 1;
+	v->n_ns = v->g->next_id > 0 ? v->g->next_id : 1;
 	v->n_vals = v->g->n_values;
 	v->ns = calloc((size_t)v->n_ns, sizeof(*v->ns));
 	v->cs = calloc(v->n_vals ? v->n_vals : 1, sizeof(*v->cs));
 	v->prec = calloc(v->n_vals ? v->n_vals : 1, 1);
 	if (!v->ns || !v->cs || !v->prec)
 		return oom(v);
-	const struct ir_calib *cal = c->calib;
-	if (cal && cal->n > 0) {
-		if (!(v->cal = malloc(sizeof(*v->cal) * (size_t)cal->n)))
-			return oom(v);
-		for (int i = 0; i < cal->n; i++)
-			if (cal->t[i].name)
-				v->cal[v->n_cal++] = &cal->t[i];
-		qsort(v->cal, (size_t)v->n_cal, sizeof(*v->cal), cal_cmp);
+	if (c->calib && c->calib->n > 0) {
+		v->calib = c->calib;
+		v->n_cal = c->calib->n;
 	}
 	return 0;
 }
@@ -1819,7 +1803,7 @@ static int run_convert(struct pass_ctx *c, int T)
 			goto out;
 	for (int i = 0; i < v->bnodes.n; i++)
 		if (!v->bnode_used[i]) {
-			rc = ir_diag_err(c->d, IR_ERR, "block-nodes: '%s' matches no node (a name, n<id>, or a glob)",
+			rc = ir_diag_err(c->d, IR_ERR, "block-nodes: '%s' matches no node (a name, an id, or a glob)",
 					 v->bnodes.s[i]);
 			goto out;
 		}
@@ -1886,8 +1870,6 @@ static int run_convert(struct pass_ctx *c, int T)
 			n_t++;
 			if ((rc = convert_source(v, x, renamed)))
 				break;
-			if (!renamed && x->type.kind == IR_TYPE_TENSOR)
-				v->n_types++;
 		}
 		rc = place_casts(v, x, v->prec[i]);
 	}
@@ -1906,21 +1888,29 @@ static int run_convert(struct pass_ctx *c, int T)
 			  v->n_consts == 1 ? "" : "s", pass_bytes_text(v->bytes_before, b1, sizeof(b1)),
 			  pass_bytes_text(v->bytes_after, b2, sizeof(b2)), v->n_casts, v->n_casts == 1 ? "" : "s",
 			  v->keep_io ? " (keep-io: the graph's inputs and outputs stay float32)" : "");
+		if (v->clamp && v->n_clamped)
+			pass_note(c, NULL, "clamp=on: %d weight%s clamped (listed below)", v->n_clamped,
+				  v->n_clamped == 1 ? "" : "s");
+		else if (v->clamp)
+			pass_note(c, NULL, "clamp=on: no weight needed clamping");
 		if (c->calib)
 			pass_note(c, NULL, "with calibration (%d tensors%s): data-max %g applies", v->n_cal,
 				  c->calib->random ? ", from random data: the ranges say nothing about real inputs" : "",
 				  v->data_max);
 		ir_for_each_node(g, n) {
+			if (n->id >= v->n_ns)
+				continue;   /* a Cast made here */
 			const struct nst *s = &v->ns[n->id];
 			if (s->kind == K_KEEP)
 				pass_rejected(c, n, "%s", s->why);
+			else if (s->kind == K_CONV && s->neutral_f32 && n->op == IR_OP_Cast)
+				pass_rejected(c, n, "a Cast from %s to float32 whose readers are float32: left as it is", v->tn);
 			else if (s->kind == K_CONV && s->neutral_f32)
 				pass_rejected(c, n, "%s only moves or selects values and its neighbours are float32: left "
 					      "float32, which saves Casts", n->op_type);
 		}
 		for (int i = 0; i < v->n_notes; i++)
-			pass_note(c, NULL, "%s%s%s", v->notes[i].node ? v->notes[i].node : "", v->notes[i].node ? ": " : "",
-				  v->notes[i].text);
+			pass_note(c, v->notes[i].node >= 0 ? ir_node_by_id(g, v->notes[i].node) : NULL, "%s", v->notes[i].text);
 		ir_for_each_node(g, n) {
 			if (n->id >= v->n_ns || !runs_t(v, n) || v->ns[n->id].passive)
 				continue;
@@ -1956,7 +1946,7 @@ static int run_bf16(struct pass_ctx *c)
 	  "the graph's float32 inputs and outputs stay float32, with a Cast at the boundary; off: they become " T }, \
 	{ "block-ops", "string", DEFAULT_BLOCK_OPS,                                                                   \
 	  "ops kept float32 (comma list; a domain such as ai.onnx.ml blocks all its ops; +Op,-Op edit the default)" }, \
-	{ "block-nodes", "string", "", "nodes kept float32: names, n<id> or globs ('/encoder/*'), comma-separated" }, \
+	{ "block-nodes", "string", "", "nodes kept float32: names, ids (n7 or 7) or globs ('/encoder/*'), comma list" }, \
 	{ "clamp", "bool", "false", "clamp weights beyond " T "'s range or below its smallest subnormal, and list "    \
 	  "them; off: they are reported and their readers stay float32" }
 
@@ -1978,14 +1968,14 @@ static const struct pass_option bf16_opts[] = {
 
 #define EXPLAIN_RULES                                                                                                \
 	"Which nodes stay float32, each named in the report with its reason, in this order: those in block-nodes "   \
-	"(names, n<id>, globs); ops in block-ops, by default onnxruntime's float16 converter's list (the ai.onnx.ml " \
+	"(names, ids, globs); ops in block-ops, by default onnxruntime's float16 converter's list (the ai.onnx.ml " \
 	"ops, RandomUniformLike, NonMaxSuppression, TopK, RoiAlign, Range, CumSum, Min, Max, Upsample: ops whose "    \
 	"results are indices, counts or thresholds that rounding breaks, or that its kernels lack); block-ops=+Op "   \
 	"adds to that list, block-ops=-Op takes one out, block-ops=A,B replaces it, block-ops= empties it; nodes "    \
 	"with subgraphs (If, Loop, Scan), which this pass does not enter: they get Casts around them, and a tensor "  \
-	"they read by name keeps its name in float32; sequences; tensors whose type is not known; ops ONNX has in "   \
-	"no such version at the model's opset (each op's type constraints decide: most ops take bfloat16 from opset " \
-	"13, Conv from 22, Einsum never; ogsh's fused ops when an op of their function body does not); nodes "        \
+	"they read by name keeps its name in float32; sequences; tensors whose type is not known; ops that ONNX "  \
+	"does not define for the type at the model's opset (each op's type constraints decide: most ops take "       \
+	"bfloat16 from opset 13, Conv from 22, Einsum never; ogsh's fused ops when an op of their function body does not); nodes "        \
 	"reading a weight that does not fit (below); reductions deeper than max-reduction; and, with calibration, "   \
 	"the activation and long-sum rules below. Where unsure, the node stays float32.\n\n"                          \
 	"Long sums. A reduction adds many numbers: ReduceSum and ReduceMean, the mean and the variance of "           \
