@@ -161,10 +161,12 @@ static int pick_device(struct session *s, const char *cmd, const struct sh_args 
 	return 0;
 }
 
-/* Progress on stderr, per batch, when stderr is a terminal. */
+/* Progress on stderr, per batch, when stderr is a terminal and the work
+ * has taken a second (quick commands print nothing). */
 struct prog {
 	const char *verb;
 	bool on, shown;
+	double t0;
 };
 
 static void prog_init(struct prog *p, const char *verb)
@@ -172,11 +174,12 @@ static void prog_init(struct prog *p, const char *verb)
 	p->verb = verb;
 	p->on = isatty(STDERR_FILENO);
 	p->shown = false;
+	p->t0 = exec_now_ms();
 }
 
 static void prog_show(struct prog *p, const char *what, int done, int total)
 {
-	if (!p->on)
+	if (!p->on || (!p->shown && exec_now_ms() - p->t0 < 1000))
 		return;
 	fflush(stdout);
 	if (total > 0)
@@ -810,6 +813,8 @@ int cmd_calibrate(struct session *s, int argc, char **argv)
 		samples += (uint64_t)n;
 	}
 	prog_done(&pg);
+	/* a stop in the middle of a batch leaves that batch's values computed
+	 * before it in the statistics: what was seen is what is kept */
 	if (stopped) {
 		if (!batches) {
 			sh_error(s, "calibrate: stopped before the first batch ended: nothing kept");
