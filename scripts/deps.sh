@@ -9,7 +9,7 @@ set -eu
 cd "$(dirname "$0")/.."
 what=${1:-test}
 
-pkgs="gcc pkg-config meson ninja-build protobuf-c-compiler libprotobuf-c-dev libedit-dev libgraphviz-dev zlib1g-dev libpng-dev libjpeg62-turbo-dev python3 python3-venv"
+pkgs="gcc pkg-config meson ninja-build protobuf-c-compiler libprotobuf-c-dev libedit-dev libgraphviz-dev libcairo2-dev zlib1g-dev libpng-dev libjpeg62-turbo-dev python3 python3-venv"
 if [ "$what" = test ]; then
 	pkgs="$pkgs clang libclang-rt-14-dev"
 fi

@@ -1481,8 +1481,8 @@ static int load_values(struct dot *d)
 			return by == BY_TIME
 				       ? sh_error(s, "dot: no per-node times for stage %d: run `profile` first",
 						  d->o->stage)
-				       : sh_error(s, "dot: no per-node errors for stage %d: run `run --check` first",
-						  d->o->stage);
+				       : sh_error(s, "dot: no per-node errors for stage %d: run `run --check` or, on a "
+						  "quantized stage, `sensitivity` first", d->o->stage);
 		for (int i = 0; i < d->nid && i < nv->n; i++)
 			d->val[i] = nv->v[i];
 		d->unit = nv->unit[0] ? nv->unit : (by == BY_TIME ? "ms" : "error");

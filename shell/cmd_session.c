@@ -60,7 +60,7 @@ int cmd_help(struct session *s, int argc, char **argv)
 		return 0;
 	}
 	sh_printf(s, "ogsh %s, the ONNX graph shell\n", OGSH_VERSION);
-	const char *groups[] = { "session", "inspect", "edit" };
+	const char *groups[] = { "session", "inspect", "passes", "run", "quantize", "edit" };
 	for (size_t gi = 0; gi < sizeof(groups) / sizeof(groups[0]); gi++) {
 		sh_printf(s, "\n%s%s%s\n", sh_c(s, SH_BOLD), groups[gi], sh_c(s, SH_RESET));
 		for (int i = 0; i < sh_n_commands; i++) {

@@ -93,8 +93,7 @@ static const char *delta(double v, char *buf, size_t size)
 	return buf;
 }
 
-/* Prints a pass report. */
-static void print_report(struct session *s, const struct pass_report *r, bool all)
+void sh_pass_report_print(struct session *s, const struct pass_report *r, bool all)
 {
 	sh_printf(s, "%s: %d matched, %d rewritten, %d rejected\n", r->pass ? r->pass : "?", r->matched,
 		  r->rewritten, r->rejected);
@@ -114,7 +113,7 @@ static void print_report(struct session *s, const struct pass_report *r, bool al
 	}
 }
 
-static void json_report(struct sh_json *j, const struct pass_report *r)
+void sh_pass_report_json(struct sh_json *j, const struct pass_report *r)
 {
 	sh_json_obj(j);
 	sh_json_kstr(j, "pass", r->pass);
@@ -298,7 +297,11 @@ int cmd_apply(struct session *s, int argc, char **argv)
 	struct ir_model *out = NULL;
 	struct ir_diag d;
 	ir_diag_init(&d);
-	int rc = pass_apply(s->model, p, args, n_args, dry, &out, &rep, &d);
+	/* passes that read the session's calibration (quantize, convert-fp16) get it */
+	struct ir_calib tmp;
+	const struct ir_calib *cal = sh_session_calib(s, &tmp);
+	int rc = pass_apply_calib(s->model, p, args, n_args, cal, dry, &out, &rep, &d);
+	ir_calib_clear(&tmp);
 	if (rc) {
 		pass_report_clear(&rep);
 		ir_diag_prefix(&d, "apply");
@@ -308,10 +311,10 @@ int cmd_apply(struct session *s, int argc, char **argv)
 	if (json) {
 		struct sh_json j;
 		sh_json_begin(&j, s->out);
-		json_report(&j, &rep);
+		sh_pass_report_json(&j, &rep);
 		sh_json_end(&j);
 	} else {
-		print_report(s, &rep, sh_flag(&a, "all"));
+		sh_pass_report_print(s, &rep, sh_flag(&a, "all"));
 	}
 	if (dry) {
 		if (!json)
@@ -319,10 +322,16 @@ int cmd_apply(struct session *s, int argc, char **argv)
 		pass_report_clear(&rep);
 		return 0;
 	}
+	return sh_pass_push(s, p, args, n_args, out, &rep, json);
+}
+
+int sh_pass_push(struct session *s, const struct pass *p, const struct pass_arg *args, int n_args,
+		 struct ir_model *out, struct pass_report *rep, bool quiet)
+{
 	if (!out) {
-		if (!json)
+		if (!quiet)
 			sh_printf(s, "nothing changed (no new stage)\n");
-		pass_report_clear(&rep);
+		pass_report_clear(rep);
 		return 0;
 	}
 	/* the label is what ran: "fuse-conv-bn" or "fold-constants max-bytes=4096" */
@@ -331,14 +340,13 @@ int cmd_apply(struct session *s, int argc, char **argv)
 	for (int i = 0; i < n_args && k < sizeof(lab); i++)
 		k += (size_t)snprintf(lab + k, sizeof(lab) - k, " %s=%s", args[i].name, args[i].value);
 	FILE *keep = s->out;
-	if (json)
+	if (quiet)
 		s->out = fopen("/dev/null", "w");
-	rc = push_stage(s, out, lab, &rep, true);
-	if (json && s->out) {
+	int rc = push_stage(s, out, lab, rep, true);
+	if (quiet && s->out)
 		fclose(s->out);
-	}
 	s->out = keep;
-	pass_report_clear(&rep);
+	pass_report_clear(rep);
 	return rc;
 }
 
@@ -401,7 +409,7 @@ int cmd_optimize(struct session *s, int argc, char **argv)
 				changed = true;
 				passes++;
 				if (!quiet)
-					print_report(s, &rep, false);
+					sh_pass_report_print(s, &rep, false);
 				FILE *keep = s->out;
 				if (quiet)
 					s->out = fopen("/dev/null", "w");

@@ -114,7 +114,8 @@ const struct sh_cmd sh_commands[] = {
 	  "the graph is rolled back with an error. When something changed, the result becomes a new stage "
 	  "(undo goes back) and the node, parameter, FLOP and activation changes are shown. --dry-run "
 	  "reports without keeping anything; --all shows every message of a long report. OPTION=VALUE "
-	  "sets the pass's options (explain PASS lists them).",
+	  "sets the pass's options (explain PASS lists them). Passes that read a calibration (quantize, "
+	  "convert-fp16) get the session's (see calibrate).",
 	  "apply fold-constants max-bytes=65536", "--dry-run --all --json", SH_C_NONE, SH_F_JSON, "passes" },
 	{ "optimize", cmd_optimize, "[--level=basic|extended|all] [--quiet]",
 	  "run the passes of a level until nothing changes",
@@ -277,6 +278,112 @@ const struct sh_cmd sh_commands[] = {
 	  "is refused.",
 	  "dot model.svg --diff=0", "--stage= --diff= --around= --radius= --from= --to= --collapse --depth= --expand-fused --weights --qdq-nodes --color-by= --rankdir= --max-nodes=",
 	  SH_C_FILE, 0, "inspect" },
+	{ "calibrate", cmd_calibrate,
+	  "--data=SPEC [--preprocess=SPEC] [--batch=N] [--batches=N] [--device=cuda|cpu] [--seed=N] [--save=FILE] "
+	  "[--load=FILE] [--json]",
+	  "run the current stage over data and keep its activations' statistics",
+	  "Runs the current (float) stage over the data once and streams, for every float activation a "
+	  "quantization could touch (graph inputs and node outputs that some node reads, float32, float16 or "
+	  "bfloat16), its min and max, a moving average of each batch's min and max, and a histogram of "
+	  "|x| in 2048 bins (the range doubles as larger values come), plus the mean |x| per channel of the "
+	  "activation inputs of MatMul and Gemm (for quantize int4 --awq). Activations are never kept: "
+	  "memory stays bounded by the histograms. --data reads .npy or .npz files or folders of them, ONNX "
+	  "test-data folders (input_N.pb), folders of PNG and JPEG images (--preprocess, e.g. "
+	  "resize=256,crop=224,mean=0.485,0.456,0.406,std=0.229,0.224,0.225,layout=nchw,order=rgb,scale=1/255), "
+	  "or random (--seed; every result then says the ranges are meaningless for accuracy). --batch sets "
+	  "the samples per batch (default: the model's batch dim, else 1), --batches stops after N. On the GPU "
+	  "when there is one (--device=cpu runs the CPU reference). A bad file is an error, or a warning and "
+	  "skipped with `set on-error continue`. Ctrl-C between batches keeps the statistics seen so far. "
+	  "The result belongs to the session (calib shows it; quantize and convert-fp16 use it) and is keyed "
+	  "by the stage's content hash and the data's hash. --save writes it to a cache file; --load reads one "
+	  "instead of running, refusing a file made for another model (or a malformed one) with the reason; "
+	  "a cache of an earlier stage is mapped through the stages to the current one. --save alone saves "
+	  "the session's calibration.",
+	  "calibrate --data=digits/train.npz --batch=32 --save=digits.calib",
+	  "--data= --preprocess= --batch= --batches= --device= --seed= --save= --load= --json", SH_C_FILE, SH_F_JSON,
+	  "quantize" },
+	{ "calib", cmd_calib, "[TENSOR] [--method=M] [--json] | plot TENSOR FILE.png|FILE.svg",
+	  "the calibrated ranges of each tensor under every method",
+	  "Lists each calibrated tensor with its count, min, max and the threshold T each method takes from "
+	  "the statistics (values with |x| <= T map onto the quantized range, larger ones saturate): max (the "
+	  "largest |x|), percentile=99.99, entropy (TensorRT's: the threshold minimising the KL divergence "
+	  "between the histogram and its 128-level quantization) and mse (the threshold minimising the "
+	  "quantization error over the histogram). --method=M shows one method (percentile=P picks P). With "
+	  "TENSOR: that tensor in detail, with the asymmetric range and the share of values each method "
+	  "clips. Switching method needs no new run. `calib plot TENSOR FILE` draws its |x| histogram (log "
+	  "counts) with each method's threshold as a labelled line, as PNG or SVG (cairo; written whole or "
+	  "not at all).",
+	  "calib plot conv1_out conv1.svg", "--method= --json", SH_C_VALUE, SH_F_JSON, "quantize" },
+	{ "quantize", cmd_quantize,
+	  "[int8|fp8|int4] [--method=M] [--exclude=LIST] [--only=LIST] [--per-tensor-weights] [--asymmetric] "
+	  "[--keep-float=float16|float32] [--min-channels=N] [--block=N] [--awq] [--auto=TARGET --data=SPEC [--metric=M]] [--all] [--json]",
+	  "insert QuantizeLinear/DequantizeLinear with the calibrated ranges: a new stage",
+	  "Runs the quantize pass on the current stage with the session's calibration (its tensors mapped to "
+	  "this stage) and prints its report, as apply does: what was quantized, what stayed in higher "
+	  "precision and why. int8 (the default): per-channel symmetric int8 weights, per-tensor activations "
+	  "from the calibrated ranges, Q/DQ placed as TensorRT's explicit quantization expects. fp8: E4M3FN "
+	  "(the opset is raised to 19 when lower, and said so). int4: weight-only blocked int4 for MatMul and "
+	  "Gemm (--block=32, 64 or 128; --awq scales salient channels first, from the calibration). "
+	  "--method picks the calibration method (max, percentile=P, entropy, mse); --exclude and --only take "
+	  "node names, op types or patterns, comma-separated; --asymmetric gives uint8 with a zero point; "
+	  "--keep-float=float16 keeps what is not quantized in float16; layers with fewer than --min-channels (default "
+	  "16) input or output channels stay float. int8 and fp8 need calibrate first. "
+	  "--auto=TARGET (snr=35, cos=0.999, top1=99% or maxabs=X, against the current stage on --data) "
+	  "quantizes everything, ranks the quantized nodes by their error when quantized alone, keeps the "
+	  "most sensitive in float one at a time until the target holds, then drops each kept one again if "
+	  "the target still holds (a minimal set, not a contiguous range), reports every step and makes the "
+	  "stage. sensitivity replays these options node by node.",
+	  "quantize int8 --method=entropy --exclude=conv1",
+	  "--method= --exclude= --only= --per-tensor-weights --asymmetric --keep-float= --min-channels= --block= --awq --auto= --data= "
+	  "--metric= --preprocess= --batch= --batches= --seed= --device= --all --json",
+	  SH_C_NONE, SH_F_JSON, "quantize" },
+	{ "convert-fp16", cmd_convert_fp16,
+	  "[--no-keep-io] [--block-ops=LIST] [--block-nodes=LIST] [--clamp] [--data-max=X] [--max-reduction=N] "
+	  "[--all] [--json]",
+	  "convert the float32 graph to float16, with the fewest Casts: a new stage",
+	  "Runs the convert-fp16 pass on the current stage and prints its report. The model's inputs and "
+	  "outputs keep their types (--no-keep-io converts them too); ops of the block list (--block-ops, "
+	  "default onnxruntime's: the ML ops, RandomUniformLike, NonMaxSuppression, TopK, RoiAlign, Range, "
+	  "CumSum and the like) and the nodes of --block-nodes stay float32. Weights that overflow or vanish "
+	  "in float16 are reported (--clamp clamps them and lists them). With a calibration (calibrate "
+	  "first), nodes whose activations exceed --data-max (default 4096) or whose reductions are longer "
+	  "than --max-reduction elements stay float32, each named with its value.",
+	  "convert-fp16 --block-nodes=final_norm", "--no-keep-io --block-ops= --block-nodes= --clamp --data-max= "
+	  "--max-reduction= --all --json", SH_C_NONE, SH_F_JSON, "quantize" },
+	{ "convert-bf16", cmd_convert_fp16,
+	  "[--no-keep-io] [--block-ops=LIST] [--block-nodes=LIST] [--clamp] [--data-max=X] [--max-reduction=N] "
+	  "[--all] [--json]",
+	  "convert the float32 graph to bfloat16, with the fewest Casts: a new stage",
+	  "As convert-fp16, to bfloat16: float32's range with 8 bits of mantissa, so overflow is rare and "
+	  "rounding is coarser.",
+	  "convert-bf16", "--no-keep-io --block-ops= --block-nodes= --clamp --data-max= --max-reduction= --all --json",
+	  SH_C_NONE, SH_F_JSON, "quantize" },
+	{ "sensitivity", cmd_sensitivity, "[--data=SPEC] [--metric=snr|cos|top1] [--top=N] [--json]",
+	  "each quantized node's own share of the error, most sensitive first",
+	  "For a stage made by quantize: quantizes each of its quantized nodes alone (the same options, "
+	  "only=NODE, on the float stage it was made from) and measures the outputs against the float "
+	  "stage's on the data (--metric, default snr), and measures each node's local error: its output in "
+	  "the quantized stage against the float stage's tensor it stands for, as SQNR in dB. Prints a ranked "
+	  "table, most sensitive first (--top=N keeps N); the local errors colour `dot --color-by error`. "
+	  "--data defaults to the data calibrate ran on (with --preprocess, --batch, --batches as in "
+	  "calibrate). On the GPU when there is one.",
+	  "sensitivity --metric=top1 --top=10",
+	  "--data= --preprocess= --batch= --batches= --seed= --metric= --top= --device= --json", SH_C_NONE, SH_F_JSON,
+	  "quantize" },
+	{ "eval", cmd_eval,
+	  "--data=SPEC [--against=STAGE|--labels=FILE] [--metric=top1|top5|snr|cos|maxabs] [--batch=N] "
+	  "[--device=cuda|cpu] [--json]",
+	  "run the current stage over a dataset against another stage or labels",
+	  "Runs the current stage over the whole dataset (batched, on the GPU when there is one, progress on "
+	  "a terminal, Ctrl-C between batches) and compares with stage --against (default 0) run on the same "
+	  "batches, per output: SNR and cosine over every element, the largest |a-b|, and top-1/top-5 "
+	  "agreement per row; or with --labels (one integer per sample: a .npy, or a text file of one per "
+	  "line): top-1 and top-5 accuracy in % of samples. --metric names the figure the summary and --json's "
+	  "value give (default snr, or top1 with labels; with several outputs the worst). --data, "
+	  "--preprocess, --batch, --batches and --seed as in calibrate.",
+	  "eval --data=digits/test.npz --labels=digits/test_labels.npy",
+	  "--data= --preprocess= --batch= --batches= --seed= --against= --labels= --metric= --device= --json",
+	  SH_C_FILE, SH_F_JSON, "quantize" },
 	{ "rm", cmd_rm, "NODE", "remove a node, rewiring its consumers",
 	  "Removes a node. If its outputs are used, the node must have one data input (other "
 	  "inputs constant or absent) and one used output: consumers are rewired to read its "

@@ -191,6 +191,7 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	pass_history_free(&s.hist);
 	exec_cache_clear();
+	sh_quant_forget(&s);
 	ir_diag_clear(&s.infer_diag);
 	sh_run_forget(&s);
 	free(s.name);

@@ -153,6 +153,7 @@ void sh_set_model(struct session *s, struct ir_model *m, const char *name)
 {
 	pass_history_free(&s->hist);
 	exec_cache_clear();
+	sh_quant_forget(s);
 	s->model = NULL;
 	if (pass_history_init(&s->hist, m, "loaded")) {
 		/* no memory for the history: keep the model alone as stage 0 */

@@ -40,6 +40,18 @@ struct sh_node_values {
 bool sh_node_values_reset(struct sh_node_values *vals, int stage, int n, const char *unit);
 void sh_node_values_clear(struct sh_node_values *vals);
 
+/*
+ * A stage that `quantize` made, with the pass options it ran with, so
+ * `sensitivity` can replay them one node at a time (cmd_quant.c).
+ */
+struct sh_quant_rec {
+	int stage;                 /* the quantized stage */
+	const struct ir_model *m;  /* its model: a stage dropped and remade under that number is another */
+	int from;                  /* the float stage it was made from */
+	int n_args;
+	char *names[16], *values[16];   /* the quantize pass's options (owned) */
+};
+
 struct session {
 	struct ir_model *model;
 	char *name;            /* shown in the prompt: file name or "demo" */
@@ -61,6 +73,16 @@ struct session {
 	const struct ir_model *plan_model;
 	int plan_stage;
 	bool plan_tf32, plan_keep_all;
+
+	/* quantization (cmd_quant.c): the calibration of one stage (its value
+	 * names are that stage's; quantize maps them to the current one) */
+	bool have_calib;
+	struct ir_calib calib;
+	int calib_stage;       /* the stage of this session the calibration belongs to */
+	char *calib_data;      /* the --data and --preprocess calibrate ran on (NULL after --load) */
+	char *calib_pre;
+	struct sh_quant_rec *qrec;   /* the stages quantize made */
+	int n_qrec, cap_qrec;
 
 	bool on_error_continue;
 	bool timer;
@@ -304,6 +326,28 @@ int sh_gpu_plan(struct session *s, const char *cmd, const struct exec_values *in
 		struct exec_plan **out);
 void sh_gpu_plan_free(struct session *s);
 int cmd_dot(struct session *s, int argc, char **argv);
+/* A pass report as apply prints it (`all`: every message, else the first
+ * 40), and as JSON (cmd_stages.c). */
+void sh_pass_report_print(struct session *s, const struct pass_report *r, bool all);
+void sh_pass_report_json(struct sh_json *j, const struct pass_report *r);
+/* Keeps a pass's result `out` (NULL: nothing changed, said unless quiet) as
+ * the next stage, labelled with the pass and its options, and says what
+ * changed (quiet: says nothing); clears rep. 0 or -1 (printed). */
+int sh_pass_push(struct session *s, const struct pass *p, const struct pass_arg *args, int n_args,
+		 struct ir_model *out, struct pass_report *rep, bool quiet);
+/* Quantization: calibrate, calib, quantize, convert-fp16/bf16, sensitivity, eval (cmd_quant.c) */
+int cmd_calibrate(struct session *s, int argc, char **argv);
+int cmd_calib(struct session *s, int argc, char **argv);
+int cmd_quantize(struct session *s, int argc, char **argv);
+int cmd_convert_fp16(struct session *s, int argc, char **argv);
+int cmd_sensitivity(struct session *s, int argc, char **argv);
+int cmd_eval(struct session *s, int argc, char **argv);
+/* The session's calibration under the current stage's names, quietly:
+ * NULL when there is none or it does not belong to this line of stages.
+ * It may be `tmp` (initialised here): ir_calib_clear it after use. */
+const struct ir_calib *sh_session_calib(struct session *s, struct ir_calib *tmp);
+/* Drops the calibration and the quantize records (a new model, the end). */
+void sh_quant_forget(struct session *s);
 /* stats A B: two stages side by side (cmd_stages.c) */
 int sh_stats_stages(struct session *s, const char *a, const char *b, bool json);
 /* Whether some of a stage's compute is quantized or in half precision (cmd_stats.c). */

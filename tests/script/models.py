@@ -321,6 +321,93 @@ def run_data(out):
         f.write(b"not a model")
 
 
+def quant_models(out):
+    """The quantization tests' models, data and labels (fixed weights, so
+    the transcripts are stable):
+    qcnn: x[N,3,8,8] -> conv1 (3->16, kept float by the channel rule) ->
+    relu -> conv2 (16->16) -> relu -> a residual Add -> MaxPool -> Flatten
+    -> fc (Gemm 256->10);
+    qmlp: x[N,64] -> fc1 (MatMul 64->32, Add, Relu) -> fc2 (32->32) -> fc3
+    (32->10): MatMul nodes for int4 and AWQ.
+    Data: 48 samples each (.npy), labels for qmlp (.npy and text: the float
+    model's argmax with every 8th sample changed), and bad data: a folder
+    with a file named like an image that is not one."""
+    rs = np.random.RandomState(17)
+
+    def w(*shape, scale=1.0):
+        return (rs.standard_normal(shape) * scale).astype(np.float32)
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 8, 8])
+    y = helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 10])
+    fc_w = w(10, 256, scale=0.15)   # centred per class: the relu outputs are all positive
+    inits = [
+        numpy_helper.from_array(w(16, 3, 3, 3, scale=0.3), "conv1.weight"),
+        numpy_helper.from_array(w(16, scale=0.1), "conv1.bias"),
+        numpy_helper.from_array(w(16, 16, 3, 3, scale=0.1), "conv2.weight"),
+        numpy_helper.from_array(w(16, scale=0.1), "conv2.bias"),
+        numpy_helper.from_array(fc_w - fc_w.mean(axis=1, keepdims=True), "fc.weight"),
+        numpy_helper.from_array(w(10, scale=0.1), "fc.bias"),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "conv1.weight", "conv1.bias"], ["conv1_out"], name="conv1",
+                         kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["conv1_out"], ["relu1_out"], name="relu1"),
+        helper.make_node("Conv", ["relu1_out", "conv2.weight", "conv2.bias"], ["conv2_out"], name="conv2",
+                         kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["conv2_out"], ["relu2_out"], name="relu2"),
+        helper.make_node("Add", ["relu1_out", "relu2_out"], ["res_out"], name="residual"),
+        helper.make_node("MaxPool", ["res_out"], ["pool_out"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Flatten", ["pool_out"], ["flat_out"], name="flatten", axis=1),
+        helper.make_node("Gemm", ["flat_out", "fc.weight", "fc.bias"], ["logits"], name="fc", transB=1),
+    ]
+    onnx.save_model(model(helper.make_graph(nodes, "qcnn", [x], [y], inits)), os.path.join(out, "qcnn.onnx"))
+
+    w1, b1 = w(64, 32, scale=0.2), w(32, scale=0.1)
+    w2, b2 = w(32, 32, scale=0.25), w(32, scale=0.1)
+    w3, b3 = w(32, 10, scale=0.3), w(10, scale=0.1)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 64])
+    y = helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 10])
+    inits = [numpy_helper.from_array(a, n) for a, n in
+             ((w1, "fc1.weight"), (b1, "fc1.bias"), (w2, "fc2.weight"), (b2, "fc2.bias"), (w3, "fc3.weight"),
+              (b3, "fc3.bias"))]
+    nodes = [
+        helper.make_node("MatMul", ["x", "fc1.weight"], ["fc1_mm"], name="fc1"),
+        helper.make_node("Add", ["fc1_mm", "fc1.bias"], ["fc1_out"], name="fc1_bias"),
+        helper.make_node("Relu", ["fc1_out"], ["act1"], name="relu1"),
+        helper.make_node("MatMul", ["act1", "fc2.weight"], ["fc2_mm"], name="fc2"),
+        helper.make_node("Add", ["fc2_mm", "fc2.bias"], ["fc2_out"], name="fc2_bias"),
+        helper.make_node("Relu", ["fc2_out"], ["act2"], name="relu2"),
+        helper.make_node("MatMul", ["act2", "fc3.weight"], ["fc3_mm"], name="fc3"),
+        helper.make_node("Add", ["fc3_mm", "fc3.bias"], ["logits"], name="fc3_bias"),
+    ]
+    onnx.save_model(model(helper.make_graph(nodes, "qmlp", [x], [y], inits)), os.path.join(out, "qmlp.onnx"))
+
+    cnn_x = rs.standard_normal((48, 3, 8, 8)).astype(np.float32)
+    np.save(os.path.join(out, "qcnn_data.npy"), cnn_x)
+    mlp_x = rs.standard_normal((48, 64)).astype(np.float32)
+    # a few large values: percentile, entropy and mse clip them, max does not
+    mlp_x[5, 7] = 9.0
+    mlp_x[17, 30] = -7.5
+    np.save(os.path.join(out, "qmlp_data.npy"), mlp_x)
+    h = np.maximum(mlp_x @ w1 + b1, 0)
+    h = np.maximum(h @ w2 + b2, 0)
+    labels = np.argmax(h @ w3 + b3, axis=1).astype(np.int64)
+    labels[::8] = (labels[::8] + 1) % 10
+    np.save(os.path.join(out, "qmlp_labels.npy"), labels)
+    with open(os.path.join(out, "qmlp_labels.txt"), "w") as f:
+        f.write("# one label per sample\n" + "".join(f"{v}\n" for v in labels))
+    np.save(os.path.join(out, "qmlp_short_labels.npy"), labels[:20])
+    np.save(os.path.join(out, "qmlp_wrong.npy"), mlp_x[:, :60])
+    # a calibration cache cut short (the format is ir/calib.c's)
+    with open(os.path.join(out, "truncated.calib"), "w") as f:
+        f.write("ogsh-calib 1\nmodel_hash 0123456789abcdef\nstage 0\ndata_hash fedcba9876543210\n"
+                "data_desc \"qmlp_data.npy\"\nrandom 0\nsamples 48\nbatch 16\ntensors 2\ntensor \"x\"\ncount 3072\n")
+    bad = os.path.join(out, "notimages")
+    os.makedirs(bad, exist_ok=True)
+    with open(os.path.join(bad, "cat.png"), "w") as f:
+        f.write("this is not a PNG image\n")
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -341,6 +428,7 @@ def main():
         f.write(b"this is not an ONNX model\n")
     open(os.path.join(out, "empty.onnx"), "wb").close()
     run_data(out)
+    quant_models(out)
 
 
 if __name__ == "__main__":
