@@ -429,6 +429,10 @@ static const struct spec specs[] = {
 	/* float8 with NaN, +-inf and values past the largest finite one, saturate off */
 	{ "QuantizeLinear", F, "saturate=0", { "16x64@nan|1000003@nan|16x64@nan|16x64@nan", "!s=0.002|!s=0.002|!s=0.00001|!s=0.00001", "!e4m3:s=0|!e4m3uz:s=0|!e5m2:s=0|!e5m2uz:s=0" }, .flags = EXACT | MUST_ALL },
 	{ "QuantizeLinear", F, "saturate=0;output_dtype=17", { "3x5x7@nan|1000003@nan", "!s=0.002|!f16:s=0.003" }, .flags = EXACT | MUST_ALL },
+	/* float8 edges: -0, the largest finite values and the halfway points past them, subnormals, underflow */
+	{ "QuantizeLinear", F, "saturate=1", { "20=-0,0,448,464,-464,480,1e-9,-1e-9,0.001953125,0.0009765625,57344,61440,-61440,65536,240,248,1e30,-1e30,0.5,-0.5", "!s=1", "!e4m3:s=0|!e4m3uz:s=0|!e5m2:s=0|!e5m2uz:s=0" }, .flags = EXACT | MUST_ALL },
+	{ "QuantizeLinear", F, "saturate=0", { "20=-0,0,448,464,-464,480,1e-9,-1e-9,0.001953125,0.0009765625,57344,61440,-61440,65536,240,248,1e30,-1e30,0.5,-0.5", "!s=1", "!e4m3:s=0|!e4m3uz:s=0|!e5m2:s=0|!e5m2uz:s=0|" },
+	  .flags = EXACT | MUST_ALL },
 	/* per axis: axis 0, 1 (the default), last, negative; every type; 1000003 channels */
 	{ "QuantizeLinear", F, "axis=0", { "3x5x7@big|1000003@big|3x5x7@big|3x5x7@big|3x5x7@big|3x5x7@big|3x5x7@big|3x5x7@big|3x5x7@big|3x5x7@big", "!3@pos|!1000003@pos|3@pos|!3@pos", "!i8:3@i:-20:20|!u8:1000003@i:100:150|!i16:3@i:-1000:1000|!u16:3@i:0:60000|!i4:3@i:-8:7|!u4:3@i:0:15|!e4m3:3@sm|!e4m3uz:3@sm|!e5m2:3@sm|!e5m2uz:3@sm" }, .flags = EXACT | MUST_ALL },
 	{ "QuantizeLinear", F, "", { "3x5x7@big|2x5x1001@big|3x5x7@big|3x5x7@big|3x5x7@big|3x5x7@big|3x5x7@big|3x5x7@big|3x5x7@big|3x5x7@big", "!5@pos|5@pos|!5@pos", "!i8:5@i:-20:20|!u8:5@i:100:150|!i16:5@i:-1000:1000|!u16:5@i:0:60000|!i4:5@i:-8:7|!u4:5@i:0:15|!e4m3:5@sm|!e4m3uz:5@sm|!e5m2:5@sm|!e5m2uz:5@sm" }, .flags = EXACT | MUST_ALL },
