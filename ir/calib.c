@@ -475,14 +475,35 @@ static double xlogx(double x)
  */
 static double amax_entropy(const struct ir_calib_tensor *t)
 {
-	const uint64_t *h = t->hist;
 	/* counts, sum of h log h, and non-empty bins below bin j */
 	double *C = malloc(2 * (B + 1) * sizeof(double)), *HL = C + B + 1;
 	int *Z = malloc((B + 1) * sizeof(int));
-	if (!C || !Z) {
+	uint64_t *h = malloc(B * sizeof(uint64_t));
+	if (!C || !Z || !h) {
 		free(C);
 		free(Z);
+		free(h);
 		return -1;
+	}
+	/* The first bin holds every exact zero: after a ReLU that is half the
+	 * tensor, and a spike that size makes any threshold that resolves bin 0
+	 * look best, so the search would clip at bin 128 whatever the tail. As
+	 * NVIDIA's calibrators do, bin 0 counts as much as bin 1. */
+	memcpy(h, t->hist, B * sizeof(uint64_t));
+	h[0] = h[1];
+	/* Data with fewer distinct magnitudes than the 128 levels (an image's
+	 * 0..255 pixels, one-hot inputs, a few spikes) is already as coarse as
+	 * the grid: every candidate that ends just past a spike copies P exactly,
+	 * so KL would pick a threshold that saturates the rest. Such data keeps
+	 * its whole range. */
+	int nonempty = 0;
+	for (int j = 0; j < B; j++)
+		nonempty += t->hist[j] != 0;
+	if (nonempty < LEVELS) {
+		free(C);
+		free(Z);
+		free(h);
+		return stat_amax(t);
 	}
 	C[0] = HL[0] = 0;
 	Z[0] = 0;
@@ -531,13 +552,14 @@ static double amax_entropy(const struct ir_calib_tensor *t)
 		double plogp = HL[i - 1] + xlogx(P_last);
 		double plogq = A[m] + (G > 0 ? (G + O) * (log(G) - logn[nz]) : 0.0);
 		double kl = (plogp - plogq) / N - log_N + log_C;
-		if (kl < best) {
+		if (kl <= best) {      /* ties: the widest range */
 			best = kl;
 			best_i = i;
 		}
 	}
 	free(C);
 	free(Z);
+	free(h);
 	return fmin((best_i + 0.5) * (t->hist_max / B), stat_amax(t));
 }
 

@@ -2353,6 +2353,7 @@ static void cost_node(struct cx *c, const struct ir_node *n, struct ir_node_cost
 		o->intensity = b > 0 ? o->flops / b : 0;
 	}
 	o->how = cx_str(c, c->how);
+	o->precision = ir_node_precision(n);
 	if (c->n_syms) {
 		o->symbols = cx_mem(c, c->n_syms * sizeof(char *));
 		if (o->symbols) {
@@ -2541,6 +2542,7 @@ void ir_stats_free(struct ir_stats *s)
 	}
 	free(s->ops);
 	free(s->dtypes);
+	free(s->precs);
 	for (int i = 0; i < s->n_symbols; i++)
 		free(s->symbols[i]);
 	free(s->symbols);
@@ -2619,6 +2621,44 @@ static int op_sums(struct ir_stats *s)
 	if (!rc && s->n_ops)
 		qsort(s->ops, (size_t)s->n_ops, sizeof(*s->ops), cmp_ops);
 	return rc;
+}
+
+static int cmp_precs(const void *pa, const void *pb)
+{
+	const struct ir_stats_prec *a = pa, *b = pb;
+	if (a->flops != b->flops)
+		return a->flops < b->flops ? 1 : -1;
+	if (a->n_nodes != b->n_nodes)
+		return b->n_nodes - a->n_nodes;
+	return a->prec - b->prec;
+}
+
+/* Compute by precision: nodes, MACs and FLOPs of each precision class. */
+static int prec_sums(struct ir_stats *s)
+{
+	size_t cap = 0;
+	for (int i = 0; i < s->n_nodes; i++) {
+		const struct ir_node_cost *nc = &s->nodes[i];
+		int at = -1;
+		for (int k = 0; k < s->n_precs && at < 0; k++)
+			if (s->precs[k].prec == nc->precision)
+				at = k;
+		if (at < 0) {
+			if (ir_grow(&s->precs, &cap, (size_t)s->n_precs + 1, sizeof(*s->precs)))
+				return IR_ENOMEM;
+			at = s->n_precs++;
+			memset(&s->precs[at], 0, sizeof(s->precs[at]));
+			s->precs[at].prec = nc->precision;
+		}
+		s->precs[at].n_nodes++;
+		if (nc->known) {
+			s->precs[at].macs += nc->macs;
+			s->precs[at].flops += nc->flops;
+		}
+	}
+	if (s->n_precs)
+		qsort(s->precs, (size_t)s->n_precs, sizeof(*s->precs), cmp_precs);
+	return 0;
 }
 
 static int const_sums(struct cx *c, struct ir_stats *s, const struct ir_graph *g)
@@ -2780,7 +2820,7 @@ struct ir_stats *ir_stats_new(const struct ir_model *m, struct ir_diag *d)
 	}
 	double b = s->bytes_read + s->bytes_written;
 	s->intensity = b > 0 ? s->flops / b : 0;
-	if (op_sums(s) || const_sums(&c, s, g) || activations(&c, s, g) || c.oom)
+	if (op_sums(s) || prec_sums(s) || const_sums(&c, s, g) || activations(&c, s, g) || c.oom)
 		goto oom;
 	if (c.n_syms) {
 		s->symbols = ir_alloc_array(c.n_syms, sizeof(char *));
@@ -2811,4 +2851,203 @@ fail:
 		}
 	ir_stats_free(s);
 	return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Precision                                                                 */
+/* ------------------------------------------------------------------------ */
+
+int ir_precision_class(int dtype)
+{
+	switch (dtype) {
+	case IR_INT8: case IR_UINT8: return IR_INT8;
+	case IR_INT4: case IR_UINT4: return IR_INT4;
+	case IR_INT2: case IR_UINT2: return IR_INT2;
+	case IR_INT16: case IR_UINT16: return IR_INT16;
+	case IR_F8E4M3FN: case IR_F8E4M3FNUZ: case IR_F8E5M2: case IR_F8E5M2FNUZ: return IR_F8E4M3FN;
+	default: return dtype;
+	}
+}
+
+const char *ir_precision_name(int prec)
+{
+	switch (ir_precision_class(prec)) {
+	case IR_INT8: return "int8";
+	case IR_INT4: return "int4";
+	case IR_INT2: return "int2";
+	case IR_INT16: return "int16";
+	case IR_F8E4M3FN: return "fp8";
+	case IR_F4E2M1: return "fp4";
+	case 0: return "?";
+	default: return ir_dtype_name(prec);
+	}
+}
+
+/* The element type of v as inferred or declared (0: not known). */
+static int elem_of(const struct ir_value *v)
+{
+	const struct ir_value *dv = defining(v);
+	const struct ir_tensor *t = dv ? ir_value_const(dv) : NULL;
+	if (t)
+		return t->dtype;
+	const struct ir_type *ty = v ? ir_value_type(v) : NULL;
+	return ty && (ty->kind == IR_TYPE_TENSOR || ty->kind == IR_TYPE_SPARSE_TENSOR) ? ty->elem : 0;
+}
+
+static bool passes_data(int op)
+{
+	return op == IR_OP_Reshape || op == IR_OP_Transpose || op == IR_OP_Flatten || op == IR_OP_Squeeze ||
+	       op == IR_OP_Unsqueeze || op == IR_OP_Identity;
+}
+
+int ir_dequantized_dtype(const struct ir_value *v, const struct ir_node **dq)
+{
+	if (dq)
+		*dq = NULL;
+	/* a chain of shape-only ops is short in practice; the bound keeps a hostile graph cheap */
+	for (int hops = 0; v && v->producer && hops < 16; hops++) {
+		const struct ir_node *p = v->producer;
+		if (p->op == IR_OP_DequantizeLinear) {
+			if (p->n_inputs < 1 || !p->inputs[0])
+				return 0;
+			if (dq)
+				*dq = p;
+			return elem_of(p->inputs[0]);
+		}
+		if (p->op < 0 || !passes_data(p->op) || p->n_inputs < 1)
+			return 0;
+		v = p->inputs[0];
+	}
+	return 0;
+}
+
+bool ir_node_is_weight_dq(const struct ir_node *n, int *dtype)
+{
+	if (n->op != IR_OP_DequantizeLinear || n->n_inputs < 1 || !n->inputs[0])
+		return false;
+	const struct ir_tensor *t = ir_value_const(n->inputs[0]);
+	if (!t || n->inputs[0]->is_input)
+		return false;
+	if (dtype)
+		*dtype = t->dtype;
+	return true;
+}
+
+/* The node's own float type: output 0's, else the first float input's; else output 0's type. */
+static int own_precision(const struct ir_node *n)
+{
+	int out = n->n_outputs > 0 && n->outputs[0] ? elem_of(n->outputs[0]) : 0;
+	if (out && ir_dtype_is_float(out))
+		return out;
+	for (int i = 0; i < n->n_inputs; i++) {
+		int e = n->inputs[i] ? elem_of(n->inputs[i]) : 0;
+		if (e && ir_dtype_is_float(e))
+			return e;
+	}
+	return out;
+}
+
+static bool weight_op(const struct ir_node *n)
+{
+	if (n->op == IR_OP_Conv || n->op == IR_OP_ConvTranspose || n->op == IR_OP_Gemm || n->op == IR_OP_MatMul)
+		return true;
+	return n->op == IR_OP_UNKNOWN && n->domain && !strcmp(n->domain, "ai.ogsh") &&
+	       (!strcmp(n->op_type, "FusedConv") || !strcmp(n->op_type, "FusedGemm"));
+}
+
+int ir_node_precision(const struct ir_node *n)
+{
+	if (n->op == IR_OP_DequantizeLinear) {
+		int e = n->n_outputs > 0 && n->outputs[0] ? elem_of(n->outputs[0]) : 0;
+		return e ? e : IR_FLOAT;
+	}
+	if (n->op == IR_OP_QuantizeLinear) {
+		int e = n->n_inputs > 0 && n->inputs[0] ? elem_of(n->inputs[0]) : 0;
+		return e ? e : IR_FLOAT;
+	}
+	if (weight_op(n)) {
+		int w = n->n_inputs > 1 ? ir_dequantized_dtype(n->inputs[1], NULL) : 0;
+		if (w)
+			return ir_precision_class(w);
+		int a = n->n_inputs > 0 ? ir_dequantized_dtype(n->inputs[0], NULL) : 0;
+		if (a)
+			return ir_precision_class(a);
+		return own_precision(n);
+	}
+	/* every non-constant float input dequantized: the first one's class */
+	int q = 0;
+	bool all = true;
+	for (int i = 0; i < n->n_inputs && all; i++) {
+		const struct ir_value *v = n->inputs[i];
+		if (!v || is_const(v))
+			continue;
+		int dq = ir_dequantized_dtype(v, NULL);
+		if (dq) {
+			if (!q)
+				q = ir_precision_class(dq);
+			continue;
+		}
+		int e = elem_of(v);
+		if (!e || ir_dtype_is_float(e))
+			all = false;
+	}
+	if (q && all)
+		return q;
+	return own_precision(n);
+}
+
+int ir_qdq_params(const struct ir_node *n, struct ir_qdq *q)
+{
+	memset(q, 0, sizeof(*q));
+	if ((n->op != IR_OP_QuantizeLinear && n->op != IR_OP_DequantizeLinear) || n->n_inputs < 2)
+		return IR_ERR;
+	const struct ir_value *x = n->inputs[0], *sv = n->inputs[1], *zv = n->n_inputs > 2 ? n->inputs[2] : NULL;
+	q->weight = x && !x->is_input && ir_value_is_const(x);
+	q->has_zero_point = zv != NULL;
+	q->zero_point = zv && !zv->is_input ? ir_value_const(zv) : NULL;
+	/* the quantized type: x's for a DequantizeLinear; the zero point's, output_dtype or the output's for a QuantizeLinear */
+	if (n->op == IR_OP_DequantizeLinear) {
+		q->dtype = x ? elem_of(x) : 0;
+	} else {
+		int64_t od = ir_node_attr_int(n, "output_dtype", 0);
+		q->dtype = zv ? elem_of(zv) : 0;
+		if (!q->dtype && od > 0 && od < IR_DTYPE_COUNT)
+			q->dtype = (int)od;
+		if (!q->dtype && n->n_outputs > 0 && n->outputs[0])
+			q->dtype = elem_of(n->outputs[0]);
+		if (!q->dtype && !zv)
+			q->dtype = IR_UINT8;   /* the default of the op */
+	}
+	q->block_size = ir_node_attr_int(n, "block_size", 0);
+	q->axis = ir_node_attr_int(n, "axis", 1);
+	const struct ir_type *xt = x ? ir_value_type(x) : NULL;
+	if (xt && xt->kind == IR_TYPE_TENSOR && xt->rank > 0 && q->axis < 0 && q->axis >= -xt->rank)
+		q->axis += xt->rank;
+	const struct ir_tensor *st = sv && !sv->is_input ? ir_value_const(sv) : NULL;
+	q->scale = st;
+	if (!st || st->dtype == IR_STRING || (st->numel && !ir_tensor_data(st)))
+		return 0;   /* IR_QDQ_UNKNOWN */
+	q->n_scales = st->numel;
+	q->kind = q->block_size > 0 ? IR_QDQ_BLOCKED : st->numel > 1 || st->rank > 0 ? IR_QDQ_CHANNEL : IR_QDQ_TENSOR;
+	if (q->kind == IR_QDQ_CHANNEL && st->numel == 1 && st->rank <= 1)
+		q->kind = IR_QDQ_TENSOR;   /* a [1] scale is per tensor */
+	if (ir_tensor_check(st, NULL))
+		return 0;
+	for (uint64_t i = 0; i < st->numel; i++) {
+		double v = ir_tensor_get_f64(st, i);
+		if (i == 0 || v < q->scale_min)
+			q->scale_min = v;
+		if (i == 0 || v > q->scale_max)
+			q->scale_max = v;
+	}
+	const struct ir_tensor *zt = q->zero_point;
+	if (zt && zt->dtype != IR_STRING && (!zt->numel || ir_tensor_data(zt)) && !ir_tensor_check(zt, NULL))
+		for (uint64_t i = 0; i < zt->numel; i++) {
+			double v = ir_tensor_get_f64(zt, i);
+			if (i == 0 || v < q->zp_min)
+				q->zp_min = v;
+			if (i == 0 || v > q->zp_max)
+				q->zp_max = v;
+		}
+	return 0;
 }

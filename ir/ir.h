@@ -809,6 +809,7 @@ struct ir_node_cost {
 	struct ir_cost_io *outputs;
 	int n_outputs;
 	bool borrowed;               /* its memory belongs to the ir_stats holding it */
+	int precision;               /* the precision it computes in (ir_node_precision); 0: not known */
 };
 
 /* Sums over the nodes of one op type (nodes whose cost is known). */
@@ -826,6 +827,13 @@ struct ir_stats_dtype {
 	double params, param_bytes;       /* IR_ROLE_PARAM */
 	double buffers, buffer_bytes;     /* IR_ROLE_BUFFER */
 	double constants, constant_bytes; /* IR_ROLE_CONST */
+};
+
+/* Compute in one precision. */
+struct ir_stats_prec {
+	int prec;                    /* a precision class (ir_precision_class) */
+	int n_nodes;                 /* nodes computing in it (known or not) */
+	double macs, flops;          /* of those whose cost is known */
 };
 
 struct ir_stats {
@@ -857,6 +865,9 @@ struct ir_stats {
 	/* symbols taken as 1 anywhere (sorted, copied; the first 64) */
 	char **symbols;
 	int n_symbols;
+	/* compute by precision (ir_node_precision), most FLOPs first; nodes whose cost is known */
+	struct ir_stats_prec *precs;
+	int n_precs;
 	void *mem;                   /* private: the blocks holding the nodes' strings */
 };
 
@@ -876,6 +887,64 @@ void ir_node_cost_clear(struct ir_node_cost *c);
 bool ir_cost_has_fn(int op);
 /* "param", "buffer", "constant", "" */
 const char *ir_const_role_name(int role);
+
+/*
+ * Precision: what a node computes in. Quantization is in the graph as
+ * QuantizeLinear/DequantizeLinear (QDQ) and Cast: a Conv whose inputs come
+ * from DequantizeLinear of int8 is an int8 convolution (what TensorRT and
+ * onnxruntime run it as), though its own inputs are float.
+ *
+ * ir_precision_class: the class of an element type: IR_INT8 for int8 and
+ * uint8, IR_INT4 for int4/uint4, IR_INT2 for int2/uint2, IR_INT16 for
+ * int16/uint16, IR_F8E4M3FN for every float8, the type itself otherwise.
+ * ir_precision_name: "int8", "int4", "int2", "int16", "fp8", "fp4", else the
+ * type's name ("float32", "float16", "bfloat16").
+ */
+int ir_precision_class(int dtype);
+const char *ir_precision_name(int prec);
+/*
+ * When value v is computed by a DequantizeLinear (directly, or through
+ * Reshape, Transpose, Flatten, Squeeze, Unsqueeze or Identity), the element
+ * type of that DequantizeLinear's x (int8, float8e4m3fn...; inferred or
+ * declared), and the node into *dq (may be NULL); 0 otherwise.
+ */
+int ir_dequantized_dtype(const struct ir_value *v, const struct ir_node **dq);
+/* Whether n is a DequantizeLinear whose x is a constant (a quantized weight
+ * stored quantized); its type into *dtype (may be NULL). */
+bool ir_node_is_weight_dq(const struct ir_node *n, int *dtype);
+/*
+ * The precision class node n computes in (run ir_infer first for the best
+ * answer). QuantizeLinear and DequantizeLinear: their float side. Conv,
+ * ConvTranspose, Gemm, MatMul (and ai.ogsh's FusedConv, FusedGemm): the
+ * class of the DequantizeLinear their weight (input 1) comes from, else of
+ * the one their data (input 0) comes from. Other nodes: the class of the
+ * DequantizeLinear every non-constant float input comes from, when they all
+ * do. Otherwise the node's own float type (output 0, else an input), else
+ * output 0's type; 0 when nothing is known.
+ */
+int ir_node_precision(const struct ir_node *n);
+
+/* How a QuantizeLinear or DequantizeLinear maps values: v_float = S * (v_quant - Z). */
+enum ir_qdq_kind {
+	IR_QDQ_UNKNOWN = 0,      /* the scale is not a constant */
+	IR_QDQ_TENSOR,           /* one scale */
+	IR_QDQ_CHANNEL,          /* a 1-D scale along `axis` */
+	IR_QDQ_BLOCKED,          /* a scale per block of `block_size` along `axis` (opset 21) */
+};
+struct ir_qdq {
+	enum ir_qdq_kind kind;
+	int dtype;               /* the quantized type (int8, uint8, int4, float8e4m3fn...); 0: not known */
+	int64_t axis;            /* per channel and blocked: the axis (made non-negative when x's rank is known) */
+	int64_t block_size;      /* blocked */
+	const struct ir_tensor *scale, *zero_point;   /* the constants (NULL: not constant, or no zero point) */
+	uint64_t n_scales;
+	double scale_min, scale_max;
+	bool has_zero_point;     /* a zero point input is given (constant or not) */
+	double zp_min, zp_max;   /* the zero points (0 and 0 when there are none) */
+	bool weight;             /* DequantizeLinear: x is a constant; QuantizeLinear: x is a constant */
+};
+/* Fills *q for n; IR_ERR when n is no QuantizeLinear or DequantizeLinear. */
+int ir_qdq_params(const struct ir_node *n, struct ir_qdq *q);
 
 /* ------------------------------------------------------------------------ */
 /* Calibration statistics (ir/calib.c)                                       */

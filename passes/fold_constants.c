@@ -9,6 +9,7 @@
  * a constant chain sees a constant input and folds in turn.
  */
 #include "passes/pass.h"
+#include "passes/qweight.h"
 #include "exec/exec.h"
 
 #include <inttypes.h>
@@ -19,6 +20,7 @@
 static const struct pass_option options[] = {
 	{ "max-bytes", "int", "1048576", "outputs larger than this many bytes are not folded (Tile, Expand, ConstantOfShape); negative: no limit" },
 	{ "constants-to-initializers", "bool", "on", "turn Constant nodes into initializers" },
+	{ "keep-quantized", "bool", "on", "keep quantized weights quantized (off: fold their DequantizeLinear into float weights)" },
 	{ NULL, NULL, NULL, NULL },
 };
 
@@ -193,6 +195,7 @@ static int run(struct pass_ctx *c)
 		return ir_diag_err(c->d, rc, rc == IR_EINTR ? "stopped" : "out of memory");
 	int64_t max_bytes = pass_opt_int(c, "max-bytes");
 	bool c2i = pass_opt_bool(c, "constants-to-initializers");
+	bool keep_q = pass_opt_bool(c, "keep-quantized");
 	/* before IR version 4 every initializer must be listed as a graph input (an overridable default):
 	 * results then stay Constant nodes */
 	bool old_ir = c->m->has_ir_version && c->m->ir_version < 4;
@@ -201,6 +204,8 @@ static int run(struct pass_ctx *c)
 		pass_note(c, NULL, "IR version %" PRId64 " lists every initializer as a graph input: folded values become "
 			  "Constant nodes", c->m->ir_version);
 	}
+	/* quantized weights kept, by stored type (a DequantizeLinear's x), and Q->DQ pairs of float weights */
+	int kept_dq[IR_DTYPE_COUNT] = { 0 }, kept = 0, kept_q = 0;
 	for (struct ir_node *n = g->first, *next; n; n = next) {
 		next = n->next;
 		if (ir_interrupted)
@@ -222,6 +227,20 @@ static int run(struct pass_ctx *c)
 		if (!foldable(n, &quiet, why, sizeof(why))) {
 			if (!quiet)
 				pass_rejected(c, n, "%s", why);
+			continue;
+		}
+		/* a quantized weight stays quantized: folding its DequantizeLinear (or its Q->DQ pair) would
+		 * store it as float */
+		int qt = 0;
+		if (keep_q && qw_node_keeps(n, &qt, why, sizeof(why))) {
+			pass_rejected(c, n, "%s", why);
+			if (n->op == IR_OP_QuantizeLinear) {
+				kept_q++;
+			} else {
+				kept++;
+				if (qt > 0 && qt < IR_DTYPE_COUNT)
+					kept_dq[qt]++;
+			}
 			continue;
 		}
 		/* too big, as far as shape inference can tell before running it? */
@@ -329,6 +348,23 @@ fail:
 		free(out);
 		return rc;
 	}
+	if (kept) {
+		char by[256] = "";
+		size_t o = 0;
+		int kinds = 0;
+		for (int t = 0; t < IR_DTYPE_COUNT; t++)
+			kinds += kept_dq[t] > 0;
+		for (int t = 0; t < IR_DTYPE_COUNT && kinds > 1; t++)
+			if (kept_dq[t] && o < sizeof(by))
+				o += (size_t)snprintf(by + o, sizeof(by) - o, "%s%d %s", o ? ", " : " (", kept_dq[t],
+						      ir_dtype_name(t));
+		if (o && o < sizeof(by))
+			snprintf(by + o, sizeof(by) - o, ")");
+		pass_note(c, NULL, "kept %d DequantizeLinear of quantized weights%s", kept, by);
+	}
+	if (kept_q)
+		pass_note(c, NULL, "kept %d QuantizeLinear->DequantizeLinear pair%s of float weights", kept_q,
+			  kept_q > 1 ? "s" : "");
 	return 0;
 }
 
@@ -348,6 +384,14 @@ const struct pass pass_fold_constants = {
 		"CPU backend cannot run stays. An output larger than max-bytes (default 1 MiB) stays computed: Tile, "
 		"Expand and ConstantOfShape turn a few bytes into many, and folding them would make the model file "
 		"that much bigger.\n\n"
+		"Quantized weights stay quantized. A DequantizeLinear whose input is an integer, float8 or float4 "
+		"constant (an int8 weight w_q with its scale S and zero point Z, standing for S * (w_q - Z)) has "
+		"constant inputs, but folding it would store the weight as float32: four times the bytes of int8, "
+		"eight of int4, and an engine builder such as TensorRT would no longer see that the layer is "
+		"quantized. Such a node is kept, and so is a QuantizeLinear of a float constant that a "
+		"DequantizeLinear reads (the pair is how some tools write a quantized weight); the report counts "
+		"them. keep-quantized=off folds them into float weights, to compare a quantized model with the "
+		"float one its weights stand for (`stats 0 1` shows the bytes it costs).\n\n"
 		"The results are the CPU kernels' own numbers, in the output's element type, so the model gives the "
 		"same outputs as before. A folded graph output becomes the output of a Constant node, keeping the "
 		"interface. The initializers the folded nodes read may now be unused: prune-initializers removes "

@@ -6,6 +6,7 @@
  * The weight layout and the per-channel fold are in fold.c.
  */
 #include "passes/fold.h"
+#include "passes/qweight.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -99,7 +100,11 @@ static int try_op(struct pass_ctx *c, struct ir_node *n)
 	}
 	const struct ir_tensor *w = pass_const_input(p, 1);
 	if (!w) {
-		pass_rejected(c, n, "%s's weights are not a constant", pn);
+		/* folding into a quantized weight would need it in float: it stays quantized */
+		if (qw_value_quantized(p->inputs[1], why, sizeof(why)))
+			pass_rejected(c, n, "%s's %s", pn, why);
+		else
+			pass_rejected(c, n, "%s's weights are not a constant", pn);
 		return 0;
 	}
 	if (!fold_dtype_ok(w->dtype)) {

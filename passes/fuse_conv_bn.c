@@ -5,6 +5,7 @@
  * fuse-conv-add).
  */
 #include "passes/fold.h"
+#include "passes/qweight.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -19,7 +20,7 @@ static const char *const bn_param[5] = { "X", "scale", "B", "mean", "var" };
  */
 static int try_bn(struct pass_ctx *c, struct ir_node *bn)
 {
-	char pn[256], why[256];
+	char pn[256], why[512];
 	double *par[5] = { NULL };
 	double *mul = NULL, *add = NULL;
 	int rc = 0;
@@ -72,12 +73,19 @@ static int try_bn(struct pass_ctx *c, struct ir_node *bn)
 	/* constants */
 	for (int i = 1; i < 5; i++)
 		if (!pass_const_input(bn, i)) {
-			pass_rejected(c, bn, "%s is not a constant", bn_param[i]);
+			if (qw_value_quantized(bn->inputs[i], why, sizeof(why)))
+				pass_rejected(c, bn, "%s: %s", bn_param[i], why);
+			else
+				pass_rejected(c, bn, "%s is not a constant", bn_param[i]);
 			return 0;
 		}
 	const struct ir_tensor *w = pass_const_input(p, 1);
 	if (!w) {
-		pass_rejected(c, bn, "%s's weights are not a constant", pn);
+		/* folding into a quantized weight would need it in float: it stays quantized */
+		if (qw_value_quantized(p->inputs[1], why, sizeof(why)))
+			pass_rejected(c, bn, "%s's %s", pn, why);
+		else
+			pass_rejected(c, bn, "%s's weights are not a constant", pn);
 		return 0;
 	}
 	if (!fold_dtype_ok(w->dtype)) {

@@ -5,6 +5,7 @@
  * pass_drop_dead_consts() is a static copy of the one in fuse_conv_bn.c.
  */
 #include "passes/pass.h"
+#include "passes/qweight.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,7 +66,7 @@ static struct ir_node *new_node(struct ir_graph *g, const char *op, const char *
 static int try_matmul(struct pass_ctx *c, struct ir_node *mm)
 {
 	struct ir_graph *g = mm->graph;
-	char mn[256], ds[128];
+	char mn[256], ds[128], why[512];
 	if (mm->n_inputs != 2 || mm->n_outputs != 1 || !mm->outputs[0] || !mm->inputs[0] || !mm->inputs[1])
 		return 0;
 	struct ir_value *a = mm->inputs[0], *y = mm->outputs[0];
@@ -92,7 +93,11 @@ static int try_matmul(struct pass_ctx *c, struct ir_node *mm)
 
 	const struct ir_tensor *b = pass_const_input(mm, 1);
 	if (!b) {
-		pass_rejected(c, mm, "B ('%s') is not a constant", mm->inputs[1]->name);
+		/* Gemm's weight would have to be float: a quantized one stays as it is */
+		if (qw_value_quantized(mm->inputs[1], why, sizeof(why)))
+			pass_rejected(c, mm, "B: %s", why);
+		else
+			pass_rejected(c, mm, "B ('%s') is not a constant", mm->inputs[1]->name);
 		return 0;
 	}
 	if (b->rank != 2) {
@@ -105,7 +110,10 @@ static int try_matmul(struct pass_ctx *c, struct ir_node *mm)
 	}
 	const struct ir_tensor *bias = pass_const_input(ad, 1 - slot);
 	if (!bias) {
-		pass_rejected(c, mm, "the Add's other operand '%s' is not a constant", bias_v->name);
+		if (qw_value_quantized(bias_v, why, sizeof(why)))
+			pass_rejected(c, mm, "the bias: %s", why);
+		else
+			pass_rejected(c, mm, "the Add's other operand '%s' is not a constant", bias_v->name);
 		return 0;
 	}
 	if (bias->dtype != b->dtype) {

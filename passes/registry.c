@@ -26,9 +26,9 @@ extern const struct pass pass_fuse_layernorm;
 extern const struct pass pass_fuse_attention;
 extern const struct pass pass_fuse_activation;
 extern const struct pass pass_fuse_elementwise;
-extern const struct pass pass_quantize;
 extern const struct pass pass_convert_fp16;
 extern const struct pass pass_convert_bf16;
+extern const struct pass pass_quantize;
 
 const struct pass *const pass_registry[] = {
 	&pass_eliminate_nops,
@@ -46,8 +46,8 @@ const struct pass *const pass_registry[] = {
 	&pass_fuse_activation,
 	&pass_fuse_attention,
 	&pass_fuse_elementwise,
-	&pass_quantize,
 	&pass_convert_fp16,
 	&pass_convert_bf16,
+	&pass_quantize,
 	NULL,
 };

@@ -9,8 +9,12 @@
  * reader labelled with the tensor's type. Initializers and Constant nodes
  * are folded into the label of the node that reads them unless --weights.
  * Overlays colour the nodes: by op family (the default, with a legend), by
- * a per-node figure (--color-by flops|memory|time|error, a 9-step scale), or
- * by what changed since another stage (--diff A).
+ * a per-node figure (--color-by flops|memory|time|error, a 9-step scale), by
+ * the precision a node computes in (--color-by precision), or by what
+ * changed since another stage (--diff A). Quantization is drawn compactly
+ * unless --qdq-nodes: a DequantizeLinear of a quantized weight folds into
+ * its reader's label like a constant, and a QuantizeLinear ->
+ * DequantizeLinear pair of activations becomes a mark on the edge it sits on.
  */
 #include "shell.h"
 
@@ -451,6 +455,35 @@ static const struct {
 #define FILL_REMOVED "#ffcdd2"
 #define LINE_REMOVED "#c62828"
 #define FILL_BLOCK "#e8eaf6"
+/* a Q->DQ pair drawn as a mark on its edge */
+#define LINE_QDQ "#6a1b9a"
+
+/* --color-by precision: one fill per precision class */
+enum prec { PR_FLOAT32, PR_FLOAT16, PR_BFLOAT16, PR_FP8, PR_INT8, PR_INT4, PR_OTHER, PR_COUNT };
+static const struct {
+	const char *name, *fill;
+} precs[PR_COUNT] = {
+	[PR_FLOAT32] = { "float32", "#bbdefb" },
+	[PR_FLOAT16] = { "float16", "#c8e6c9" },
+	[PR_BFLOAT16] = { "bfloat16", "#b2dfdb" },
+	[PR_FP8] = { "fp8", "#f8bbd0" },
+	[PR_INT8] = { "int8", "#ffcc80" },
+	[PR_INT4] = { "int4", "#d1c4e9" },
+	[PR_OTHER] = { "other", "#eeeeee" },
+};
+
+static enum prec prec_of(int p)
+{
+	switch (ir_precision_class(p)) {
+	case IR_FLOAT: return PR_FLOAT32;
+	case IR_FLOAT16: return PR_FLOAT16;
+	case IR_BFLOAT16: return PR_BFLOAT16;
+	case IR_F8E4M3FN: return PR_FP8;
+	case IR_INT8: return PR_INT8;
+	case IR_INT4: return PR_INT4;
+	default: return PR_OTHER;
+	}
+}
 
 /* 9 steps, white -> yellow -> red (ColorBrewer YlOrRd) */
 static const char *const scale9[9] = { "#ffffcc", "#ffeda0", "#fed976", "#feb24c", "#fd8d3c",
@@ -522,7 +555,7 @@ static enum fam op_family(const struct ir_node *n)
 /* Options                                                                   */
 /* ------------------------------------------------------------------------ */
 
-enum color_by { BY_OP = 0, BY_FLOPS, BY_MEMORY, BY_TIME, BY_ERROR };
+enum color_by { BY_OP = 0, BY_FLOPS, BY_MEMORY, BY_TIME, BY_ERROR, BY_PRECISION };
 
 struct dot_opts {
 	const char *file;
@@ -536,6 +569,7 @@ struct dot_opts {
 	int depth;                /* 0: chosen */
 	bool expand_fused;
 	bool weights;
+	bool qdq_nodes;           /* Q/DQ drawn as nodes */
 	enum color_by by;
 	const char *rankdir;
 	int max_nodes;
@@ -557,7 +591,8 @@ struct dot {
 	Agsym_t *elabel, *estyle, *ecolor, *edir, *etip;
 	int nid;                  /* g->next_id */
 	bool *sel;                /* drawn (by id) */
-	bool *folded;             /* Constant nodes folded into their readers (by id) */
+	bool *folded;             /* Constant nodes folded into their readers (by id); weight DQs and Q/DQ pairs too */
+	bool *pair;               /* a folded Q or DQ of a Q->DQ pair, drawn as a mark on the edge (by id) */
 	Agnode_t **an;            /* the drawn node standing for node id (itself or its block) */
 	int *block;               /* --collapse: block index by id (-1: none) */
 	Agnode_t **in_nodes;      /* by graph input index */
@@ -569,6 +604,8 @@ struct dot {
 	bool vlog;
 	const char *unit;
 	unsigned fams;            /* families drawn (legend) */
+	unsigned precs;           /* precisions drawn (legend of --color-by precision) */
+	int n_marks;              /* Q->DQ pairs drawn as edge marks */
 	int n_nodes, n_edges, n_added, n_changed, n_removed;
 	int n_sub;                /* subgraph clusters made */
 	int center;               /* --around: the node's id */
@@ -653,7 +690,39 @@ static bool folded_value(const struct dot *d, const struct ir_value *v)
 		return false;
 	if (v->init || v->sparse_init)
 		return !v->producer;
+	if (v->producer && v->producer->graph == d->g && d->folded[v->producer->id] && !d->pair[v->producer->id] &&
+	    v->producer->op == IR_OP_DequantizeLinear)
+		return true;   /* a quantized weight, in its reader's label */
 	return v->producer && is_const_node(v->producer);
+}
+
+/* The scale of a quantization, short: "0.0123", "per channel", "block 32". */
+static const char *qdq_short(const struct ir_qdq *q, char *buf, size_t size)
+{
+	if (q->kind == IR_QDQ_TENSOR)
+		snprintf(buf, size, "%.3g", q->scale_min);
+	else if (q->kind == IR_QDQ_CHANNEL)
+		snprintf(buf, size, "per channel");
+	else if (q->kind == IR_QDQ_BLOCKED)
+		snprintf(buf, size, "block %lld", (long long)q->block_size);
+	else
+		snprintf(buf, size, "dynamic scale");
+	return buf;
+}
+
+/* A quantized weight's line: "W int8[64,3,7,7] (9,408) per channel". */
+static void dq_weight_line(struct lbl *l, int slot, const struct ir_node *dq)
+{
+	char tb[160], nb[40], qb[64];
+	const struct ir_tensor *t = ir_value_const(dq->inputs[0]);
+	struct ir_qdq q;
+	ir_qdq_params(dq, &q);
+	const char *role = slot == 1 ? "W" : slot == 2 ? "B" : "const";
+	if (!t)
+		return;
+	ir_dims_str(t->rank, t->dims, tb, sizeof(tb));
+	lbl_linef(l, "%s %s%s (%s) %s%s", role, ir_dtype_name(t->dtype), tb, sh_count(t->numel, nb, sizeof(nb)),
+		  q.kind == IR_QDQ_TENSOR ? "scale " : "", qdq_short(&q, qb, sizeof(qb)));
 }
 
 /* A constant's line: "W float32[64,3,7,7] (9,408)" or "axes = [0]" */
@@ -727,10 +796,12 @@ static void node_label(struct dot *d, const struct ir_node *n, struct lbl *l)
 		const struct ir_value *v = n->inputs[i];
 		if (!v || !folded_value(d, v))
 			continue;
-		if (consts++ < 4)
-			const_line(l, i, v);
-		else
+		if (consts++ >= 4)
 			more++;
+		else if (v->producer && v->producer->op == IR_OP_DequantizeLinear)
+			dq_weight_line(l, i, v->producer);
+		else
+			const_line(l, i, v);
 	}
 	if (more)
 		lbl_linef(l, "+%d more constants", more);
@@ -754,6 +825,8 @@ static void node_label(struct dot *d, const struct ir_node *n, struct lbl *l)
 		else
 			lbl_linef(l, "-> %s", tb);
 	}
+	if (d->o->by == BY_PRECISION)
+		lbl_line(l, ir_precision_name(ir_node_precision(n)), 0);
 	if (d->val && n->id < d->nid && !isnan(d->val[n->id])) {
 		char vb[40];
 		if (d->o->by == BY_MEMORY)
@@ -799,6 +872,10 @@ static void style_node(struct dot *d, Agnode_t *an, const struct ir_node *n)
 			set(an, d->ncolor, st == ST_ADDED ? LINE_ADDED : LINE_CHANGED);
 			set(an, d->npen, "2");
 		}
+	} else if (d->o->by == BY_PRECISION) {
+		enum prec p = prec_of(ir_node_precision(n));
+		set(an, d->nfill, precs[p].fill);
+		d->precs |= 1u << p;
 	} else if (d->val) {
 		double v = d->val[n->id];
 		if (isnan(v)) {
@@ -856,9 +933,49 @@ static Agedge_t *mkedge(struct dot *d, Agnode_t *a, Agnode_t *b, const struct ir
 	return e;
 }
 
+/*
+ * What v stands for in the drawing: when it is the output of a Q->DQ pair
+ * drawn as an edge mark, the value the pair quantizes (*dq: the pair's
+ * DequantizeLinear, NULL when none); else v.
+ */
+static const struct ir_value *through_pair(const struct dot *d, const struct ir_value *v, const struct ir_node **dq)
+{
+	if (dq)
+		*dq = NULL;
+	for (int hops = 0; v && v->producer && v->producer->graph == d->g && d->pair[v->producer->id] && hops < 8;
+	     hops++) {
+		const struct ir_node *p = v->producer;   /* the pair's DQ; its x is the Q's output */
+		if (dq && !*dq)
+			*dq = p;
+		const struct ir_node *q = p->inputs[0]->producer;
+		v = q->inputs[0];
+	}
+	return v;
+}
+
+/* Marks edge e, which carries v through the Q->DQ pair ending in dq: "int8 0.0123" over its type, a diamond at its tail. */
+static void qdq_mark(struct dot *d, Agedge_t *e, const struct ir_node *dq, const struct ir_value *v)
+{
+	if (!e || !dq)
+		return;
+	struct ir_qdq q;
+	char qb[64], tb[200];
+	ir_qdq_params(dq, &q);
+	struct lbl l = { .n = 0 };
+	lbl_linef(&l, "%s %s", q.dtype ? ir_dtype_name(q.dtype) : "?", qdq_short(&q, qb, sizeof(qb)));
+	lbl_line(&l, ir_type_str(ir_value_type(v), tb, sizeof(tb)), 40);
+	set(e, d->medium ? d->etip : d->elabel, l.b);
+	set(e, d->ecolor, LINE_QDQ);
+	set(e, d->edir, "both");
+	agsafeset(e, "arrowtail", "diamond", "normal");
+	agsafeset(e, "fontcolor", LINE_QDQ, "#555555");
+	d->n_marks++;
+}
+
 /* The drawn node a value comes from: its producer's (if drawn) or its graph input's. */
 static Agnode_t *source_of(struct dot *d, const struct ir_value *v)
 {
+	v = through_pair(d, v, NULL);
 	if (v->producer && v->producer->graph == d->g)
 		return d->sel[v->producer->id] ? d->an[v->producer->id] : NULL;
 	for (int i = 0; i < d->g->n_inputs; i++)
@@ -934,7 +1051,8 @@ static int select_around(struct dot *d, struct ir_node *c, int radius)
 			continue;
 		for (int i = 0; i < n->n_inputs + n->n_implicit; i++) {
 			struct ir_value *v = i < n->n_inputs ? n->inputs[i] : n->implicit[i - n->n_inputs];
-			struct ir_node *p = v ? v->producer : NULL;
+			const struct ir_value *w = v ? through_pair(d, v, NULL) : NULL;
+			struct ir_node *p = w ? w->producer : NULL;
 			if (p && p->graph == d->g && dist[p->id] < 0 && !d->folded[p->id]) {
 				dist[p->id] = dist[n->id] + 1;
 				q[qt++] = p->id;
@@ -944,10 +1062,25 @@ static int select_around(struct dot *d, struct ir_node *c, int radius)
 			struct ir_value *v = n->outputs[i];
 			for (size_t u = 0; v && u < v->n_uses; u++) {
 				struct ir_node *r = v->uses[u].node;
-				if (r->graph == d->g && dist[r->id] < 0) {
-					dist[r->id] = dist[n->id] + 1;
-					q[qt++] = r->id;
+				if (r->graph != d->g || dist[r->id] >= 0)
+					continue;
+				if (d->pair[r->id]) {
+					/* a Q drawn as an edge mark: its DQs' readers are the next step */
+					const struct ir_value *qo = r->outputs[0];
+					for (size_t k = 0; k < qo->n_uses; k++) {
+						const struct ir_value *dqo = qo->uses[k].node->outputs[0];
+						for (size_t m = 0; dqo && m < dqo->n_uses; m++) {
+							struct ir_node *rr = dqo->uses[m].node;
+							if (rr->graph == d->g && dist[rr->id] < 0 && !d->pair[rr->id]) {
+								dist[rr->id] = dist[n->id] + 1;
+								q[qt++] = rr->id;
+							}
+						}
+					}
+					continue;
 				}
+				dist[r->id] = dist[n->id] + 1;
+				q[qt++] = r->id;
 			}
 		}
 	}
@@ -1473,6 +1606,11 @@ static void legend(struct dot *d)
 		snprintf(lb, sizeof(lb), "removed (%d)", d->n_removed);
 		leg(&L, lb, FILL_REMOVED, LINE_REMOVED, "rounded,filled,dashed");
 		leg(&L, "unchanged", FILL_SAME, NULL, NULL);
+	} else if (d->o->by == BY_PRECISION) {
+		agsafeset(c, "label", "precision", "");
+		for (int p = 0; p < PR_COUNT; p++)
+			if (d->precs & (1u << p))
+				leg(&L, precs[p].name, precs[p].fill, NULL, NULL);
 	} else if (d->val) {
 		char lb[128], b1[32], b2[32];
 		snprintf(lb, sizeof(lb), "%s%s", d->unit, d->vlog ? " (log scale)" : "");
@@ -1495,6 +1633,10 @@ static void legend(struct dot *d)
 	}
 	if (d->n_blocks && !d->val)
 		leg(&L, "scope block", FILL_BLOCK, NULL, NULL);
+	if (d->n_marks) {
+		Agnode_t *an = leg(&L, "Q/DQ on the edge", "#ffffff", LINE_QDQ, NULL);
+		set(an, d->nfontcolor, LINE_QDQ);
+	}
 }
 
 /* ---- --diff: removed nodes from the other stage ---- */
@@ -1692,6 +1834,7 @@ static void dot_free(struct dot *d)
 {
 	free(d->sel);
 	free(d->folded);
+	free(d->pair);
 	free(d->an);
 	free(d->block);
 	free(d->in_nodes);
@@ -1705,6 +1848,50 @@ static void dot_free(struct dot *d)
 	free(d->block_names);
 }
 
+/* Whether every reader of v is a node of g reading it through an input slot, and v is no graph output. */
+static bool plain_readers(const struct ir_graph *g, const struct ir_value *v)
+{
+	if (!v || v->is_output || !v->n_uses)
+		return false;
+	for (size_t u = 0; u < v->n_uses; u++)
+		if (v->uses[u].slot < 0 || v->uses[u].node->graph != g)
+			return false;
+	return true;
+}
+
+/*
+ * Without --qdq-nodes: a DequantizeLinear of a quantized weight folds into
+ * its readers' labels (unless --weights draws weights as nodes), and a
+ * QuantizeLinear of an activation whose readers are all DequantizeLinear
+ * becomes, with them, a mark on the edges from the value it quantizes to
+ * the readers of the dequantized one.
+ */
+static void fold_qdq(struct dot *d)
+{
+	ir_for_each_node(d->g, n) {
+		if (n->op == IR_OP_DequantizeLinear && !d->o->weights && ir_node_is_weight_dq(n, NULL) &&
+		    n->n_outputs == 1 && plain_readers(d->g, n->outputs[0])) {
+			d->folded[n->id] = true;
+			continue;
+		}
+		if (n->op != IR_OP_QuantizeLinear || n->n_inputs < 1 || !n->inputs[0] || ir_value_is_const(n->inputs[0]) ||
+		    n->n_outputs != 1 || !plain_readers(d->g, n->outputs[0]))
+			continue;
+		const struct ir_value *y = n->outputs[0];
+		bool all = true;
+		for (size_t u = 0; u < y->n_uses && all; u++) {
+			const struct ir_node *r = y->uses[u].node;
+			all = r->op == IR_OP_DequantizeLinear && y->uses[u].slot == 0 && r->n_outputs == 1 && r->outputs[0] &&
+			      !pass_read_in_subgraph(r->outputs[0]);
+		}
+		if (!all)
+			continue;
+		d->folded[n->id] = d->pair[n->id] = true;
+		for (size_t u = 0; u < y->n_uses; u++)
+			d->folded[y->uses[u].node->id] = d->pair[y->uses[u].node->id] = true;
+	}
+}
+
 static int build(struct dot *d, struct ir_graph *ga)
 {
 	struct session *s = d->s;
@@ -1714,12 +1901,13 @@ static int build(struct dot *d, struct ir_graph *ga)
 	size_t nid = (size_t)d->nid + 1;
 	d->sel = calloc(nid, 1);
 	d->folded = calloc(nid, 1);
+	d->pair = calloc(nid, 1);
 	d->an = calloc(nid, sizeof(*d->an));
 	d->block = malloc(nid * sizeof(int));
 	d->in_nodes = calloc((size_t)g->n_inputs + 1, sizeof(*d->in_nodes));
 	d->out_nodes = calloc((size_t)g->n_outputs + 1, sizeof(*d->out_nodes));
 	d->status = calloc(nid, sizeof(int));
-	if (!d->sel || !d->folded || !d->an || !d->block || !d->in_nodes || !d->out_nodes || !d->status)
+	if (!d->sel || !d->folded || !d->pair || !d->an || !d->block || !d->in_nodes || !d->out_nodes || !d->status)
 		return sh_error(s, "dot: out of memory");
 	/* Constant nodes fold into their readers */
 	ir_for_each_node(g, n) {
@@ -1728,6 +1916,8 @@ static int build(struct dot *d, struct ir_graph *ga)
 		if (!o->weights && is_const_node(n))
 			d->folded[n->id] = true;
 	}
+	if (!o->qdq_nodes)
+		fold_qdq(d);
 	/* the part drawn */
 	if (o->around) {
 		int cnt = 0;
@@ -1779,7 +1969,7 @@ static int build(struct dot *d, struct ir_graph *ga)
 				"--from/--to, or blocks with --collapse (--max-nodes=N raises the limit)",
 				sh_count((uint64_t)drawn, cb1, sizeof(cb1)), sh_count((uint64_t)o->max_nodes, cb2, sizeof(cb2)));
 	/* the overlay values */
-	if (o->by != BY_OP && load_values(d))
+	if (o->by != BY_OP && o->by != BY_PRECISION && load_values(d))
 		return -1;
 	/* --diff: status of every node of this stage */
 	if (ga) {
@@ -1933,11 +2123,12 @@ static int build(struct dot *d, struct ir_graph *ga)
 			if (dup)
 				continue;
 			Agnode_t *src = source_of(d, v);
-			if (!src && !whole && v->producer && v->producer->graph == g) {
+			const struct ir_value *w = through_pair(d, v, NULL);
+			if (!src && !whole && ((w->producer && w->producer->graph == g) || w != v)) {
 				/* a part: where the tensor comes from, as a small label */
 				char from[200], nb[40];
-				snprintf(from, sizeof(from), "%s (from %s)", v->name,
-					 node_label_name(v->producer, nb, sizeof(nb)));
+				snprintf(from, sizeof(from), "%s (from %s)", w->name,
+					 w->producer ? node_label_name(w->producer, nb, sizeof(nb)) : "the inputs");
 				src = edge_end(d, from);
 			}
 			if (!src || src == dst)
@@ -1947,6 +2138,9 @@ static int build(struct dot *d, struct ir_graph *ga)
 			Agedge_t *e = mkedge(d, src, dst, v, d->n_blocks > 0);
 			if (e && i >= n->n_inputs)
 				set(e, d->estyle, "dotted");
+			const struct ir_node *mdq;
+			through_pair(d, v, &mdq);
+			qdq_mark(d, e, mdq, v);
 		}
 	}
 	/* a part: tensors read outside it, as small labels */
@@ -1959,6 +2153,17 @@ static int build(struct dot *d, struct ir_graph *ga)
 				int out = 0;
 				for (size_t u = 0; v && u < v->n_uses; u++) {
 					struct ir_node *r = v->uses[u].node;
+					if (r->graph == g && d->pair[r->id]) {
+						/* a Q drawn as an edge mark: its DQs' readers are the readers */
+						const struct ir_value *qo = r->outputs[0];
+						for (size_t k = 0; k < qo->n_uses; k++) {
+							const struct ir_value *dqo = qo->uses[k].node->outputs[0];
+							for (size_t m = 0; m < dqo->n_uses; m++)
+								out += dqo->uses[m].node->graph != g || !d->sel[dqo->uses[m].node->id];
+							out += dqo->is_output;
+						}
+						continue;
+					}
 					out += r->graph != g || !d->sel[r->id];
 				}
 				if (!out)
@@ -1986,7 +2191,9 @@ static int build(struct dot *d, struct ir_graph *ga)
 		set(an, d->nstyle, "filled");
 		set(an, d->nfill, FILL_OUTPUT);
 		d->out_nodes[i] = an;
-		mkedge(d, src, an, v, false);
+		const struct ir_node *mdq;
+		through_pair(d, v, &mdq);
+		qdq_mark(d, mkedge(d, src, an, v, false), mdq, v);
 	}
 	/* subgraphs as clusters (--collapse), fused nodes as clusters (--expand-fused) */
 	ir_for_each_node(g, n) {
@@ -2056,14 +2263,16 @@ int cmd_dot(struct session *s, int argc, char **argv)
 	}
 	o.expand_fused = sh_flag(&a, "expand-fused");
 	o.weights = sh_flag(&a, "weights");
+	o.qdq_nodes = sh_flag(&a, "qdq-nodes");
 	if ((v = sh_opt(&a, "color-by"))) {
-		static const char *const names[] = { "op", "flops", "memory", "time", "error" };
+		static const char *const names[] = { "op", "flops", "memory", "time", "error", "precision" };
 		int k;
-		for (k = 0; k < 5; k++)
+		for (k = 0; k < 6; k++)
 			if (!strcmp(v, names[k]))
 				break;
-		if (k == 5)
-			return sh_error(s, "dot: unknown --color-by '%s' (op, flops, memory, time, error)", sh_esc(v));
+		if (k == 6)
+			return sh_error(s, "dot: unknown --color-by '%s' (op, flops, memory, time, error, precision)",
+					sh_esc(v));
 		o.by = (enum color_by)k;
 	}
 	if (o.by != BY_OP && o.diff >= 0)

@@ -83,6 +83,79 @@ static int parse_common(struct session *s, int argc, char **argv, struct sh_args
 
 /* ---- info ---- */
 
+/* What `info` says about precision: stored bytes by dtype (initializers and
+ * Constant tensors, as the weights row counts them), and the nodes that
+ * quantize and cast. */
+struct precision_info {
+	uint64_t bytes[IR_DTYPE_COUNT];
+	int n_q, n_dq, n_dq_weights, n_cast;
+	int cast_to[IR_DTYPE_COUNT];     /* Cast nodes by their `to` */
+	bool qtypes[IR_DTYPE_COUNT];     /* types quantized to (Q outputs, DQ inputs) */
+};
+
+static void qtype(struct precision_info *p, const struct ir_value *v)
+{
+	const struct ir_type *t = v ? ir_value_type(v) : NULL;
+	const struct ir_tensor *c = v ? ir_value_const(v) : NULL;
+	int e = c ? c->dtype : t && t->kind == IR_TYPE_TENSOR ? t->elem : 0;
+	if (e > 0 && e < IR_DTYPE_COUNT)
+		p->qtypes[e] = true;
+}
+
+static int precision_cb(struct ir_graph *g, void *arg)
+{
+	struct precision_info *p = arg;
+	for (int i = 0; i < g->n_inits; i++) {
+		const struct ir_tensor *t = g->inits[i]->init;
+		if (t && t->dtype > 0 && t->dtype < IR_DTYPE_COUNT)
+			p->bytes[t->dtype] += t->nbytes;
+	}
+	ir_for_each_node(g, n) {
+		if (n->op == IR_OP_Constant) {
+			const struct ir_attr *a = ir_node_attr(n, "value");
+			if (a && a->type == IR_ATTR_TENSOR && a->t && a->t->dtype > 0 && a->t->dtype < IR_DTYPE_COUNT)
+				p->bytes[a->t->dtype] += a->t->nbytes;
+		} else if (n->op == IR_OP_QuantizeLinear) {
+			p->n_q++;
+			if (n->n_outputs > 0)
+				qtype(p, n->outputs[0]);
+		} else if (n->op == IR_OP_DequantizeLinear) {
+			p->n_dq++;
+			p->n_dq_weights += ir_node_is_weight_dq(n, NULL);
+			if (n->n_inputs > 0)
+				qtype(p, n->inputs[0]);
+		} else if (n->op == IR_OP_Cast) {
+			p->n_cast++;
+			int64_t to = ir_node_attr_int(n, "to", 0);
+			if (to > 0 && to < IR_DTYPE_COUNT)
+				p->cast_to[to]++;
+		}
+	}
+	return 0;
+}
+
+/* Whether a type is a reduced float precision a Cast converts to (float16, bfloat16, float8). */
+static bool low_float(int dtype)
+{
+	return dtype == IR_FLOAT16 || dtype == IR_BFLOAT16 || ir_precision_class(dtype) == IR_F8E4M3FN;
+}
+
+/* The dtypes of p->bytes, most bytes first, into order[]; returns how many. */
+static int by_bytes(const struct precision_info *p, int *order)
+{
+	int n = 0;
+	for (int t = 1; t < IR_DTYPE_COUNT; t++)
+		if (p->bytes[t]) {
+			int k = n++;
+			while (k > 0 && p->bytes[order[k - 1]] < p->bytes[t]) {
+				order[k] = order[k - 1];
+				k--;
+			}
+			order[k] = t;
+		}
+	return n;
+}
+
 int cmd_info(struct session *s, int argc, char **argv)
 {
 	struct sh_args a;
@@ -94,6 +167,12 @@ int cmd_info(struct session *s, int argc, char **argv)
 	const struct ir_graph *g = m->graph;
 	struct ir_graph_totals t;
 	ir_graph_totals(g, &t);
+	sh_infer(s);   /* the types of quantized values, when not declared */
+	struct precision_info pi;
+	memset(&pi, 0, sizeof(pi));
+	ir_graph_walk((struct ir_graph *)g, precision_cb, &pi);
+	int order[IR_DTYPE_COUNT];
+	int nd = by_bytes(&pi, order);
 	char b1[64], b2[64], tb[256];
 	if (sh_flag(&a, "json")) {
 		struct sh_json j;
@@ -122,6 +201,30 @@ int cmd_info(struct session *s, int argc, char **argv)
 		sh_json_kuint(&j, "weight_elements", t.n_params);
 		sh_json_kuint(&j, "weight_bytes", t.weight_bytes);
 		sh_json_kbool(&j, "external_data", m->had_external);
+		sh_json_key(&j, "weight_bytes_by_dtype");
+		sh_json_obj(&j);
+		for (int i = 0; i < nd; i++)
+			sh_json_kuint(&j, ir_dtype_name(order[i]), pi.bytes[order[i]]);
+		sh_json_obj_end(&j);
+		sh_json_key(&j, "quantization");
+		sh_json_obj(&j);
+		sh_json_kint(&j, "QuantizeLinear", pi.n_q);
+		sh_json_kint(&j, "DequantizeLinear", pi.n_dq);
+		sh_json_kint(&j, "DequantizeLinear_of_weights", pi.n_dq_weights);
+		sh_json_kint(&j, "Cast", pi.n_cast);
+		sh_json_key(&j, "types");
+		sh_json_arr(&j);
+		for (int q = 1; q < IR_DTYPE_COUNT; q++)
+			if (pi.qtypes[q])
+				sh_json_str(&j, ir_dtype_name(q));
+		sh_json_arr_end(&j);
+		sh_json_key(&j, "cast_to");
+		sh_json_obj(&j);
+		for (int q = 1; q < IR_DTYPE_COUNT; q++)
+			if (pi.cast_to[q])
+				sh_json_kint(&j, ir_dtype_name(q), pi.cast_to[q]);
+		sh_json_obj_end(&j);
+		sh_json_obj_end(&j);
 		sh_json_key(&j, "inputs");
 		sh_json_arr(&j);
 		for (int i = 0; i < g->n_inputs; i++) {
@@ -188,6 +291,45 @@ int cmd_info(struct session *s, int argc, char **argv)
 		 sh_nouns(t.n_params, "element", "elements", b1, sizeof(b1)), sh_bytes(t.weight_bytes, b2, sizeof(b2)),
 		 m->had_external ? " (external data)" : "");
 	sh_table_row(&tab, "weights", tb);
+	/* by dtype, when that says more than "float32" */
+	if (nd > 1 || (nd == 1 && order[0] != IR_FLOAT)) {
+		size_t k = 0;
+		for (int i = 0; i < nd && k < sizeof(tb); i++)
+			k += (size_t)snprintf(tb + k, sizeof(tb) - k, "%s%s %s", i ? ", " : "",
+					      sh_bytes(pi.bytes[order[i]], b1, sizeof(b1)), ir_dtype_name(order[i]));
+		sh_table_row(&tab, "precision", tb);
+	}
+	if (pi.n_q || pi.n_dq) {
+		size_t k = (size_t)snprintf(tb, sizeof(tb), "%d QuantizeLinear, %d DequantizeLinear", pi.n_q, pi.n_dq);
+		if (pi.n_dq_weights)
+			k += (size_t)snprintf(tb + k, sizeof(tb) - k, " (%d of weights)", pi.n_dq_weights);
+		int nq = 0, seen = 0;
+		for (int q = 1; q < IR_DTYPE_COUNT; q++)
+			nq += pi.qtypes[q];
+		for (int q = 1; q < IR_DTYPE_COUNT && k < sizeof(tb); q++)
+			if (pi.qtypes[q]) {
+				seen++;
+				k += (size_t)snprintf(tb + k, sizeof(tb) - k, "%s%s",
+						      seen == 1 ? ", " : seen == nq ? " and " : ", ", ir_dtype_name(q));
+			}
+		if (pi.n_cast && k < sizeof(tb))
+			snprintf(tb + k, sizeof(tb) - k, "; %d Cast", pi.n_cast);
+		sh_table_row(&tab, "quantization", tb);
+	}
+	/* Casts that change precision (float16, bfloat16, float8) */
+	bool low = false;
+	for (int q = 1; q < IR_DTYPE_COUNT; q++)
+		low |= pi.cast_to[q] && low_float(q);
+	if (low) {
+		size_t k = (size_t)snprintf(tb, sizeof(tb), "%d Cast:", pi.n_cast);
+		for (int q = 1, first = 1; q < IR_DTYPE_COUNT && k < sizeof(tb); q++)
+			if (pi.cast_to[q]) {
+				k += (size_t)snprintf(tb + k, sizeof(tb) - k, "%s %d to %s", first ? "" : ",", pi.cast_to[q],
+						      ir_dtype_name(q));
+				first = 0;
+			}
+		sh_table_row(&tab, "casts", tb);
+	}
 	/* names of inputs and outputs padded to one width, so their types line up */
 	int nw = 0;
 	for (int k = 0; k < g->n_inputs + g->n_outputs; k++) {
@@ -404,6 +546,77 @@ static void json_value_refs(struct sh_json *j, const char *key, struct ir_value 
 	sh_json_arr_end(j);
 }
 
+/* A quantization's scale and zero point in words: "int8, per channel along axis 0: 16 scales from
+ * 0.00123 to 0.00456, zero points all 0". */
+static const char *qdq_text(const struct ir_qdq *q, const struct ir_node *n, char *buf, size_t size)
+{
+	const char *dt = q->dtype ? ir_dtype_name(q->dtype) : "?";
+	size_t o;
+	switch (q->kind) {
+	case IR_QDQ_TENSOR:
+		o = (size_t)snprintf(buf, size, "%s, per tensor: scale %.6g", dt, q->scale_min);
+		break;
+	case IR_QDQ_CHANNEL:
+		o = (size_t)snprintf(buf, size, "%s, per channel along axis %" PRId64 ": %" PRIu64 " scales from %.6g to %.6g",
+				     dt, q->axis, q->n_scales, q->scale_min, q->scale_max);
+		break;
+	case IR_QDQ_BLOCKED:
+		o = (size_t)snprintf(buf, size, "%s, blocked along axis %" PRId64 ", block_size %" PRId64 ": %" PRIu64
+				     " scales from %.6g to %.6g", dt, q->axis, q->block_size, q->n_scales, q->scale_min,
+				     q->scale_max);
+		break;
+	default:
+		snprintf(buf, size, "%s: the scale '%s' is not a constant", dt,
+			 n->n_inputs > 1 && n->inputs[1] ? sh_esc(n->inputs[1]->name) : "?");
+		return buf;
+	}
+	if (o >= size)
+		return buf;
+	bool many = q->kind != IR_QDQ_TENSOR;
+	if (q->has_zero_point && !q->zero_point)
+		snprintf(buf + o, size - o, ", zero point%s not constant", many ? "s" : "");
+	else if (!many || (q->zp_min == q->zp_max && (!q->zero_point || q->zero_point->numel <= 1)))
+		snprintf(buf + o, size - o, ", zero point %.6g", q->zp_min);
+	else if (q->zp_min == q->zp_max)
+		snprintf(buf + o, size - o, ", zero points all %.6g", q->zp_min);
+	else
+		snprintf(buf + o, size - o, ", zero points from %.6g to %.6g", q->zp_min, q->zp_max);
+	return buf;
+}
+
+static const char *qdq_kind_name(enum ir_qdq_kind k)
+{
+	return k == IR_QDQ_TENSOR ? "per-tensor" : k == IR_QDQ_CHANNEL ? "per-channel" : k == IR_QDQ_BLOCKED ? "blocked"
+											     : "unknown";
+}
+
+/* "quantization": { ... } of a QuantizeLinear or DequantizeLinear (show --json, tensor --json). */
+static void json_qdq(struct sh_json *j, const struct ir_qdq *q)
+{
+	sh_json_obj(j);
+	sh_json_kstr(j, "dtype", q->dtype ? ir_dtype_name(q->dtype) : NULL);
+	sh_json_kstr(j, "granularity", qdq_kind_name(q->kind));
+	if (q->kind == IR_QDQ_CHANNEL || q->kind == IR_QDQ_BLOCKED)
+		sh_json_kint(j, "axis", q->axis);
+	if (q->kind == IR_QDQ_BLOCKED)
+		sh_json_kint(j, "block_size", q->block_size);
+	if (q->kind != IR_QDQ_UNKNOWN) {
+		sh_json_kuint(j, "scales", q->n_scales);
+		sh_json_knum(j, "scale_min", q->scale_min);
+		sh_json_knum(j, "scale_max", q->scale_max);
+		if (q->kind == IR_QDQ_TENSOR)
+			sh_json_knum(j, "scale", q->scale_min);
+	}
+	sh_json_kbool(j, "zero_point_given", q->has_zero_point);
+	sh_json_kbool(j, "zero_point_constant", !q->has_zero_point || q->zero_point);
+	if (!q->has_zero_point || q->zero_point) {
+		sh_json_knum(j, "zero_point_min", q->zp_min);
+		sh_json_knum(j, "zero_point_max", q->zp_max);
+	}
+	sh_json_kbool(j, "weight", q->weight);
+	sh_json_obj_end(j);
+}
+
 int cmd_show(struct session *s, int argc, char **argv)
 {
 	struct sh_args a;
@@ -458,6 +671,11 @@ int cmd_show(struct session *s, int argc, char **argv)
 		for (int i = 0; i < n->n_from; i++)
 			sh_json_str(&j, n->from[i]);
 		sh_json_arr_end(&j);
+		struct ir_qdq q;
+		if (!ir_qdq_params(n, &q)) {
+			sh_json_key(&j, "quantization");
+			json_qdq(&j, &q);
+		}
 		sh_json_obj_end(&j);
 		sh_json_end(&j);
 		return 0;
@@ -507,6 +725,13 @@ int cmd_show(struct session *s, int argc, char **argv)
 	}
 	if (o)
 		sh_printf(s, "defaults  %s\n", buf);
+	struct ir_qdq q;
+	if (!ir_qdq_params(n, &q)) {
+		char qb[600];
+		sh_printf(s, "%s  %s%s\n", n->op == IR_OP_QuantizeLinear ? "quantizes to" : "dequantizes",
+			  qdq_text(&q, n, qb, sizeof(qb)),
+			  !q.weight ? "" : n->op == IR_OP_QuantizeLinear ? " (a constant: a weight)" : " (a quantized weight)");
+	}
 	for (int pass = 0; pass < 3; pass++) {
 		int count = pass == 0 ? n->n_inputs : pass == 1 ? n->n_implicit : n->n_outputs;
 		if (!count)
@@ -567,6 +792,117 @@ static const struct ir_tensor *tensor_of(const struct ir_value *v)
 	return ir_value_const(v);
 }
 
+/* Statistics of a quantized weight as its DequantizeLinear gives it: S * (q - Z). */
+struct deq_stats {
+	const struct ir_node *dq;
+	struct ir_qdq q;
+	bool ok;
+	char why[200];           /* when not ok */
+	double min, max, mean, std;
+	uint64_t count;          /* finite values */
+};
+
+/*
+ * The index into the scale (and zero point) of element i of x: per tensor 0;
+ * per channel the coordinate along the axis; blocked the coordinates of x
+ * with the axis's divided by the block size (the scale has x's rank).
+ */
+static uint64_t scale_index(const struct ir_qdq *q, const struct ir_tensor *x, const struct ir_tensor *st, uint64_t i)
+{
+	if (q->kind == IR_QDQ_TENSOR)
+		return 0;
+	uint64_t idx = 0, stride = 1;
+	for (int k = x->rank - 1; k >= 0; k--) {
+		uint64_t d = (uint64_t)x->dims[k];
+		uint64_t c = d ? i % d : 0;
+		i = d ? i / d : 0;
+		if (q->kind == IR_QDQ_CHANNEL) {
+			if (k == q->axis)
+				return c;
+			continue;
+		}
+		uint64_t sd = (uint64_t)st->dims[k];
+		if (k == q->axis)
+			c /= (uint64_t)q->block_size;
+		idx += c * stride;
+		stride *= sd;
+	}
+	return idx;
+}
+
+/* The dequantized statistics of weight x, read by DequantizeLinear dq. */
+static int deq_stats_of(const struct ir_tensor *x, const struct ir_node *dq, struct deq_stats *ds)
+{
+	memset(ds, 0, sizeof(*ds));
+	ds->dq = dq;
+	ir_qdq_params(dq, &ds->q);
+	const struct ir_qdq *q = &ds->q;
+	const struct ir_tensor *st = q->scale, *zt = q->zero_point;
+	if (q->kind == IR_QDQ_UNKNOWN) {
+		snprintf(ds->why, sizeof(ds->why), "its scale is not a constant");
+		return 0;
+	}
+	if (q->has_zero_point && !zt) {
+		snprintf(ds->why, sizeof(ds->why), "its zero point is not a constant");
+		return 0;
+	}
+	/* the shapes must agree, or the indexes below would run past the scale */
+	if (q->axis < 0 && q->axis >= -(int64_t)x->rank)
+		ds->q.axis += x->rank;
+	bool fits = true;
+	if (q->kind == IR_QDQ_CHANNEL)
+		fits = q->axis >= 0 && q->axis < x->rank && st->numel == (uint64_t)x->dims[q->axis];
+	else if (q->kind == IR_QDQ_BLOCKED) {
+		fits = q->axis >= 0 && q->axis < x->rank && st->rank == x->rank;
+		for (int k = 0; fits && k < x->rank; k++) {
+			int64_t want = k != q->axis ? x->dims[k] : x->dims[k] ? (x->dims[k] - 1) / q->block_size + 1 : 0;
+			fits = st->dims[k] == want;
+		}
+	}
+	if (fits && zt)
+		fits = zt->numel == st->numel;
+	if (!fits) {
+		snprintf(ds->why, sizeof(ds->why), "its scale or zero point does not fit the weight's shape");
+		return 0;
+	}
+	if (ir_tensor_check(x, NULL) || ir_tensor_check(st, NULL) || (zt && ir_tensor_check(zt, NULL))) {
+		snprintf(ds->why, sizeof(ds->why), "the data cannot be read");
+		return 0;
+	}
+	/* Welford's running mean and variance: one pass, stable for large weights */
+	double mean = 0, m2 = 0;
+	for (uint64_t i = 0; i < x->numel; i++) {
+		if ((i & 0xfffff) == 0 && ir_interrupted)
+			return IR_EINTR;
+		uint64_t k = scale_index(q, x, st, i);
+		double z = zt ? ir_tensor_get_f64(zt, k) : 0;
+		double v = ir_tensor_get_f64(st, k) * (ir_tensor_get_f64(x, i) - z);
+		if (!isfinite(v))
+			continue;
+		if (!ds->count || v < ds->min)
+			ds->min = v;
+		if (!ds->count || v > ds->max)
+			ds->max = v;
+		ds->count++;
+		double dm = v - mean;
+		mean += dm / (double)ds->count;
+		m2 += dm * (v - mean);
+	}
+	ds->mean = mean;
+	ds->std = ds->count ? sqrt(m2 / (double)ds->count) : 0;
+	ds->ok = true;
+	return 0;
+}
+
+/* The DequantizeLinear that reads v as its x, or NULL. */
+static const struct ir_node *dq_reader(const struct ir_value *v)
+{
+	for (size_t u = 0; u < v->n_uses; u++)
+		if (v->uses[u].slot == 0 && v->uses[u].node->op == IR_OP_DequantizeLinear)
+			return v->uses[u].node;
+	return NULL;
+}
+
 int cmd_tensor(struct session *s, int argc, char **argv)
 {
 	struct sh_args a;
@@ -596,6 +932,14 @@ int cmd_tensor(struct session *s, int argc, char **argv)
 			return sh_diag(s, &d);
 		have_stats = true;
 	}
+	/* a quantized weight: also what it stands for */
+	struct deq_stats ds = { 0 };
+	const struct ir_node *dq = t && t->numel && ir_dtype_bits(t->dtype) > 0 && !ir_dtype_is_float(t->dtype) ? dq_reader(v)
+				   : t && t->numel && ir_precision_class(t->dtype) == IR_F8E4M3FN ? dq_reader(v) : NULL;
+	if (!dq && t && t->numel && t->dtype == IR_F4E2M1)
+		dq = dq_reader(v);
+	if (dq && deq_stats_of(t, dq, &ds) == IR_EINTR)
+		return sh_error(s, "tensor: interrupted");
 	bool json = sh_flag(&a, "json");
 	char src[300], tb[256], b1[64], b2[64];
 	value_source(v, src, sizeof(src), json);
@@ -651,6 +995,24 @@ int cmd_tensor(struct session *s, int argc, char **argv)
 				sh_json_kuint(&j, "zeros", st.zeros);
 				sh_json_kuint(&j, "nan", st.nan);
 				sh_json_kuint(&j, "inf", st.inf);
+			}
+			if (dq) {
+				sh_json_key(&j, "dequantized");
+				sh_json_obj(&j);
+				sh_json_kint(&j, "node", dq->id);
+				sh_json_kstr(&j, "node_name", dq->name);
+				sh_json_key(&j, "quantization");
+				json_qdq(&j, &ds.q);
+				sh_json_kbool(&j, "known", ds.ok);
+				if (ds.ok) {
+					sh_json_knum(&j, "min", ds.min);
+					sh_json_knum(&j, "max", ds.max);
+					sh_json_knum(&j, "mean", ds.mean);
+					sh_json_knum(&j, "std", ds.std);
+				} else {
+					sh_json_kstr(&j, "why", ds.why);
+				}
+				sh_json_obj_end(&j);
 			}
 			sh_json_key(&j, "values");
 			sh_json_arr(&j);
@@ -737,6 +1099,19 @@ int cmd_tensor(struct session *s, int argc, char **argv)
 			snprintf(tb, sizeof(tb), "%" PRIu64 " NaN, %" PRIu64 " Inf%s", st.nan, st.inf,
 				 st.nan || st.inf ? " (left out of min, max, mean and std)" : "");
 			sh_table_row(&tab, "nan/inf", tb);
+		}
+	}
+	if (dq) {
+		char qb[600], nd[256];
+		snprintf(tb, sizeof(tb), "by %s: %s", sh_node_desc(dq, nd, sizeof(nd)), qdq_text(&ds.q, dq, qb, sizeof(qb)));
+		sh_table_row(&tab, "dequantized", tb);
+		if (ds.ok) {
+			snprintf(tb, sizeof(tb), "min %.6g, max %.6g, mean %.6g, std %.6g (S*(q-Z))", ds.min, ds.max, ds.mean,
+				 ds.std);
+			sh_table_row(&tab, "", tb);
+		} else {
+			snprintf(tb, sizeof(tb), "no statistics: %s", ds.why);
+			sh_table_row(&tab, "", tb);
 		}
 	}
 	if (shown) {

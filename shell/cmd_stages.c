@@ -756,6 +756,70 @@ int cmd_diff(struct session *s, int argc, char **argv)
 /* stats A B                                                                 */
 /* ------------------------------------------------------------------------ */
 
+/* A change of bytes: "-29.6 K", and "(3.7x less)" when it is a factor of 1.5 or more. */
+static const char *bytes_change(double a, double b, char *buf, size_t size)
+{
+	char d[32];
+	delta(b - a, d, sizeof(d));
+	if (a > 0 && b > 0 && (a >= 1.5 * b || b >= 1.5 * a))
+		snprintf(buf, size, (a > b ? a / b : b / a) < 10 ? "%s (%.1fx %s)" : "%s (%.0fx %s)", d,
+			 a > b ? a / b : b / a, a > b ? "less" : "more");
+	else
+		snprintf(buf, size, "%s", d);
+	return buf;
+}
+
+/* stats A B: weight bytes of each dtype, when the two stages hold more than one between them. */
+static void stages_weight_rows(struct sh_table *t, struct ir_stats *const *st)
+{
+	int types[IR_DTYPE_COUNT], n = 0;
+	for (int i = 0; i < 2; i++)
+		for (int k = 0; k < st[i]->n_dtypes; k++) {
+			int dt = st[i]->dtypes[k].dtype, q;
+			for (q = 0; q < n && types[q] != dt; q++)
+				;
+			if (q == n && st[i]->dtypes[k].params > 0 && n < IR_DTYPE_COUNT)
+				types[n++] = dt;
+		}
+	if (n < 2)
+		return;
+	for (int q = 0; q < n; q++) {
+		double by[2] = { 0, 0 };
+		for (int i = 0; i < 2; i++)
+			for (int k = 0; k < st[i]->n_dtypes; k++)
+				if (st[i]->dtypes[k].dtype == types[q])
+					by[i] = st[i]->dtypes[k].param_bytes;
+		char l[48], b1[32], b2[32], b3[64];
+		snprintf(l, sizeof(l), "  %s", ir_dtype_name(types[q]));
+		sh_table_row(t, l, sh_bytes((uint64_t)by[0], b1, sizeof(b1)), sh_bytes((uint64_t)by[1], b2, sizeof(b2)),
+			     bytes_change(by[0], by[1], b3, sizeof(b3)));
+	}
+}
+
+/* stats A B: MACs by precision (int8, fp8, float16...). */
+static void stages_prec_rows(struct sh_table *t, struct ir_stats *const *st)
+{
+	int precs[64], n = 0;
+	for (int i = 0; i < 2; i++)
+		for (int k = 0; k < st[i]->n_precs; k++) {
+			int p = st[i]->precs[k].prec, q;
+			for (q = 0; q < n && precs[q] != p; q++)
+				;
+			if (q == n && st[i]->precs[k].macs > 0 && n < 64)
+				precs[n++] = p;
+		}
+	for (int q = 0; q < n; q++) {
+		double by[2] = { 0, 0 };
+		for (int i = 0; i < 2; i++)
+			for (int k = 0; k < st[i]->n_precs; k++)
+				if (st[i]->precs[k].prec == precs[q])
+					by[i] = st[i]->precs[k].macs;
+		char l[48], b1[32], b2[32], b3[32];
+		snprintf(l, sizeof(l), "  %s", ir_precision_name(precs[q]));
+		sh_table_row(t, l, si(by[0], b1, sizeof(b1)), si(by[1], b2, sizeof(b2)), delta(by[1] - by[0], b3, sizeof(b3)));
+	}
+}
+
 int sh_stats_stages(struct session *s, const char *a, const char *b, bool json)
 {
 	int sa = sh_stage_arg(s, "stats", a), sb;
@@ -795,6 +859,18 @@ int sh_stats_stages(struct session *s, const char *a, const char *b, bool json)
 			for (int k = 0; k < st[i]->n_ops; k++)
 				sh_json_kint(&j, st[i]->ops[k].op_type, st[i]->ops[k].count);
 			sh_json_obj_end(&j);
+			sh_json_key(&j, "weight_bytes_by_dtype");
+			sh_json_obj(&j);
+			for (int k = 0; k < st[i]->n_dtypes; k++)
+				if (st[i]->dtypes[k].params > 0)
+					sh_json_knum(&j, ir_dtype_name(st[i]->dtypes[k].dtype), st[i]->dtypes[k].param_bytes);
+			sh_json_obj_end(&j);
+			sh_json_key(&j, "macs_by_precision");
+			sh_json_obj(&j);
+			for (int k = 0; k < st[i]->n_precs; k++)
+				if (st[i]->precs[k].macs > 0)
+					sh_json_knum(&j, ir_precision_name(st[i]->precs[k].prec), st[i]->precs[k].macs);
+			sh_json_obj_end(&j);
 			sh_json_obj_end(&j);
 		}
 		sh_json_arr_end(&j);
@@ -819,8 +895,16 @@ int sh_stats_stages(struct session *s, const char *a, const char *b, bool json)
 		     bytes ? sh_bytes((uint64_t)st[1]->field, b2, 32) : si(st[1]->field, b2, 32),           \
 		     delta(st[1]->field - st[0]->field, b3, 32))
 	ROW("params", params, false);
-	ROW("weight bytes", param_bytes, true);
+	{
+		char wc[64];
+		sh_table_row(&t, "weight bytes", sh_bytes((uint64_t)st[0]->param_bytes, b1, 32),
+			     sh_bytes((uint64_t)st[1]->param_bytes, b2, 32),
+			     bytes_change(st[0]->param_bytes, st[1]->param_bytes, wc, sizeof(wc)));
+	}
+	stages_weight_rows(&t, st);
 	ROW("MACs", macs, false);
+	if (sh_stats_reduced(st[0]) || sh_stats_reduced(st[1]))
+		stages_prec_rows(&t, st);
 	ROW("FLOPs", flops, false);
 	ROW("bytes read", bytes_read, true);
 	ROW("bytes written", bytes_written, true);

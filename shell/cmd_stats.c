@@ -199,6 +199,19 @@ static int cmp_rows(const void *pa, const void *pb)
 	return r ? r : a->index - b->index;
 }
 
+/* Whether some compute is in a precision below float32 (quantized, float16, bfloat16). */
+bool sh_stats_reduced(const struct ir_stats *st)
+{
+	for (int i = 0; i < st->n_precs; i++) {
+		int p = st->precs[i].prec;
+		bool low = p == IR_FLOAT16 || p == IR_BFLOAT16 || p == IR_INT8 || p == IR_INT4 || p == IR_INT2 ||
+			   p == IR_INT16 || p == IR_F8E4M3FN || p == IR_F4E2M1;
+		if (low && (st->precs[i].flops > 0 || st->precs[i].macs > 0))
+			return true;
+	}
+	return false;
+}
+
 static void summary(struct session *s, const struct ir_stats *st)
 {
 	char b1[64], b2[64], b3[64], tb[1024];
@@ -235,6 +248,16 @@ static void summary(struct session *s, const struct ir_stats *st)
 						      ir_dtype_name(st->dtypes[i].dtype), count(st->dtypes[i].params, b1, sizeof(b1)));
 	}
 	sh_table_row(&t, "parameters", st->params > 0 ? tb : "0");
+	/* weight bytes by dtype: where the bytes are (int8 weights and their float32 scales) */
+	if (kinds > 1) {
+		o = 0;
+		for (int i = 0, k = 0; i < st->n_dtypes && o < sizeof(tb); i++)
+			if (st->dtypes[i].params > 0)
+				o += (size_t)snprintf(tb + o, sizeof(tb) - o, "%s%s %s", k++ ? ", " : "",
+						      bytes(st->dtypes[i].param_bytes, b1, sizeof(b1)),
+						      ir_dtype_name(st->dtypes[i].dtype));
+		sh_table_row(&t, "weight bytes", tb);
+	}
 	if (st->buffers > 0) {
 		snprintf(tb, sizeof(tb), "%s (%s): running statistics and caches, not learned", count(st->buffers, b1, sizeof(b1)),
 			 bytes(st->buffer_bytes, b2, sizeof(b2)));
@@ -247,6 +270,19 @@ static void summary(struct session *s, const struct ir_stats *st)
 	}
 	sh_table_row(&t, "MACs", sh_si(st->macs, b1, sizeof(b1)));
 	sh_table_row(&t, "FLOPs", sh_si(st->flops, b1, sizeof(b1)));
+	/* compute by precision, when some is quantized or in half precision */
+	if (sh_stats_reduced(st)) {
+		int k = 0;
+		for (int i = 0; i < st->n_precs; i++) {
+			const struct ir_stats_prec *p = &st->precs[i];
+			if (p->flops <= 0 && p->macs <= 0)
+				continue;
+			snprintf(tb, sizeof(tb), "%-8s %8s MACs  %8s FLOPs  %6s", ir_precision_name(p->prec),
+				 sh_si(p->macs, b1, sizeof(b1)), sh_si(p->flops, b2, sizeof(b2)),
+				 pct(p->flops, st->flops, b3, sizeof(b3)));
+			sh_table_row(&t, k++ ? "" : "compute", tb);
+		}
+	}
 	snprintf(tb, sizeof(tb), "%s read, %s written", bytes(st->bytes_read, b1, sizeof(b1)),
 		 bytes(st->bytes_written, b2, sizeof(b2)));
 	sh_table_row(&t, "bytes", tb);
@@ -306,6 +342,19 @@ static void json_totals(struct sh_json *j, const struct ir_stats *st)
 		sh_json_obj_end(j);
 	}
 	sh_json_arr_end(j);
+	sh_json_key(j, "by_precision");
+	sh_json_arr(j);
+	for (int i = 0; i < st->n_precs; i++) {
+		const struct ir_stats_prec *p = &st->precs[i];
+		sh_json_obj(j);
+		sh_json_kstr(j, "precision", ir_precision_name(p->prec));
+		sh_json_kint(j, "nodes", p->n_nodes);
+		jnum(j, "macs", p->macs);
+		jnum(j, "flops", p->flops);
+		jnum(j, "share", st->flops > 0 ? p->flops / st->flops : 0);
+		sh_json_obj_end(j);
+	}
+	sh_json_arr_end(j);
 	sh_json_key(j, "activations");
 	sh_json_obj(j);
 	sh_json_kint(j, "values", st->n_activations);
@@ -336,6 +385,7 @@ static void json_node(struct sh_json *j, const struct ir_node_cost *n, double to
 	sh_json_kstr(j, "domain", dom(n->domain));
 	sh_json_kbool(j, "known", n->known);
 	sh_json_kstr(j, "why", n->known ? NULL : n->why);
+	sh_json_kstr(j, "precision", ir_precision_name(n->precision));
 	jnum(j, "params", n->params);
 	jnum(j, "weight_bytes", n->weight_bytes);
 	jfig(j, "macs", n->macs, n->known);

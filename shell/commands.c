@@ -34,7 +34,10 @@ const struct sh_cmd sh_commands[] = {
 	  SH_C_FILE, 0, "session" },
 	{ "info", cmd_info, "[--json]", "summarise the model",
 	  "Producer, IR version, opsets, graph inputs and outputs with their types, node and "
-	  "initializer counts, parameters and weight bytes, functions and metadata.",
+	  "initializer counts, parameters and weight bytes, functions and metadata. The precision "
+	  "row gives the weight bytes by dtype (when not all float32); the quantization row counts "
+	  "QuantizeLinear and DequantizeLinear nodes (those of weights apart) and the types they "
+	  "quantize to, and the casts row the Casts when some convert to float16, bfloat16 or float8.",
 	  "info", "--json", SH_C_NONE, SH_F_JSON, "inspect" },
 	{ "nodes", cmd_nodes, "[PATTERN] [--op=TYPE] [--json]", "list nodes, in order",
 	  "Lists the nodes of the main graph in execution order: id, name, op, inputs and outputs. "
@@ -43,12 +46,16 @@ const struct sh_cmd sh_commands[] = {
 	  "nodes --op=Conv", "--op= --json", SH_C_NODE, SH_F_JSON, "inspect" },
 	{ "show", cmd_show, "NODE [--json]", "show one node in detail",
 	  "Shows a node's op, domain, attributes, and each input and output with its type, "
-	  "producer and consumers. NODE is a node name, an id such as n12, or #12.",
+	  "producer and consumers; for a QuantizeLinear or DequantizeLinear, its type, scale and "
+	  "zero point (per channel: the axis, how many scales and their range; blocked: the block "
+	  "size). NODE is a node name, an id such as n12, or #12.",
 	  "show conv1", "--json", SH_C_NODE, SH_F_JSON, "inspect" },
 	{ "tensor", cmd_tensor, "NAME [--values=N] [--json]", "show a tensor and its statistics",
 	  "For an initializer or a Constant's output: dtype, shape, size, min/max/mean/std of "
-	  "the finite values, NaN/Inf/zero counts and the first values (--values, default 8). For "
-	  "other values: the type, where the value comes from and what reads it.",
+	  "the finite values, NaN/Inf/zero counts and the first values (--values, default 8); for a "
+	  "quantized weight (int8, int4, float8... read by a DequantizeLinear), also the statistics "
+	  "of the values it stands for, S*(q-Z). For other values: the type, where the value comes "
+	  "from and what reads it.",
 	  "tensor conv1.weight", "--values= --json", SH_C_VALUE, SH_F_JSON, "inspect" },
 	{ "ops", cmd_ops, "[--json]", "count nodes per op type",
 	  "A histogram of op types over the main graph and its subgraphs, most frequent first. "
@@ -86,7 +93,11 @@ const struct sh_cmd sh_commands[] = {
 	  "flops, read, written, bytes, intensity, share; nodes: node, name, op, output (its "
 	  "elements), params, macs, flops, read, written, bytes, intensity, share; FLOPs/B and FLOPs% "
 	  "work too), largest first for numbers; --top=N keeps the first N rows. docs/costs.md says "
-	  "how each op is counted. With two stages A B (numbers from `stages`), puts their totals and op "
+	  "how each op is counted. With several weight dtypes (an int8 model's weights and float32 "
+	  "scales) the weight bytes of each are given, and when some compute is quantized or in half "
+	  "precision, the MACs and FLOPs of each precision (a Conv whose inputs come from "
+	  "DequantizeLinear of int8 computes in int8, of float8 in fp8). With two stages A B (numbers "
+	  "from `stages`), puts their totals, weight bytes by dtype, MACs by precision and op "
 	  "counts side by side with the change.",
 	  "stats --by=node --sort=flops --top=10", "--by= --sort= --top= --json", SH_C_NONE, SH_F_JSON, "inspect" },
 	{ "passes", cmd_passes, "[--json]", "list the passes",
@@ -241,7 +252,7 @@ const struct sh_cmd sh_commands[] = {
 	  "known. NODE is a node name, an id such as n12, or #12.",
 	  "cost conv1", "--json", SH_C_NODE, SH_F_JSON, "inspect" },
 	{ "dot", cmd_dot,
-	  "[FILE] [--stage=N] [--diff=A] [--around=NODE [--radius=R]] [--from=TENSOR] [--to=TENSOR] [--collapse [--depth=D]] [--expand-fused] [--weights] [--color-by=op|flops|memory|time|error] [--rankdir=TB|LR] [--max-nodes=N]",
+	  "[FILE] [--stage=N] [--diff=A] [--around=NODE [--radius=R]] [--from=TENSOR] [--to=TENSOR] [--collapse [--depth=D]] [--expand-fused] [--weights] [--qdq-nodes] [--color-by=op|flops|memory|time|error|precision] [--rankdir=TB|LR] [--max-nodes=N]",
 	  "draw the graph with Graphviz: DOT, SVG, PNG or PDF",
 	  "Draws the current stage (--stage=N another) with Graphviz: without FILE it prints the drawing "
 	  "as DOT; FILE.dot or .gv writes DOT, FILE.svg, .png or .pdf lays it out and renders it (the file "
@@ -251,7 +262,12 @@ const struct sh_cmd sh_commands[] = {
 	  "and outputs are marked. Colours are op families, with a legend. --diff=A draws what changed "
 	  "since stage A as diff matches nodes: added green, changed orange, removed (from A's graph) "
 	  "dashed red. --color-by=flops|memory colours nodes on a 9-step scale by the cost model's "
-	  "FLOPs or bytes moved, time|error by the figures of `profile` or `run --check` for the stage. "
+	  "FLOPs or bytes moved, time|error by the figures of `profile` or `run --check` for the stage, "
+	  "precision by what each node computes in (float32, float16, bfloat16, int8, fp8, int4: a Conv "
+	  "reading DequantizeLinear of int8 is int8). A DequantizeLinear of a quantized weight is folded "
+	  "into its reader's label (\"W int8[64,3,7,7] (9,408) per channel\"), and a QuantizeLinear -> "
+	  "DequantizeLinear pair of activations is drawn as a mark on the edge (\"int8 0.0123\" and a "
+	  "diamond) instead of two nodes; --qdq-nodes draws them as nodes. "
 	  "--around=NODE draws the nodes within --radius steps (default 2); --from/--to the nodes "
 	  "between two tensors; tensors coming from or going to nodes not drawn end in small labels. --collapse draws each name scope (/encoder/layer.3/...) as one box with "
 	  "its node count and commonest ops, at --depth scope levels (chosen when not given), and the "
@@ -260,7 +276,7 @@ const struct sh_cmd sh_commands[] = {
 	  "their types as tooltips, not labels; above 1,500 they are straight, with less crossing "
 	  "minimisation, and long ones are cut short; above --max-nodes (default 20,000) the drawing "
 	  "is refused.",
-	  "dot model.svg --diff=0", "--stage= --diff= --around= --radius= --from= --to= --collapse --depth= --expand-fused --weights --color-by= --rankdir= --max-nodes=",
+	  "dot model.svg --diff=0", "--stage= --diff= --around= --radius= --from= --to= --collapse --depth= --expand-fused --weights --qdq-nodes --color-by= --rankdir= --max-nodes=",
 	  SH_C_FILE, 0, "inspect" },
 	{ "calibrate", cmd_calibrate,
 	  "--data=SPEC [--preprocess=SPEC] [--batch=N] [--batches=N] [--device=cuda|cpu] [--seed=N] [--save=FILE] "

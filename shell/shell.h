@@ -350,6 +350,8 @@ const struct ir_calib *sh_session_calib(struct session *s, struct ir_calib *tmp)
 void sh_quant_forget(struct session *s);
 /* stats A B: two stages side by side (cmd_stages.c) */
 int sh_stats_stages(struct session *s, const char *a, const char *b, bool json);
+/* Whether some of a stage's compute is quantized or in half precision (cmd_stats.c). */
+bool sh_stats_reduced(const struct ir_stats *st);
 /* compare --stages A B (cmd_stages.c) */
 int sh_compare_stages(struct session *s, const char *a, const char *b, int argc, char **argv);
 /* The current stage changed (undo, redo, checkout, a pass): the session follows it. */

@@ -94,6 +94,7 @@ extern const struct cuda_kernel cuda_k_tensor[];
 extern const struct cuda_kernel cuda_k_reduce[];
 extern const struct cuda_kernel cuda_k_conv[];
 extern const struct cuda_kernel cuda_k_gemm[];
+extern const struct cuda_kernel cuda_k_quant[];
 
 /* ---- errors: every CUDA, cuDNN and cuBLAS status is checked ---- */
 

@@ -19,7 +19,8 @@
  * To add cases: a row in `specs` below. Inputs are written
  *   [!][TYPE:]DIMS[@GEN][=V,V,...]
  * `!` makes the input a constant (an initializer: the kernel sees it in
- * cuda_tensor.host); TYPE is f32 f16 bf16 f64 i64 i32 i8 u8 b, or $ (the
+ * cuda_tensor.host); TYPE is f32 f16 bf16 f64 i64 i32 i8 u8 b i16 u16 i4 u4
+ * e4m3 e4m3uz e5m2 e5m2uz e2m1 (float8 e4m3fn..., float4), or $ (the
  * default) for the dtype the row sweeps; DIMS is 2x3x4, or s for a scalar;
  * GEN picks the random values (pos nz big half sm near1 nan ge1, i:LO:HI); =V
  * gives every value. `|` separates the shapes of the row's variants (input
@@ -50,6 +51,8 @@
 
 enum {
 	MUST_F32 = 1 << 0,   /* the float32 variants must be supported when the op has a GPU kernel */
+	EXACT = 1 << 1,      /* outputs must equal the CPU's exactly (float outputs too) */
+	MUST_ALL = 1 << 2,   /* every case must be supported (--cpu-only asks supports() too) */
 };
 
 struct spec {
@@ -389,6 +392,110 @@ static const struct spec specs[] = {
 	{ "ai.ogsh:FusedGemm", F, "activation='Gelu';activation_params=[1.0]", { "17x33", "33x9", "9" }, .tol = 10 },
 	{ "ai.ogsh:FusedGemm", F, "alpha=0.5;beta=0.5;activation='Tanh'", { "17x33", "33x9", "17x9" }, .tol = 10 },
 	{ "ai.ogsh:FusedGemm", F, "activation='HardSigmoid';activation_params=[0.3,0.4]", { "17x33", "33x9" }, .tol = 10 },
+	/* ---- quantization: exact (integers and float8 codes bit for bit, floats equal); the
+	 * output type comes from the zero point's type, from output_dtype, else uint8 ---- */
+	/* per tensor, each type (from the zero point's), odd sizes: 105, 1000003, 1, 3, scalar */
+	{ "QuantizeLinear", F, "", { "3x5x7@big|1000003@big|1|3|s|2x3x4x5@big|7x9@big|1000003@big|5x1x3@big|2x2@big", "!s=0.08|!s=0.04|!1=0.001|s=0.001|!s=1.3|!s=1.4|!s=0.05|!s=0.05|!s=0.001|!s=0.001", "!i8:s=3|!u8:s=128|!i16:1=-300|u16:s=20000|!i4:s=1|!u4:s=8|!e4m3:s=0|!e4m3uz:s=0|!e5m2:s=0|!e5m2uz:s=0" }, .flags = EXACT | MUST_ALL },
+	/* per tensor, saturating: values far outside each type's range */
+	{ "QuantizeLinear", F, "", { "3x5x7@big|1000003@big|33@big|3|s|2x3x4x5@big|7x9@big|1000003@big|5x1x3@big|2x2@big", "!s=0.01|!s=0.01|!s=0.0001|!s=0.0001|!s=0.1|!s=0.1|!s=0.01|!s=0.01|!s=0.0001|!s=0.0001", "!i8:s=3|!u8:s=100|!i16:s=-300|!u16:s=1000|!i4:s=-2|!u4:s=9|!e4m3:s=0.5|!e4m3uz:s=0|!e5m2:s=-1|!e5m2uz:s=0" }, .flags = EXACT | MUST_ALL },
+	/* no zero point: output_dtype int8 */
+	{ "QuantizeLinear", F, "output_dtype=3", { "3x5x7@big|1000003@big|1|s|64x33@big", "!s=0.05|s=0.05|!1=0.05|!s=0.05|f32:s=0.05" }, .flags = EXACT | MUST_ALL },
+	{ "QuantizeLinear", F, "output_dtype=2", { "3x5x7@big|1000003@big|1|s|64x33@big", "!s=0.02|s=0.02|!1=0.02|!s=0.02|f32:s=0.02" }, .flags = EXACT | MUST_ALL },
+	{ "QuantizeLinear", F, "output_dtype=5", { "3x5x7@big|1000003@big|1|s|64x33@big", "!s=0.0005|s=0.0005|!1=0.0005|!s=0.0005|f32:s=0.0005" }, .flags = EXACT | MUST_ALL },
+	{ "QuantizeLinear", F, "output_dtype=4", { "3x5x7@big|1000003@big|1|s|64x33@big", "!s=0.0002|s=0.0002|!1=0.0002|!s=0.0002|f32:s=0.0002" }, .flags = EXACT | MUST_ALL },
+	{ "QuantizeLinear", F, "output_dtype=22", { "3x5x7@big|1000003@big|1|s|64x33@big", "!s=0.8|s=0.8|!1=0.8|!s=0.8|f32:s=0.8" }, .flags = EXACT | MUST_ALL },
+	{ "QuantizeLinear", F, "output_dtype=21", { "3x5x7@big|1000003@big|1|s|64x33@big", "!s=0.7|s=0.7|!1=0.7|!s=0.7|f32:s=0.7" }, .flags = EXACT | MUST_ALL },
+	{ "QuantizeLinear", F, "output_dtype=17", { "3x5x7@big|1000003@big|1|s|64x33@big", "!s=0.03|s=0.03|!1=0.03|!s=0.03|f32:s=0.03" }, .flags = EXACT | MUST_ALL },
+	{ "QuantizeLinear", F, "output_dtype=18", { "3x5x7@big|1000003@big|1|s|64x33@big", "!s=0.05|s=0.05|!1=0.05|!s=0.05|f32:s=0.05" }, .flags = EXACT | MUST_ALL },
+	{ "QuantizeLinear", F, "output_dtype=19", { "3x5x7@big|1000003@big|1|s|64x33@big", "!s=0.0003|s=0.0003|!1=0.0003|!s=0.0003|f32:s=0.0003" }, .flags = EXACT | MUST_ALL },
+	{ "QuantizeLinear", F, "output_dtype=20", { "3x5x7@big|1000003@big|1|s|64x33@big", "!s=0.0003|s=0.0003|!1=0.0003|!s=0.0003|f32:s=0.0003" }, .flags = EXACT | MUST_ALL },
+	/* no zero point, no output_dtype: uint8 */
+	{ "QuantizeLinear", F, "", { "3x5x7@big|1000003@big|s|2x9", "!s=0.05|s=0.02|!s=0.1|!s=0.3" }, .flags = EXACT | MUST_ALL },
+	/* output_dtype given with a zero point of that type */
+	{ "QuantizeLinear", F, "output_dtype=3", { "3x5x7@big", "!s=0.05", "!i8:s=-4" }, .flags = EXACT | MUST_ALL },
+	/* scales float32, float16, bfloat16 with every x type */
+	{ "QuantizeLinear", F, "", { "3x5x7@big|1000003@big|2x3x40", "!f32:s=0.05|f32:s=0.03|!f32:s=0.07", "!i8:s=-7|!u8:s=128|!e4m3:s=0" }, .flags = EXACT | MUST_ALL },
+	{ "QuantizeLinear", F, "", { "3x5x7@big|1000003@big|2x3x40", "!f16:s=0.05|f16:s=0.03|!f16:s=0.07", "!i8:s=-7|!u8:s=128|!e4m3:s=0" }, .flags = EXACT | MUST_ALL },
+	{ "QuantizeLinear", F, "", { "3x5x7@big|1000003@big|2x3x40", "!bf16:s=0.05|bf16:s=0.03|!bf16:s=0.07", "!i8:s=-7|!u8:s=128|!e4m3:s=0" }, .flags = EXACT | MUST_ALL },
+	/* ties: x / scale = k / 2 (round half to even) */
+	{ "QuantizeLinear", F, "", { "6x7@half|1000003@half|5x5@half|40@half|6x7@half|6x7@half|6x7@half|6x7@half|6x7@half|6x7@half", "!s=1|!s=1|s=1|!s=1|!s=1|!s=1|!s=1|!s=1|!s=1|!s=1", "!i8:s=0|!u8:s=10|!i16:s=3|!u16:s=7|!i4:s=0|!u4:s=8|!e4m3:s=0|!e4m3uz:s=0|!e5m2:s=0|!e5m2uz:s=0" }, .flags = EXACT | MUST_ALL },
+	/* ties at .5 with a scale of 0.5: 0.5, 1.5, 2.5, 127.5, 128.5, -128.5... */
+	{ "QuantizeLinear", F, "", { "16=0.25,0.75,1.25,-0.25,-0.75,-1.25,63.75,64.25,-64.25,-63.75,127.25,-0.125,0.375,1.75,2.25,-2.25", "!s=0.5|!f32:s=0.5|!f16:s=0.5|!bf16:s=0.5|!s=0.5|!s=0.5", "!i8:s=0|!u8:s=0|!i16:s=-1|!u16:s=1|!i4:s=0|!u4:s=0" }, .flags = EXACT | MUST_ALL },
+	/* NaN quantizes to the zero point, +-inf saturates */
+	{ "QuantizeLinear", F, "", { "16x64@nan|1000003@nan|16x64@nan|16x64@nan|16x64@nan|16x64@nan", "!s=0.05|!s=0.05|!s=0.001|!s=0.001|!s=0.5|!s=0.5", "!i8:s=3|!u8:s=128|!i16:s=-7|!u16:s=700|!i4:s=-1|!u4:s=9" }, .flags = EXACT | MUST_ALL },
+	/* float8 with NaN, +-inf and values past the largest finite one, saturate on */
+	{ "QuantizeLinear", F, "saturate=1", { "16x64@nan|1000003@nan|16x64@nan|16x64@nan", "!s=0.002|!s=0.002|!s=0.00001|!s=0.00001", "!e4m3:s=0|!e4m3uz:s=0|!e5m2:s=0|!e5m2uz:s=0" }, .flags = EXACT | MUST_ALL },
+	{ "QuantizeLinear", F, "saturate=1;output_dtype=17", { "3x5x7@nan|1000003@nan", "!s=0.002|!f16:s=0.003" }, .flags = EXACT | MUST_ALL },
+	/* float8 with NaN, +-inf and values past the largest finite one, saturate off */
+	{ "QuantizeLinear", F, "saturate=0", { "16x64@nan|1000003@nan|16x64@nan|16x64@nan", "!s=0.002|!s=0.002|!s=0.00001|!s=0.00001", "!e4m3:s=0|!e4m3uz:s=0|!e5m2:s=0|!e5m2uz:s=0" }, .flags = EXACT | MUST_ALL },
+	{ "QuantizeLinear", F, "saturate=0;output_dtype=17", { "3x5x7@nan|1000003@nan", "!s=0.002|!f16:s=0.003" }, .flags = EXACT | MUST_ALL },
+	/* float8 edges: -0, the largest finite values and the halfway points past them, subnormals, underflow */
+	{ "QuantizeLinear", F, "saturate=1", { "20=-0,0,448,464,-464,480,1e-9,-1e-9,0.001953125,0.0009765625,57344,61440,-61440,65536,240,248,1e30,-1e30,0.5,-0.5", "!s=1", "!e4m3:s=0|!e4m3uz:s=0|!e5m2:s=0|!e5m2uz:s=0" }, .flags = EXACT | MUST_ALL },
+	{ "QuantizeLinear", F, "saturate=0", { "20=-0,0,448,464,-464,480,1e-9,-1e-9,0.001953125,0.0009765625,57344,61440,-61440,65536,240,248,1e30,-1e30,0.5,-0.5", "!s=1", "!e4m3:s=0|!e4m3uz:s=0|!e5m2:s=0|!e5m2uz:s=0|" },
+	  .flags = EXACT | MUST_ALL },
+	/* per axis: axis 0, 1 (the default), last, negative; every type; 1000003 channels */
+	{ "QuantizeLinear", F, "axis=0", { "3x5x7@big|1000003@big|3x5x7@big|3x5x7@big|3x5x7@big|3x5x7@big|3x5x7@big|3x5x7@big|3x5x7@big|3x5x7@big", "!3@pos|!1000003@pos|3@pos|!3@pos", "!i8:3@i:-20:20|!u8:1000003@i:100:150|!i16:3@i:-1000:1000|!u16:3@i:0:60000|!i4:3@i:-8:7|!u4:3@i:0:15|!e4m3:3@sm|!e4m3uz:3@sm|!e5m2:3@sm|!e5m2uz:3@sm" }, .flags = EXACT | MUST_ALL },
+	{ "QuantizeLinear", F, "", { "3x5x7@big|2x5x1001@big|3x5x7@big|3x5x7@big|3x5x7@big|3x5x7@big|3x5x7@big|3x5x7@big|3x5x7@big|3x5x7@big", "!5@pos|5@pos|!5@pos", "!i8:5@i:-20:20|!u8:5@i:100:150|!i16:5@i:-1000:1000|!u16:5@i:0:60000|!i4:5@i:-8:7|!u4:5@i:0:15|!e4m3:5@sm|!e4m3uz:5@sm|!e5m2:5@sm|!e5m2uz:5@sm" }, .flags = EXACT | MUST_ALL },
+	{ "QuantizeLinear", F, "axis=2", { "3x5x7@big|2x3x1001@big|3x5x7@big|3x5x7@big|3x5x7@big|3x5x7@big|3x5x7@big|3x5x7@big|3x5x7@big|3x5x7@big", "!7@pos|!1001@pos|!7@pos", "!i8:7@i:-20:20|!u8:1001@i:100:150|!i16:7@i:-1000:1000|!u16:7@i:0:60000|!i4:7@i:-8:7|!u4:7@i:0:15|!e4m3:7@sm|!e4m3uz:7@sm|!e5m2:7@sm|!e5m2uz:7@sm" }, .flags = EXACT | MUST_ALL },
+	{ "QuantizeLinear", F, "axis=-1", { "3x5x7@big|64x130@big|3x5x7@big", "!7@pos|!130@pos|!7@pos", "!i8:7@i:-20:20|!i4:130@i:-8:7|!e4m3:7@sm" }, .flags = EXACT | MUST_ALL },
+	{ "QuantizeLinear", F, "axis=-2", { "3x5x7@big|4x64x33@big", "!5@pos|!64@pos", "!u8:5@i:100:150|!u4:64@i:0:15" }, .flags = EXACT | MUST_ALL },
+	{ "QuantizeLinear", F, "axis=-3", { "3x5x7@big", "!3@pos", "!i16:3@i:-1000:1000" }, .flags = EXACT | MUST_ALL },
+	/* per axis without a zero point (uint8) */
+	{ "QuantizeLinear", F, "axis=1", { "3x5x7@big|2x3x40", "!5@pos|f16:3@pos", "|!u8:3@i:0:255" }, .flags = EXACT | MUST_ALL },
+	/* per axis with output_dtype int4 */
+	{ "QuantizeLinear", F, "axis=1;output_dtype=22", { "3x5x7@big|2x3x40", "!5@pos|bf16:3@pos" }, .flags = EXACT | MUST_ALL },
+	/* a zero scale and a negative one */
+	{ "QuantizeLinear", F, "axis=0", { "3x5x7@big", "!3=0.5,0,-2", "!i8:3=0,3,-3" }, .flags = EXACT | MUST_ALL },
+	/* blocked: block 32, 64, 128 on axis 0, 1, last, negative, short last blocks, every type */
+	{ "QuantizeLinear", F, "axis=1;block_size=32", { "64x100@big|64x100@big|64x100@big|64x100@big|64x100@big|64x100@big|64x100@big|64x100@big|64x100@big|64x100@big", "!64x4@pos|64x4@pos|!64x4@pos", "!i8:64x4@i:-20:20|!u8:64x4@i:100:150|!i16:64x4@i:-1000:1000|!u16:64x4@i:0:60000|!i4:64x4@i:-8:7|!u4:64x4@i:0:15|!e4m3:64x4@sm|!e4m3uz:64x4@sm|!e5m2:64x4@sm|!e5m2uz:64x4@sm" }, .flags = EXACT | MUST_ALL },
+	{ "QuantizeLinear", F, "axis=0;block_size=64", { "100x48@big", "!2x48@pos", "!i8:2x48@i:-20:20|!u8:2x48@i:100:150|!i16:2x48@i:-1000:1000|!u16:2x48@i:0:60000|!i4:2x48@i:-8:7|!u4:2x48@i:0:15|!e4m3:2x48@sm|!e4m3uz:2x48@sm|!e5m2:2x48@sm|!e5m2uz:2x48@sm" }, .flags = EXACT | MUST_ALL },
+	{ "QuantizeLinear", F, "axis=-1;block_size=128", { "3x5x300@big", "!3x5x3@pos", "!i8:3x5x3@i:-20:20|!u8:3x5x3@i:100:150|!i16:3x5x3@i:-1000:1000|!u16:3x5x3@i:0:60000|!i4:3x5x3@i:-8:7|!u4:3x5x3@i:0:15|!e4m3:3x5x3@sm|!e4m3uz:3x5x3@sm|!e5m2:3x5x3@sm|!e5m2uz:3x5x3@sm" }, .flags = EXACT | MUST_ALL },
+	{ "QuantizeLinear", F, "axis=1;block_size=128", { "2x256x3@big|2x300x7@big", "!2x2x3@pos|!2x3x7@pos", "!i4:2x2x3@i:-8:7|!u8:2x3x7@i:100:150" }, .flags = EXACT | MUST_ALL },
+	{ "QuantizeLinear", F, "axis=0;block_size=128", { "1000003@big|1000003@big", "!7813@pos|7813@pos", "!i4:7813@i:-8:7|!e4m3:7813@sm" }, .flags = EXACT | MUST_ALL },
+	{ "QuantizeLinear", F, "axis=-2;block_size=32", { "2x70x9@big", "!2x3x9@pos", "|!i8:2x3x9@i:-20:20" }, .flags = EXACT | MUST_ALL },
+	/* a block longer than the axis */
+	{ "QuantizeLinear", F, "axis=1;block_size=32;output_dtype=21", { "4x20@big|4x20@big", "!4x1@pos|f16:4x1@pos" }, .flags = EXACT | MUST_ALL },
+	{ "QuantizeLinear", F, "axis=1;block_size=64;output_dtype=22", { "8x256@big", "!8x4@pos|bf16:8x4@pos|f16:8x4@pos" }, .flags = EXACT | MUST_ALL },
+	/* opset 10 and 13 (no saturate, output_dtype) */
+	{ "QuantizeLinear", "f32", "", { "3x5x7@big|300x257@big", "!s=0.05|s=0.02", "!u8:s=128|i8:s=1" }, .flags = EXACT | MUST_ALL, .opset = 10 },
+	{ "QuantizeLinear", "f32", "axis=1", { "3x5x7@big", "!5@pos", "!i8:5@i:-5:5" }, .flags = EXACT | MUST_ALL, .opset = 13 },
+	{ "QuantizeLinear", F, "", { "3x5x7@big", "!s=0.05", "!e4m3:s=0" }, .flags = EXACT | MUST_ALL, .opset = 19 },
+
+	/* per tensor, every type with a zero point, odd sizes: 105, 1000003, 1, 3, scalar */
+	{ "DequantizeLinear", F, "", { "i8:3x5x7@i:-128:127|u8:1000003@i:0:255|i16:1@i:-32768:32767|u16:3@i:0:65535|i4:s@i:-8:7|u4:2x3x4x5@i:0:15|i32:7x9@i:-100000:100000|e4m3:5x1x3@big|e4m3uz:2x2@big|e5m2:33@nan|e5m2uz:1000003@big|e2m1:9@big", "!s=0.05|s=0.01|!1=0.3|!s=0.002|!s=1.5|!s=0.25|!s=0.001|!s=0.5|!s=0.5|!s=2|!s=0.125|!s=3", "!i8:s=3|!u8:s=128|!i16:1=-300|u16:s=20000|!i4:s=1|!u4:s=8|!i32:s=-70000|!e4m3:s=0.5|!e4m3uz:s=0|!e5m2:s=-1|!e5m2uz:s=0|!e2m1:s=1.5" }, .flags = EXACT | MUST_ALL },
+	/* per tensor, every type without a zero point */
+	{ "DequantizeLinear", F, "", { "i8:9@i:-128:127|u8:1000003@i:0:255|i16:33@i:-32768:32767|u16:2x2@i:0:65535|i4:5x1x3@i:-8:7|u4:7x9@i:0:15|i32:2x3x4x5@i:-100000:100000|e4m3:s@big|e4m3uz:3@big|e5m2:1@nan|e5m2uz:1000003@big|e2m1:3x5x7@big", "!s=0.05|s=0.01|!s=0.3|!1=0.002|!s=1.5|!s=0.25|!s=0.001|!s=0.5|!s=0.5|!s=2|!s=0.125|!s=3" }, .flags = EXACT | MUST_ALL },
+	/* int32 differences beyond 2^31 (rounded to float once) */
+	{ "DequantizeLinear", F, "", { "i32:7x9@i:-2000000000:2000000000|i32:1000003@i:-2000000000:2000000000", "!s=0.001|s=3.0e-5", "!i32:s=-2000000000|i32:s=2000000000" }, .flags = EXACT | MUST_ALL },
+	/* float8 and float4 with NaN and inf codes */
+	{ "DequantizeLinear", F, "", { "e4m3:16x64@nan|e4m3uz:16x64@nan|e5m2:16x64@nan|e5m2uz:16x64@nan|e2m1:16x64@nan", "!s=0.5|!s=0.5|!s=0.5|!s=0.5|!s=0.5", "|!e4m3uz:s=1|!e5m2:s=0|" }, .flags = EXACT | MUST_ALL },
+	/* per axis: axis 0, 1 (the default), last, negative; every type; 1000003 channels */
+	{ "DequantizeLinear", F, "axis=0", { "i8:3x5x7@i:-128:127|u8:1000003@i:0:255|i16:3x5x7@i:-32768:32767|u16:3x4@i:0:65535|i4:3x5x7@i:-8:7|u4:3x5x7@i:0:15|i32:3x2@i:-100000:100000|e4m3:3x5x7@big|e4m3uz:3x5x7@big|e5m2:3x5x7@nan|e5m2uz:3x5x7@big|e2m1:3x5x7@big", "!3@pos|!1000003@pos|3@pos|!3@pos", "!i8:3@i:-20:20|!u8:1000003@i:100:150|!i16:3@i:-1000:1000|!u16:3@i:0:60000|!i4:3@i:-8:7|!u4:3@i:0:15|!i32:3@i:-100000:100000|!e4m3:3@sm|!e4m3uz:3@sm|!e5m2:3@sm|!e5m2uz:3@sm|!e2m1:3@sm" }, .flags = EXACT | MUST_ALL },
+	{ "DequantizeLinear", F, "", { "i8:3x5x7@i:-128:127|u8:2x5x1001@i:0:255|i16:3x5x7@i:-32768:32767|u16:3x5@i:0:65535|i4:3x5x7x2@i:-8:7|u4:3x5x7@i:0:15|i32:1x5@i:-100000:100000|e4m3:3x5x7@big|e4m3uz:3x5x7@big|e5m2:3x5x7@nan|e5m2uz:3x5x7@big|e2m1:3x5x7@big", "!5@pos|5@pos|!5@pos", "!i8:5@i:-20:20|!u8:5@i:100:150|!i16:5@i:-1000:1000|!u16:5@i:0:60000|!i4:5@i:-8:7|!u4:5@i:0:15|!i32:5@i:-100000:100000|!e4m3:5@sm|!e4m3uz:5@sm|!e5m2:5@sm|!e5m2uz:5@sm|!e2m1:5@sm" }, .flags = EXACT | MUST_ALL },
+	{ "DequantizeLinear", F, "axis=2", { "i8:3x5x7@i:-128:127|u8:2x3x7@i:0:255|i16:3x5x7@i:-32768:32767|u16:2x2x7@i:0:65535|i4:3x5x7@i:-8:7|u4:3x5x7@i:0:15|i32:1x1x7@i:-100000:100000|e4m3:3x5x7@big|e4m3uz:3x5x7@big|e5m2:3x5x7@nan|e5m2uz:3x5x7@big|e2m1:3x5x7@big", "!7@pos|7@pos|!7@pos", "|!u8:7@i:100:150|!i16:7@i:-1000:1000|!u16:7@i:0:60000|!i4:7@i:-8:7|!u4:7@i:0:15|!i32:7@i:-100000:100000|!e4m3:7@sm|!e4m3uz:7@sm|!e5m2:7@sm|!e5m2uz:7@sm|!e2m1:7@sm" }, .flags = EXACT | MUST_ALL },
+	{ "DequantizeLinear", F, "axis=-1", { "i8:3x5x7@i:-128:127|i4:64x130@i:-8:7|e4m3:3x5x7@big|u4:9x31@i:0:15", "!7@pos|!130@pos|!7@pos|!31@pos", "!i8:7@i:-20:20|!i4:130@i:-8:7||" }, .flags = EXACT | MUST_ALL },
+	{ "DequantizeLinear", F, "axis=-2", { "u8:3x5x7@i:0:255|u4:4x64x33@i:0:15", "!5@pos|!64@pos", "!u8:5@i:100:150|!u4:64@i:0:15" }, .flags = EXACT | MUST_ALL },
+	{ "DequantizeLinear", F, "axis=-3", { "i16:3x5x7@i:-32768:32767", "!3@pos", "!i16:3@i:-1000:1000" }, .flags = EXACT | MUST_ALL },
+	/* a zero scale and a negative one */
+	{ "DequantizeLinear", F, "axis=0", { "i8:3x5x7@i:-128:127", "!3=0.5,0,-2", "!i8:3=0,3,-3" }, .flags = EXACT | MUST_ALL },
+	/* blocked: block 32, 64, 128 on axis 0, 1, last, negative, short last blocks, every type */
+	{ "DequantizeLinear", F, "axis=1;block_size=32", { "i8:64x100@i:-128:127|u8:64x100@i:0:255|i16:64x100@i:-32768:32767|u16:64x100@i:0:65535|i4:64x100@i:-8:7|u4:64x100@i:0:15|i32:64x100@i:-100000:100000|e4m3:64x100@big|e4m3uz:64x100@big|e5m2:64x100@nan|e5m2uz:64x100@big|e2m1:64x100@big", "!64x4@pos|64x4@pos|!64x4@pos", "!i8:64x4@i:-20:20|!u8:64x4@i:100:150|!i16:64x4@i:-1000:1000|!u16:64x4@i:0:60000|!i4:64x4@i:-8:7|!u4:64x4@i:0:15|!i32:64x4@i:-100000:100000|!e4m3:64x4@sm|!e4m3uz:64x4@sm|!e5m2:64x4@sm|!e5m2uz:64x4@sm|!e2m1:64x4@sm" }, .flags = EXACT | MUST_ALL },
+	{ "DequantizeLinear", F, "axis=0;block_size=64", { "i8:100x48@i:-128:127|u8:100x48@i:0:255|i16:100x48@i:-32768:32767|u16:100x48@i:0:65535|i4:100x48@i:-8:7|u4:100x48@i:0:15|i32:100x48@i:-100000:100000|e4m3:100x48@big|e4m3uz:100x48@big|e5m2:100x48@nan|e5m2uz:100x48@big|e2m1:100x48@big", "!2x48@pos", "!i8:2x48@i:-20:20|!u8:2x48@i:100:150|!i16:2x48@i:-1000:1000|!u16:2x48@i:0:60000|!i4:2x48@i:-8:7|!u4:2x48@i:0:15|!i32:2x48@i:-100000:100000|!e4m3:2x48@sm|!e4m3uz:2x48@sm|!e5m2:2x48@sm|!e5m2uz:2x48@sm|!e2m1:2x48@sm" }, .flags = EXACT | MUST_ALL },
+	{ "DequantizeLinear", F, "axis=-1;block_size=128", { "i8:3x5x300@i:-128:127|u8:3x5x300@i:0:255|i16:3x5x300@i:-32768:32767|u16:3x5x300@i:0:65535|i4:3x5x300@i:-8:7|u4:3x5x300@i:0:15|i32:3x5x300@i:-100000:100000|e4m3:3x5x300@big|e4m3uz:3x5x300@big|e5m2:3x5x300@nan|e5m2uz:3x5x300@big|e2m1:3x5x300@big", "!3x5x3@pos", "|!u8:3x5x3@i:100:150|!i16:3x5x3@i:-1000:1000|!u16:3x5x3@i:0:60000|!i4:3x5x3@i:-8:7|!u4:3x5x3@i:0:15|!i32:3x5x3@i:-100000:100000|!e4m3:3x5x3@sm|!e4m3uz:3x5x3@sm|!e5m2:3x5x3@sm|!e5m2uz:3x5x3@sm|!e2m1:3x5x3@sm" }, .flags = EXACT | MUST_ALL },
+	{ "DequantizeLinear", F, "axis=1;block_size=128", { "i4:2x256x3@i:-8:7|u4:2x300x7@i:0:15|i8:2x300x7@i:-128:127", "!2x2x3@pos|!2x3x7@pos", "|!u4:2x3x7@i:0:15|!i8:2x3x7@i:-5:5" }, .flags = EXACT | MUST_ALL },
+	{ "DequantizeLinear", F, "axis=0;block_size=128", { "i4:1000003@i:-8:7|u4:1000003@i:0:15|e4m3:1000003@big", "!7813@pos|7813@pos", "!i4:7813@i:-8:7||!e4m3:7813@sm" }, .flags = EXACT | MUST_ALL },
+	{ "DequantizeLinear", F, "axis=-2;block_size=32", { "i4:2x70x9@i:-8:7|u8:2x70x9@i:0:255", "!2x3x9@pos", "|!u8:2x3x9@i:100:150" }, .flags = EXACT | MUST_ALL },
+	/* a block longer than the axis */
+	{ "DequantizeLinear", F, "axis=1;block_size=32", { "i4:4x20@i:-8:7|u4:4x20@i:0:15", "!4x1@pos|4x1@pos" }, .flags = EXACT | MUST_ALL },
+	/* int4 weights of a 4096x4096 MatMul, block 64 (AWQ/GPTQ-style) */
+	{ "DequantizeLinear", F, "axis=1;block_size=64", { "i4:8x256@i:-8:7|u4:4096x4096@i:0:15", "!8x4@pos|!4096x64@pos", "!i4:8x4@i:-8:7|!u4:4096x64@i:0:15" }, .flags = EXACT | MUST_ALL },
+	/* output_dtype (opset 23) and opsets 10, 13, 19 */
+	{ "DequantizeLinear", "f32", "output_dtype=10", { "i8:3x5x7@i:-128:127|u4:33@i:0:15|e4m3:40@big", "!s=0.05|!f32:s=0.5|!s=0.3", "!i8:s=3||" }, .flags = EXACT | MUST_ALL, .opset = 23 },
+	{ "DequantizeLinear", "f32 f16", "output_dtype=16", { "i8:3x5x7@i:-128:127|i16:40@i:-32768:32767", "!s=0.05|f16:s=0.001" }, .flags = EXACT | MUST_ALL, .opset = 23 },
+	{ "DequantizeLinear", "f32", "", { "i8:3x5x7@i:-128:127|u8:300x257@i:0:255|i32:40@i:-100000:100000", "!s=0.05|s=0.02|!s=0.5", "!i8:s=1|u8:s=128|" }, .flags = EXACT | MUST_ALL, .opset = 10 },
+	{ "DequantizeLinear", "f32", "axis=1", { "i8:3x5x7@i:-128:127", "!5@pos", "!i8:5@i:-5:5" }, .flags = EXACT | MUST_ALL, .opset = 13 },
+	{ "DequantizeLinear", F, "", { "e4m3:3x5x7@big|e5m2:40@big", "!s=0.05|s=0.2", "!e4m3:s=0|" }, .flags = EXACT | MUST_ALL, .opset = 19 },
+
 };
 #pragma GCC diagnostic pop
 #define N_SPECS ((int)(sizeof(specs) / sizeof(specs[0])))
@@ -414,7 +521,9 @@ static const struct {
 	int dtype;
 } dtype_names[] = {
 	{ "f32", IR_FLOAT }, { "f16", IR_FLOAT16 }, { "bf16", IR_BFLOAT16 }, { "f64", IR_DOUBLE }, { "i64", IR_INT64 },
-	{ "i32", IR_INT32 }, { "i8", IR_INT8 }, { "u8", IR_UINT8 }, { "b", IR_BOOL },
+	{ "i32", IR_INT32 }, { "i8", IR_INT8 }, { "u8", IR_UINT8 }, { "b", IR_BOOL }, { "i16", IR_INT16 },
+	{ "u16", IR_UINT16 }, { "i4", IR_INT4 }, { "u4", IR_UINT4 }, { "e4m3", IR_F8E4M3FN }, { "e4m3uz", IR_F8E4M3FNUZ },
+	{ "e5m2", IR_F8E5M2 }, { "e5m2uz", IR_F8E5M2FNUZ }, { "e2m1", IR_F4E2M1 },
 };
 
 static int dtype_of(const char *s, size_t n)
@@ -587,7 +696,7 @@ static double ints(double lo, double hi)   /* integers in [lo, hi] */
 static double gen_value(const struct input *in)
 {
 	bool fl = ir_dtype_is_float(in->dtype);
-	bool un = in->dtype == IR_UINT8;
+	bool un = in->dtype == IR_UINT8 || in->dtype == IR_UINT16 || in->dtype == IR_UINT4;
 	if (in->dtype == IR_BOOL && in->gen != G_RANGE)
 		return (double)(rng() & 1);
 	switch (in->gen) {
@@ -622,7 +731,7 @@ static void put(int dtype, void *p, uint64_t i, double v)
 	case IR_INT8: ((int8_t *)p)[i] = (int8_t)v; break;
 	case IR_UINT8: ((uint8_t *)p)[i] = (uint8_t)v; break;
 	case IR_BOOL: ((uint8_t *)p)[i] = v != 0; break;
-	default: break;
+	default: kern_store_f64(dtype, p, i, v); break;   /* int16, int4, float8...: the CPU's conversion */
 	}
 }
 
@@ -914,10 +1023,16 @@ static void tolerance(int dtype, double scale, double *atol, double *rtol)
 }
 
 /* Compares the GPU's `a` with the CPU's `b`; false with a description in msg. */
-static bool compare(const struct ir_tensor *a, const struct ir_tensor *b, double scale, char *msg, size_t size)
+static bool compare(const struct ir_tensor *a, const struct ir_tensor *b, double scale, bool exact, char *msg,
+		    size_t size)
 {
 	double atol, rtol;
 	tolerance(b->dtype, scale, &atol, &rtol);
+	if (exact)
+		atol = rtol = 0;
+	/* float8: the codes themselves (the sign of zero, which NaN) */
+	bool f8 = b->dtype == IR_F8E4M3FN || b->dtype == IR_F8E4M3FNUZ || b->dtype == IR_F8E5M2 || b->dtype == IR_F8E5M2FNUZ;
+	const uint8_t *ca = f8 ? ir_tensor_data(a) : NULL, *cb = f8 ? ir_tensor_data(b) : NULL;
 	double max_abs = 0, max_rel = 0;
 	uint64_t n_bad = 0, first = 0, n_nonfinite = 0;
 	double fa = 0, fb = 0;
@@ -939,6 +1054,8 @@ static bool compare(const struct ir_tensor *a, const struct ir_tensor *b, double
 				max_rel = e / fabs(y);
 			bad = e > atol + rtol * fabs(y);
 		}
+		if (ca && ca[i] != cb[i])
+			bad = true;
 		if (!isfinite(x) && isfinite(y))
 			n_nonfinite++;
 		if (bad && !n_bad++) {
@@ -1046,12 +1163,13 @@ static int layouts_of(const struct tcase *c)
 }
 
 /* Runs the node's GPU kernel on the case (with the layouts of `lay`); R_SKIP with the reason in msg. */
-static enum result gpu_case(struct tcase *c, const struct cuda_kernel *kern, const struct exec_values *want, int lay,
-			    char *msg, size_t size)
+/* The kernel's view of the case's inputs and outputs (shapes, types,
+ * constants; no data yet) in the layouts of `lay`. */
+static void case_tensors(const struct tcase *c, const struct exec_values *want, int lay, struct cuda_tensor *tin,
+			 struct cuda_tensor *tout)
 {
-	struct cuda_tensor tin[MAXIN], tout[MAXOUT];
-	memset(tin, 0, sizeof(tin));
-	memset(tout, 0, sizeof(tout));
+	memset(tin, 0, sizeof(*tin) * MAXIN);
+	memset(tout, 0, sizeof(*tout) * MAXOUT);
 	for (int i = 0; i < c->n_in; i++) {
 		const struct input *in = &c->in[i];
 		if (in->omitted)
@@ -1073,6 +1191,31 @@ static enum result gpu_case(struct tcase *c, const struct cuda_kernel *kern, con
 			tout[j].dims[r] = v->t->dims[r];
 		tout[j].nhwc = (lay & L_Y) && j == 0 && v->t->rank == 4;
 	}
+}
+
+/* --cpu-only: whether the kernel's supports() takes the case (it reads
+ * types, shapes and constants only, no GPU needed); false with why. */
+static bool cpu_only_supports(struct tcase *c, const struct cuda_kernel *kern, char *why, size_t size)
+{
+	struct cuda_tensor tin[MAXIN], tout[MAXOUT];
+	case_tensors(c, &c->want, 0, tin, tout);
+	struct cuda_ctx ctx = { .sm = 90 };
+	struct ir_diag d;
+	ir_diag_init(&d);
+	struct cuda_kctx k = { .node = c->node, .opset = c->opset, .n_in = c->n_in, .n_out = c->n_out, .in = tin,
+			       .out = tout, .ctx = &ctx, .d = &d };
+	why[0] = 0;
+	bool ok = kern->supports(&k, why, size);
+	ir_diag_clear(&d);
+	return ok;
+}
+
+/* Runs the node's GPU kernel on the case (with the layouts of `lay`); R_SKIP with the reason in msg. */
+static enum result gpu_case(struct tcase *c, const struct cuda_kernel *kern, const struct exec_values *want, int lay,
+			    char *msg, size_t size)
+{
+	struct cuda_tensor tin[MAXIN], tout[MAXOUT];
+	case_tensors(c, want, lay, tin, tout);
 	struct ir_diag d;
 	ir_diag_init(&d);
 	struct cuda_kctx k = { .node = c->node, .opset = c->opset, .n_in = c->n_in, .n_out = c->n_out, .in = tin,
@@ -1176,7 +1319,8 @@ static enum result gpu_case(struct tcase *c, const struct cuda_kernel *kern, con
 				free(perm);
 			}
 			char m2[400];
-			if (!compare(got[j], want->a[j].v.t, c->sp->tol > 0 ? c->sp->tol : 1, m2, sizeof(m2))) {
+			if (!compare(got[j], want->a[j].v.t, c->sp->tol > 0 ? c->sp->tol : 1, (c->sp->flags & EXACT) != 0, m2,
+				     sizeof(m2))) {
 				snprintf(msg, size, "%soutput %d %s: %s", iter ? "second run, " : "", j, k.impl[0] ? k.impl : "", m2);
 				goto out;
 			}
@@ -1449,6 +1593,16 @@ int main(int argc, char **argv)
 					continue;
 				}
 				if (cpu_only) {
+#ifdef OGSH_HAVE_CUDA
+					const struct cuda_kernel *ck = cuda_kernel_find(c.node->op);
+					char sw[256];
+					if ((sp->flags & MUST_ALL) && ck && ck->supports && !cpu_only_supports(&c, ck, sw, sizeof(sw))) {
+						printf("FAIL %s: must be supported, but: %s\n", c.label, *sw ? sw : "supports() gave no reason");
+						n_fail++;
+						case_clear(&c);
+						continue;
+					}
+#endif
 					n_pass++;
 					if (verbose) {
 						char dims[128];
@@ -1484,7 +1638,7 @@ int main(int argc, char **argv)
 							printf("ok   %s [%s] (%s)\n", c.label, ln, m2);
 					}
 				}
-				bool must = (sp->flags & MUST_F32) && c.dtype == IR_FLOAT && v == 0;
+				bool must = ((sp->flags & MUST_F32) && c.dtype == IR_FLOAT && v == 0) || (sp->flags & MUST_ALL);
 				if (r == R_SKIP && must) {
 					printf("FAIL %s: must be supported, but: %s\n", c.label, msg);
 					n_fail++;

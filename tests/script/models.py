@@ -212,6 +212,63 @@ def function_model():
     return model(g, opsets=OPSET + [helper.make_opsetid("custom", 1)], functions=[scaled, twice])
 
 
+def qdq_model():
+    """A small quantized CNN in QDQ form (opset 21): activations quantized to int8 by
+    QuantizeLinear -> DequantizeLinear pairs, an int8 weight with per-channel scales, a
+    float8 E4M3FN weight with one scale, and an int4 weight with blocked scales (block 8)
+    feeding a MatMul. Values are fixed, so the transcripts are stable."""
+    T = TensorProto
+    x = helper.make_tensor_value_info("x", T.FLOAT, [1, 4, 8, 8])
+    y = helper.make_tensor_value_info("y", T.FLOAT, [1, 10])
+    w1 = ((np.arange(16 * 4 * 3 * 3) * 37) % 255 - 127).astype(np.int8).reshape(16, 4, 3, 3)
+    s1 = (0.001 * (1 + np.arange(16) % 5)).astype(np.float32)
+    w2 = (((np.arange(16 * 16) * 7) % 33 - 16) / 8.0).astype(np.float32).reshape(16, 16, 1, 1)
+    w3 = ((np.arange(16 * 10) * 5) % 16 - 8).astype(np.int8).reshape(16, 10)
+    s3 = (0.01 * (1 + np.arange(20) % 3)).astype(np.float32).reshape(2, 10)
+    inits = [
+        numpy_helper.from_array(np.array(0.02, np.float32), "x_scale"),
+        numpy_helper.from_array(np.array(0, np.int8), "x_zero"),
+        numpy_helper.from_array(w1, "w1_q"),
+        numpy_helper.from_array(s1, "w1_scale"),
+        numpy_helper.from_array(np.zeros(16, np.int8), "w1_zero"),
+        numpy_helper.from_array((np.arange(16) * 0.01).astype(np.float32), "b1"),
+        numpy_helper.from_array(np.array(0.05, np.float32), "r1_scale"),
+        numpy_helper.from_array(np.array(0, np.int8), "r1_zero"),
+        helper.make_tensor("w2_q", T.FLOAT8E4M3FN, [16, 16, 1, 1], w2.flatten().tolist()),
+        numpy_helper.from_array(np.array(0.01, np.float32), "w2_scale"),
+        numpy_helper.from_array(np.array(0.1, np.float32), "c2_scale"),
+        numpy_helper.from_array(np.array(3, np.int8), "c2_zero"),
+        helper.make_tensor("w3_q", T.INT4, [16, 10], w3.flatten().tolist()),
+        numpy_helper.from_array(s3, "w3_scale"),
+        helper.make_tensor("w3_zero", T.INT4, [2, 10], [0] * 20),
+        numpy_helper.from_array((np.arange(10) * 0.1).astype(np.float32), "b3"),
+    ]
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "x_scale", "x_zero"], ["x_q"], name="x_q"),
+        helper.make_node("DequantizeLinear", ["x_q", "x_scale", "x_zero"], ["x_dq"], name="x_dq"),
+        helper.make_node("DequantizeLinear", ["w1_q", "w1_scale", "w1_zero"], ["w1"], name="w1_dq", axis=0),
+        helper.make_node("Conv", ["x_dq", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+        helper.make_node("QuantizeLinear", ["r1", "r1_scale", "r1_zero"], ["r1_q"], name="r1_q"),
+        helper.make_node("DequantizeLinear", ["r1_q", "r1_scale", "r1_zero"], ["r1_dq"], name="r1_dq"),
+        helper.make_node("DequantizeLinear", ["w2_q", "w2_scale"], ["w2"], name="w2_dq"),
+        helper.make_node("Conv", ["r1_dq", "w2"], ["c2"], name="conv2"),
+        helper.make_node("QuantizeLinear", ["c2", "c2_scale", "c2_zero"], ["c2_q"], name="c2_q"),
+        helper.make_node("DequantizeLinear", ["c2_q", "c2_scale", "c2_zero"], ["c2_dq"], name="c2_dq"),
+        helper.make_node("Add", ["c2_dq", "r1_dq"], ["a"], name="add"),
+        helper.make_node("GlobalAveragePool", ["a"], ["gp"], name="gap"),
+        helper.make_node("Flatten", ["gp"], ["f"], name="flatten"),
+        helper.make_node("DequantizeLinear", ["w3_q", "w3_scale", "w3_zero"], ["w3"], name="w3_dq", axis=0,
+                         block_size=8),
+        helper.make_node("MatMul", ["f", "w3"], ["m"], name="fc"),
+        helper.make_node("Add", ["m", "b3"], ["y"], name="fc_bias"),
+    ]
+    g = helper.make_graph(nodes, "qdq", [x], [y], inits)
+    m = model(g, opsets=[helper.make_opsetid("", 21)])
+    m.ir_version = 10
+    return m
+
+
 def run_data(out):
     """Inputs and expected outputs for the run and compare tests (numpy
     computes the If model exactly: relu, add, neg and mul are exact in float32),
@@ -356,7 +413,7 @@ def main():
     os.makedirs(out, exist_ok=True)
     for name, fn in [("if", if_model), ("chain", chain_model), ("symbolic", symbolic_model),
                      ("tensors", tensors_model), ("names", names_model), ("dynamic", dynamic_model),
-                     ("functions", function_model)]:
+                     ("functions", function_model), ("qdq", qdq_model)]:
         onnx.save_model(fn(), os.path.join(out, name + ".onnx"))
     external_model(out)
     # the same model without its data file
