@@ -596,7 +596,9 @@ static int find_inputs(struct exec_data *ds, struct ir_diag *d)
 	return 0;
 }
 
-/* The batch: o->batch, else the inputs' fixed batch dim, else 1. */
+/* The batch: o->batch, else the inputs' fixed batch dim, else (a symbolic
+ * or unknown batch dim) EXEC_DATA_BATCH samples: one sample a run would
+ * leave calibrate and eval paying a run's overhead per sample. */
 static int choose_batch(struct exec_data *ds, int want, struct ir_diag *d)
 {
 	int64_t fixed = 0;
@@ -618,7 +620,7 @@ static int choose_batch(struct exec_data *ds, int want, struct ir_diag *d)
 		return ir_diag_err(d, IR_ERR, "--batch %d: must be at least 1", want);
 	if (want && fixed && want != fixed)
 		return ir_diag_err(d, IR_ERR, "--batch %d: input '%s' fixes its batch dim to %" PRId64, want, who, fixed);
-	ds->batch = want ? want : fixed ? (int)fixed : 1;
+	ds->batch = want ? want : fixed ? (int)fixed : EXEC_DATA_BATCH;
 	ds->batch_fixed = fixed != 0;
 	return 0;
 }

@@ -353,7 +353,7 @@ int exec_conformance_on(const char *dir, const struct exec_conf_opts *o, const c
  *                       libpng/libjpeg-turbo and preprocessed by `preprocess`
  *                       (one-input models whose input is [N,C,H,W] or [N,H,W,C])
  * Samples are batched to `batch` (0: the model's batch dim when it is a
- * fixed number, else 1); the last batch may be shorter when the batch dim
+ * fixed number, else EXEC_DATA_BATCH); the last batch may be shorter when the batch dim
  * is symbolic, and is dropped (with a note) when it is fixed. Integer and
  * float64 arrays convert to the input's dtype when exact for integers and
  * always for floats; other mismatches are errors naming the file.
@@ -377,6 +377,7 @@ int exec_conformance_on(const char *dir, const struct exec_conf_opts *o, const c
  * Fortran-order arrays: one file at a time), images decoded per batch.
  */
 struct exec_data;
+#define EXEC_DATA_BATCH 32         /* samples per batch when neither --batch nor the model fixes it */
 
 struct exec_data_opts {
 	const char *spec;          /* as above */

@@ -291,7 +291,7 @@ const struct sh_cmd sh_commands[] = {
 	  "test-data folders (input_N.pb), folders of PNG and JPEG images (--preprocess, e.g. "
 	  "resize=256,crop=224,mean=0.485,0.456,0.406,std=0.229,0.224,0.225,layout=nchw,order=rgb,scale=1/255), "
 	  "or random (--seed; every result then says the ranges are meaningless for accuracy). --batch sets "
-	  "the samples per batch (default: the model's batch dim, else 1), --batches stops after N. On the GPU "
+	  "the samples per batch (default: the model's batch dim when fixed, else 32), --batches stops after N. On the GPU "
 	  "when there is one (--device=cpu runs the CPU reference). A bad file is an error, or a warning and "
 	  "skipped with `set on-error continue`. Ctrl-C between batches keeps the statistics seen so far. "
 	  "The result belongs to the session (calib shows it; quantize and convert-fp16 use it) and is keyed "
