@@ -113,6 +113,20 @@ int exec_plan_run(struct exec_plan *p, const struct exec_values *inputs, struct 
 	return ir_diag_err(d, IR_ERR, NO_CUDA);
 }
 
+int exec_plan_value(struct exec_plan *p, const char *name, struct exec_dev_tensor *out, struct ir_diag *d)
+{
+	(void)p, (void)name;
+	memset(out, 0, sizeof(*out));
+	return ir_diag_err(d, IR_ERR, NO_CUDA);
+}
+
+int exec_plan_calib_observe(struct exec_plan *p, const struct exec_dev_tensor *x, struct ir_calib_tensor *t,
+			    int n_chan, struct ir_diag *d)
+{
+	(void)p, (void)x, (void)t, (void)n_chan;
+	return ir_diag_err(d, IR_ERR, NO_CUDA);
+}
+
 int exec_plan_time(struct exec_plan *p, const struct exec_values *inputs, const struct exec_time_opts *o,
 		   struct exec_time_result *r, struct ir_diag *d)
 {
@@ -287,6 +301,7 @@ struct exec_plan {
 	bool graph_tried;
 	/* per run: host copies (by value index) */
 	struct kern_value *hv;
+	struct cuda_calib_ws *calib_ws;   /* exec_plan_calib_observe's scratch */
 };
 
 
@@ -505,6 +520,8 @@ static int arena_release(struct arena_plan *a, uint64_t off, uint64_t size)
 
 static void free_device(struct exec_plan *p)
 {
+	cuda_calib_ws_free(p->calib_ws);
+	p->calib_ws = NULL;
 	if (p->gexec)
 		cudaGraphExecDestroy(p->gexec);
 	if (p->graph)
@@ -550,6 +567,15 @@ static void clear_host(struct exec_plan *p)
 {
 	for (size_t i = 0; p->hv && i < p->nv; i++)
 		kern_value_clear(&p->hv[i]);
+}
+
+/* After a keep_all run with no `all`: drops the downloads, keeps the values
+ * that only a CPU node made (no device copy) for exec_plan_value. */
+static void clear_downloads(struct exec_plan *p)
+{
+	for (size_t i = 0; p->hv && i < p->nv; i++)
+		if (!(p->pv[i].kind == VK_ACT && p->pv[i].cpu_made && !p->pv[i].on_dev))
+			kern_value_clear(&p->hv[i]);
 }
 
 void exec_plan_free(struct exec_plan *p)
@@ -1893,8 +1919,69 @@ int exec_plan_run(struct exec_plan *p, const struct exec_values *inputs, struct 
 	if (!rc)
 		try_capture(p);
 out:
-	clear_host(p);
+	if (!rc && p->o.keep_all && !all)
+		clear_downloads(p);
+	else
+		clear_host(p);
 	return rc;
+}
+
+int exec_plan_value(struct exec_plan *p, const char *name, struct exec_dev_tensor *out, struct ir_diag *d)
+{
+	memset(out, 0, sizeof(*out));
+	if (!p->o.keep_all)
+		return ir_diag_err(d, IR_ERR, "the plan was not made to keep every value (keep_all)");
+	const struct ir_value *v = ir_value_find(p->m->graph, name);
+	if (!v || v->idx >= p->nv)
+		return 1;
+	const struct pval *pv = &p->pv[v->idx];
+	const struct ir_tensor *ht = NULL;
+	if (pv->kind == VK_ACT && pv->on_dev && pv->typed) {
+		out->dev = pv->dev;
+		out->dtype = pv->dtype;
+		out->rank = pv->rank;
+		out->numel = 1;
+		for (int i = 0; i < pv->rank; i++) {
+			out->dims[i] = pv->dims[i];
+			out->numel *= (uint64_t)pv->dims[i];
+		}
+		out->nhwc = pv->nhwc && pv->rank == 4;
+		if (!out->dev && out->numel)
+			return 1;
+		return 0;
+	}
+	if (pv->kind == VK_CONST && pv->host.kind == KV_TENSOR)
+		ht = pv->host.t;
+	else if (pv->kind == VK_ACT && pv->cpu_made && p->hv[v->idx].kind == KV_TENSOR)
+		ht = p->hv[v->idx].t;
+	if (!ht)
+		return 1;
+	out->host = ht;
+	out->dtype = ht->dtype;
+	out->rank = ht->rank;
+	for (int i = 0; i < ht->rank; i++)
+		out->dims[i] = ht->dims[i];
+	out->numel = ht->numel;
+	return 0;
+}
+
+int exec_plan_calib_observe(struct exec_plan *p, const struct exec_dev_tensor *x, struct ir_calib_tensor *t,
+			    int n_chan, struct ir_diag *d)
+{
+	if (!x->dev && x->numel)
+		return ir_diag_err(d, IR_ERR, "calibration of '%s': the value is not on the device",
+				   t->name ? t->name : "?");
+	if (x->rank < 0 || x->rank > IR_MAX_RANK)
+		return ir_diag_err(d, IR_ERR, "calibration of '%s': rank %d", t->name ? t->name : "?", x->rank);
+	struct cuda_tensor ct;
+	memset(&ct, 0, sizeof(ct));
+	ct.data = (void *)x->dev;
+	ct.dtype = x->dtype;
+	ct.rank = x->rank;
+	for (int i = 0; i < x->rank; i++)
+		ct.dims[i] = x->dims[i];
+	ct.nhwc = x->nhwc;
+	return cuda_calib_observe(t, &ct, n_chan, p->ctx.stream, &p->calib_ws, d);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -226,6 +226,34 @@ void exec_plan_summary(const struct exec_plan *p, struct exec_plan_summary *s);
 int exec_plan_run(struct exec_plan *p, const struct exec_values *inputs, struct exec_values *outputs,
 		  struct exec_values *all, struct exec_report *rep, struct ir_diag *d);
 
+/*
+ * Where a value of the last exec_plan_run lives, for a plan made with
+ * keep_all and run with all = NULL (nothing downloaded; every activation
+ * stays on the device until the next run): on the device (`dev`, stored in
+ * the plan's layout: nhwc means a 4-D [N, C, H, W] value stored as
+ * [N, H, W, C]; dims are always the logical ones), or on the host (`host`:
+ * a constant folded at plan time, or a value made by a CPU node that no
+ * GPU node reads). Valid until the next run or exec_plan_free.
+ */
+struct exec_dev_tensor {
+	const void *dev;
+	const struct ir_tensor *host;
+	int dtype, rank;
+	int64_t dims[IR_MAX_RANK];
+	uint64_t numel;
+	bool nhwc;
+};
+/* 0 with *out filled; 1 when the plan holds no such value (no value of that
+ * name, a graph input, one folded away before planning, one not kept);
+ * IR_ERR when the plan was not made with keep_all. */
+int exec_plan_value(struct exec_plan *p, const char *name, struct exec_dev_tensor *out, struct ir_diag *d);
+/* ir_calib_observe of the device value x (exec_plan_value, with dev set;
+ * float, float16 or bfloat16) computed on the plan's GPU: the statistics
+ * and histogram on the device, only small results downloaded (kernels/cuda/
+ * k_calib.c); n_chan > 0 sums |x| per channel of the last logical axis. */
+int exec_plan_calib_observe(struct exec_plan *p, const struct exec_dev_tensor *x, struct ir_calib_tensor *t,
+			    int n_chan, struct ir_diag *d);
+
 struct exec_time_opts {
 	int iters, warmup;         /* 0: 100 and 10; warmup < 0: none */
 	bool no_graph;             /* launch node by node even when a graph was captured */

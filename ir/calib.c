@@ -309,11 +309,20 @@ static void minmax(const float *x, uint64_t n, float *mn_out, float *mx_out, uin
 	*nonfin_out = nonfin;
 }
 
-int ir_calib_observe(struct ir_calib_tensor *t, const float *x, uint64_t n, int n_chan, struct ir_diag *d)
+/*
+ * The host half of observing a batch, shared by ir_calib_observe and the
+ * GPU (kernels/cuda/k_calib.c), so that both keep one definition of the
+ * statistics: everything but the bin counts and the per-channel sums.
+ */
+int ir_calib_observe_stats(struct ir_calib_tensor *t, uint64_t n, int n_chan, uint64_t nonfinite, double min,
+			   double max, struct ir_diag *d)
 {
 	char nb[100];
 	if (n_chan < 0 || n_chan > MAX_CHAN)
 		return ir_diag_err(d, IR_ERR, "calibration of '%s': %d channels", show_name(t->name ? t->name : "?", nb), n_chan);
+	if (nonfinite > n)
+		return ir_diag_err(d, IR_ERR, "calibration of '%s': %" PRIu64 " non-finite elements of %" PRIu64,
+				   show_name(t->name ? t->name : "?", nb), nonfinite, n);
 	if (n_chan > 0) {
 		if (n % (uint64_t)n_chan)
 			return ir_diag_err(d, IR_ERR, "calibration of '%s': %" PRIu64 " elements are not rows of %d channels",
@@ -334,14 +343,74 @@ int ir_calib_observe(struct ir_calib_tensor *t, const float *x, uint64_t n, int 
 	t->batches++;
 	if (n == 0)
 		return 0;
+	uint64_t finite = n - nonfinite;
+	t->n_nonfinite += nonfinite;
+	if (finite == 0)
+		return 0;
+	double amax = fmax(fabs(min), fabs(max));
+	/* the range: set by the first non-zero |x| so that the data fills
+	 * more than half of it, doubled (merging bin pairs) as it grows */
+	if (amax > 0) {
+		if (t->hist_max <= 0) {
+			t->hist_max = pow2_ceil(amax);
+		} else if (amax > t->hist_max) {
+			int k = 0;
+			double hm = t->hist_max;
+			while (amax > hm) {
+				hm *= 2;
+				k++;
+			}
+			hist_merge(t->hist, k);
+			t->hist_max = hm;
+		}
+	}
+	if (t->count == 0) {
+		t->min = min;
+		t->max = max;
+		t->ema_min = min;
+		t->ema_max = max;
+	} else {
+		t->min = fmin(t->min, min);
+		t->max = fmax(t->max, max);
+		t->ema_min += IR_CALIB_EMA * (min - t->ema_min);
+		t->ema_max += IR_CALIB_EMA * (max - t->ema_max);
+	}
+	t->count += finite;
+	return 0;
+}
 
+float ir_calib_hist_scale(const struct ir_calib_tensor *t)
+{
+	return t->hist_max > 0 ? (float)(B / t->hist_max) : 0.0f;
+}
+
+void ir_calib_add_hist(struct ir_calib_tensor *t, const uint64_t *bins)
+{
+	if (!t->hist)
+		return;
+	for (int i = 0; i < B; i++)
+		t->hist[i] += bins[i];
+}
+
+void ir_calib_add_chan(struct ir_calib_tensor *t, const double *sums, uint64_t rows)
+{
+	if (t->n_chan <= 0 || !t->chan_abssum)
+		return;
+	for (int c = 0; c < t->n_chan; c++)
+		t->chan_abssum[c] += sums[c];
+	t->chan_rows += rows;
+}
+
+int ir_calib_observe(struct ir_calib_tensor *t, const float *x, uint64_t n, int n_chan, struct ir_diag *d)
+{
 	/* one pass: min, max and the non-finite count, in eight independent
 	 * lanes (the compiler makes vector min/max of them). A NaN fails both
 	 * comparisons, so it never becomes the min or max; an infinity does,
 	 * and is then left out by a second pass (rare: only batches with one). */
 	float mn = INFINITY, mx = -INFINITY;
 	uint64_t nonfin = 0;
-	minmax(x, n, &mn, &mx, &nonfin);
+	if (n > 0)
+		minmax(x, n, &mn, &mx, &nonfin);
 	if (nonfin && (isinf(mn) || isinf(mx))) {
 		mn = INFINITY;
 		mx = -INFINITY;
@@ -353,45 +422,16 @@ int ir_calib_observe(struct ir_calib_tensor *t, const float *x, uint64_t n, int 
 			mx = v > mx ? v : mx;
 		}
 	}
+	int rc = ir_calib_observe_stats(t, n, n_chan, nonfin, mn, mx, d);
+	if (rc || n == 0)
+		return rc;
 	uint64_t finite = n - nonfin;
-	t->n_nonfinite += nonfin;
-
 	if (finite > 0) {
-		double bmin = mn, bmax = mx;
-		double amax = fmax(fabs(bmin), fabs(bmax));
-		/* the range: set by the first non-zero |x| so that the data fills
-		 * more than half of it, doubled (merging bin pairs) as it grows */
-		if (amax > 0) {
-			if (t->hist_max <= 0) {
-				t->hist_max = pow2_ceil(amax);
-			} else if (amax > t->hist_max) {
-				int k = 0;
-				double hm = t->hist_max;
-				while (amax > hm) {
-					hm *= 2;
-					k++;
-				}
-				hist_merge(t->hist, k);
-				t->hist_max = hm;
-			}
-		}
-		if (t->hist_max > 0)
-			hist_add(t->hist, x, n, (float)(B / t->hist_max), nonfin > 0);
+		float scale = ir_calib_hist_scale(t);
+		if (scale > 0)
+			hist_add(t->hist, x, n, scale, nonfin > 0);
 		else
 			t->hist[0] += finite;   /* only zeros so far: they are in bin 0 whatever the range */
-
-		if (t->count == 0) {
-			t->min = bmin;
-			t->max = bmax;
-			t->ema_min = bmin;
-			t->ema_max = bmax;
-		} else {
-			t->min = fmin(t->min, bmin);
-			t->max = fmax(t->max, bmax);
-			t->ema_min += IR_CALIB_EMA * (bmin - t->ema_min);
-			t->ema_max += IR_CALIB_EMA * (bmax - t->ema_max);
-		}
-		t->count += finite;
 	}
 
 	if (n_chan > 0) {

@@ -1005,6 +1005,26 @@ struct ir_calib_tensor *ir_calib_add_tensor(struct ir_calib *c, const char *name
  * 0 or IR_ENOMEM.
  */
 int ir_calib_observe(struct ir_calib_tensor *t, const float *x, uint64_t n, int n_chan, struct ir_diag *d);
+/*
+ * ir_calib_observe in parts, for a batch whose elements are summarised
+ * elsewhere (the GPU: kernels/cuda/k_calib.c); ir_calib_observe is
+ * these with its own loops, so both give the same statistics.
+ * ir_calib_observe_stats takes the batch's n elements, nonfinite of them
+ * NaN or Inf, and min and max of the finite ones (ignored when none is
+ * finite): checks and fixes n_chan as ir_calib_observe does, counts the
+ * batch, moves the range (doubling hist_max, merging bins, when the
+ * batch's max |x| exceeds it) and updates min/max/ema/count; 0, IR_ERR or
+ * IR_ENOMEM (on IR_ERR t is unchanged). Then the batch's IR_CALIB_BINS counts
+ * of |x| go to ir_calib_add_hist, each finite x binned as
+ *   k = (uint32_t)(fabsf(x) * ir_calib_hist_scale(t)), clamped to IR_CALIB_BINS - 1,
+ * a float multiply (scale 0: every finite x in bin 0); and with n_chan > 0
+ * the per-channel sums of the finite |x| over `rows` rows to ir_calib_add_chan.
+ */
+int ir_calib_observe_stats(struct ir_calib_tensor *t, uint64_t n, int n_chan, uint64_t nonfinite, double min,
+			   double max, struct ir_diag *d);
+float ir_calib_hist_scale(const struct ir_calib_tensor *t);
+void ir_calib_add_hist(struct ir_calib_tensor *t, const uint64_t *bins);
+void ir_calib_add_chan(struct ir_calib_tensor *t, const double *sums, uint64_t rows);
 /* A deep copy of c into *out (initialised here); 0 or IR_ENOMEM. */
 int ir_calib_copy(struct ir_calib *out, const struct ir_calib *c);
 

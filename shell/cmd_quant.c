@@ -11,8 +11,10 @@
  * struct ir_calib and the stage it belongs to; quantize and convert-fp16
  * get it with its value names mapped to the current stage through the
  * stage history. Activations are never kept by calibrate: on the CPU each
- * value is observed as it is computed (exec_opts.on_value), on the GPU
- * the values of one batch are read back and observed before the next.
+ * value is observed as it is computed (exec_opts.on_value); on the GPU a
+ * batch runs with every value kept on the device, and each one's
+ * statistics are computed there (exec_plan_calib_observe): only they come
+ * back to the host.
  */
 #include "shell.h"
 #include "exec/exec_io.h"
@@ -396,23 +398,51 @@ static void observer_free(struct observer *ob)
 	ir_diag_clear(&ob->d);
 }
 
-/* Adds one batch of value v (tensor t) to the statistics. */
-static int observe(struct observer *ob, const struct ir_value *v, const struct ir_tensor *t)
+/* The statistics a batch of value v (dtype, logical dims) goes to, in
+ * *out (NULL: not observed), with its n_chan; 0 or IR_ENOMEM. */
+static int observed(struct observer *ob, const struct ir_value *v, int dtype, int rank, const int64_t *dims,
+		    uint64_t numel, struct ir_calib_tensor **out, int *n_chan)
 {
+	*out = NULL;
+	*n_chan = 0;
 	if (v->graph != ob->g || v->idx >= ob->g->n_values || ob->g->values[v->idx] != v)
 		return 0;
 	int *slot = &ob->slot[v->idx];
 	if (*slot == -2)
 		return 0;
-	if (t->dtype != IR_FLOAT && t->dtype != IR_FLOAT16 && t->dtype != IR_BFLOAT16) {
+	if (dtype != IR_FLOAT && dtype != IR_FLOAT16 && dtype != IR_BFLOAT16) {
 		*slot = -2;   /* not a float activation (the model computes it as another type) */
 		return 0;
 	}
-	if (!t->numel)
+	if (!numel)
 		return 0;
+	if (*slot == -1) {
+		struct ir_calib_tensor *ct = ir_calib_add_tensor(ob->c, v->name);
+		if (!ct)
+			return ir_diag_err(&ob->d, IR_ENOMEM, "out of memory");
+		*slot = (int)(ct - ob->c->t);
+	}
+	struct ir_calib_tensor *ct = &ob->c->t[*slot];
+	if (ob->chan[v->idx] && rank >= 1 && dims[rank - 1] > 0 && dims[rank - 1] <= INT32_MAX) {
+		int64_t last = dims[rank - 1];
+		if (!ct->n_chan || ct->n_chan == last)
+			*n_chan = (int)last;
+	}
+	*out = ct;
+	return 0;
+}
+
+/* Adds one batch of value v (tensor t) to the statistics. */
+static int observe(struct observer *ob, const struct ir_value *v, const struct ir_tensor *t)
+{
 	const void *data = ir_tensor_data(t);
 	if (!data)
 		return 0;
+	struct ir_calib_tensor *ct;
+	int n_chan;
+	int rc = observed(ob, v, t->dtype, t->rank, t->dims, t->numel, &ct, &n_chan);
+	if (rc || !ct)
+		return rc;
 	const float *x = data;
 	if (t->dtype != IR_FLOAT) {
 		if (t->numel > ob->cap) {
@@ -427,20 +457,39 @@ static int observe(struct observer *ob, const struct ir_value *v, const struct i
 			ob->buf[i] = t->dtype == IR_FLOAT16 ? ir_f16_to_f32(h[i]) : ir_bf16_to_f32(h[i]);
 		x = ob->buf;
 	}
-	if (*slot == -1) {
-		struct ir_calib_tensor *ct = ir_calib_add_tensor(ob->c, v->name);
-		if (!ct)
-			return ir_diag_err(&ob->d, IR_ENOMEM, "out of memory");
-		*slot = (int)(ct - ob->c->t);
-	}
-	struct ir_calib_tensor *ct = &ob->c->t[*slot];
-	int n_chan = 0;
-	if (ob->chan[v->idx] && t->rank >= 1 && t->dims[t->rank - 1] > 0 && t->dims[t->rank - 1] <= INT32_MAX) {
-		int64_t last = t->dims[t->rank - 1];
-		if (!ct->n_chan || ct->n_chan == last)
-			n_chan = (int)last;
-	}
 	return ir_calib_observe(ct, x, t->numel, n_chan, &ob->d);
+}
+
+/* Adds one batch of every value a GPU plan computed (kept on the device by
+ * keep_all): statistics computed on the GPU, values the plan holds on the
+ * host (made by a CPU node, folded) observed there. Graph order, as the
+ * CPU reference computes them. */
+static int observe_plan(struct observer *ob, struct exec_plan *plan)
+{
+	for (const struct ir_node *n = ob->g->first; n; n = n->next)
+		for (int i = 0; i < n->n_outputs; i++) {
+			const struct ir_value *v = n->outputs[i];
+			if (!v || v->idx >= ob->g->n_values || ob->slot[v->idx] == -2)
+				continue;
+			struct exec_dev_tensor x;
+			int rc = exec_plan_value(plan, v->name, &x, &ob->d);
+			if (rc < 0)
+				return rc;
+			if (rc > 0)
+				continue;   /* not computed by the plan (folded away before planning) */
+			if (x.host) {
+				if ((rc = observe(ob, v, x.host)))
+					return rc;
+				continue;
+			}
+			struct ir_calib_tensor *ct;
+			int n_chan;
+			if ((rc = observed(ob, v, x.dtype, x.rank, x.dims, x.numel, &ct, &n_chan)))
+				return rc;
+			if (ct && (rc = exec_plan_calib_observe(plan, &x, ct, n_chan, &ob->d)))
+				return rc;
+		}
+	return 0;
 }
 
 static int on_value(void *arg, const struct ir_value *v, const struct kern_value *kv)
@@ -742,7 +791,7 @@ int cmd_calibrate(struct session *s, int argc, char **argv)
 	ir_calib_init(&c);
 	struct observer ob;
 	struct runner r = { .m = s->model, .gpu = gpu, .keep_all = gpu, .tf32 = s->tf32 };
-	struct exec_values in = { 0 }, out = { 0 }, all = { 0 };
+	struct exec_values in = { 0 }, out = { 0 };
 	struct ir_diag d;
 	ir_diag_init(&d);
 	d.max_warnings = 20;
@@ -784,16 +833,13 @@ int cmd_calibrate(struct session *s, int argc, char **argv)
 			if (v && in.a[i].v.kind == KV_TENSOR && (rc = observe(&ob, v, in.a[i].v.t)))
 				break;
 		}
+		/* the GPU keeps every value of the batch on the device (keep_all,
+		 * nothing downloaded): their statistics are computed there */
 		if (!rc)
-			rc = runner_run(&r, &in, on_value, &ob, &out, &all, &d);
-		/* the GPU hands back every value of the batch: observed now, then dropped */
-		for (int i = 0; !rc && i < all.n; i++) {
-			const struct ir_value *v = ir_value_find(g, all.a[i].name);
-			if (v && v->producer && all.a[i].v.kind == KV_TENSOR)
-				rc = observe(&ob, v, all.a[i].v.t);
-		}
+			rc = runner_run(&r, &in, on_value, &ob, &out, NULL, &d);
+		if (!rc && gpu)
+			rc = observe_plan(&ob, r.plan);
 		exec_values_clear(&out);
-		exec_values_clear(&all);
 		if (rc == IR_EINTR) {
 			stopped = true;
 			break;
@@ -877,7 +923,6 @@ out:
 	ir_calib_clear(&c);
 	exec_values_clear(&in);
 	exec_values_clear(&out);
-	exec_values_clear(&all);
 	exec_data_free(ds);
 	ir_diag_clear(&d);
 	return ret;

@@ -128,6 +128,23 @@ int cuda_tune_count(const struct cuda_tune *t);
 bool cuda_tune_get(struct cuda_tune *t, const char *key, int *choice, float *ms);
 void cuda_tune_put(struct cuda_tune *t, const char *key, int choice, float ms);
 
+/* ---- calibration statistics on the device (k_calib.c) ---- */
+
+/* Scratch device and host memory of cuda_calib_observe, kept between calls
+ * (NULL at first: made on first use); freed by cuda_calib_ws_free. */
+struct cuda_calib_ws;
+/*
+ * Adds one batch, the device tensor x (float, float16 or bfloat16; nhwc
+ * allowed), to t's statistics as ir_calib_observe would add the same
+ * values (equal histogram counts, min, max, ema, counts; per-channel sums
+ * of the last axis when n_chan > 0, equal within double rounding), on
+ * stream st, which it synchronises. Downloads only the small results.
+ * 0, IR_ERR or IR_ENOMEM.
+ */
+int cuda_calib_observe(struct ir_calib_tensor *t, const struct cuda_tensor *x, int n_chan, cudaStream_t st,
+		       struct cuda_calib_ws **ws, struct ir_diag *d);
+void cuda_calib_ws_free(struct cuda_calib_ws *ws);
+
 /* ---- small helpers for entries ---- */
 
 /* Whether dtype is one of float, float16, bfloat16. */
