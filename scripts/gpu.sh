@@ -18,6 +18,7 @@
 # run's files (at most 8, as the device tool brings back):
 #   gpu.txt            nvidia-smi's summary
 #   ops.log            tests/gpu test_backend_ops (every GPU kernel against the CPU)
+#                      and test_calib_gpu (calibration statistics against the CPU's)
 #   conformance.json   the ONNX backend tests through the GPU planner, every test
 #   conformance.txt    their summary per suite and the tests that do not pass
 #   floor-cuda.json    the passes per suite: tests/conformance/floor-cuda.json to be
@@ -71,15 +72,16 @@ do_bundle() {
 	if [ ! -f build-gpu/build.ninja ]; then
 		meson setup build-gpu -Dcuda=enabled --buildtype=release || die "meson setup failed"
 	fi
-	ninja -C build-gpu -j"$jobs" shell/ogsh tests/gpu/test_backend_ops || die "the build failed"
+	ninja -C build-gpu -j"$jobs" shell/ogsh tests/gpu/test_backend_ops tests/gpu/test_calib_gpu || die "the build failed"
 
 	rm -rf "$B"
 	mkdir -p "$B/bin" "$B/lib" "$B/graphviz" "$B/fonts" || die "cannot make $B"
-	cp build-gpu/shell/ogsh build-gpu/tests/gpu/test_backend_ops "$B/bin/" || die "cannot copy the binaries"
-	strip "$B/bin/ogsh" "$B/bin/test_backend_ops"
+	cp build-gpu/shell/ogsh build-gpu/tests/gpu/test_backend_ops build-gpu/tests/gpu/test_calib_gpu "$B/bin/" ||
+		die "cannot copy the binaries"
+	strip "$B/bin/ogsh" "$B/bin/test_backend_ops" "$B/bin/test_calib_gpu"
 
 	# the libraries of the binaries
-	for f in "$B/bin/ogsh" "$B/bin/test_backend_ops"; do
+	for f in "$B/bin/ogsh" "$B/bin/test_backend_ops" "$B/bin/test_calib_gpu"; do
 		copy_deps "$f" "$B/lib" || die "cannot copy the libraries of $f"
 	done
 
@@ -186,6 +188,10 @@ step_ops() {
 	timeout -k 10 "$STEP_TIMEOUT" env LD_LIBRARY_PATH="$B/lib:$CUDA_DIRS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
 		"$B/bin/test_backend_ops" >"$O/ops.log" 2>&1
 	rc=$?
+	# the calibration statistics on the GPU against ir_calib_observe, in the same log
+	echo "== test_calib_gpu" >>"$O/ops.log"
+	timeout -k 10 "$STEP_TIMEOUT" env LD_LIBRARY_PATH="$B/lib:$CUDA_DIRS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+		"$B/bin/test_calib_gpu" >>"$O/ops.log" 2>&1 || rc=1
 	tail -n 3 "$O/ops.log"
 	OPS_RC=$rc
 	OPS_LINE=$(grep -E '^[0-9]+ ops, [0-9]+ cases' "$O/ops.log" | tail -n 1)
