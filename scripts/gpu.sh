@@ -114,7 +114,13 @@ do_bundle() {
 	echo "gpu.sh: graphviz plugins: $(cd "$B/graphviz" && ls | tr '\n' ' ')"
 	size=$(du -sk "$B" | cut -f1)
 	echo "gpu.sh: bundle $B: $((size / 1024)) MiB ($size KiB)"
-	[ "$size" -lt $((48 * 1024)) ] || die "the bundle is over 48 MiB: the device tool carries 64 MiB with the tree"
+	# the device tool carries 64 MiB with the tree: a larger bundle travels
+	# compressed (.gpu/ is ignored by git) and is unpacked there first
+	if [ "$size" -ge $((48 * 1024)) ]; then
+		mkdir -p .gpu && tar cJf .gpu/bundle.txz gpu-bundle || die "cannot compress the bundle"
+		echo "gpu.sh: over 48 MiB: carry .gpu/bundle.txz ($(du -k .gpu/bundle.txz | cut -f1) KiB) instead of gpu-bundle/;" \
+			"unpack it there with: tar xJf .gpu/bundle.txz"
+	fi
 }
 
 # ---------------------------------------------------------------------------
