@@ -18,6 +18,7 @@
  */
 #include "exec/exec.h"
 #include "exec/exec_io.h"
+#include "exec/exec_private.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -189,48 +190,6 @@ static int take_diag(struct ir_diag *d, struct ir_diag *local, int rc, bool skip
 	ir_diag_clear(local);
 	ir_diag_init(local);
 	return rc;
-}
-
-/* Reads a whole file (at most `max` bytes) into *data (malloc'd). */
-static int read_whole(const char *path, size_t max, unsigned char **data, size_t *size, struct ir_diag *d)
-{
-	char eb[128];
-	*data = NULL;
-	*size = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return ir_diag_err(d, IR_EIO, "cannot open '%s': %s", path, ir_errstr(errno, eb, sizeof(eb)));
-	struct stat st;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return ir_diag_err(d, IR_ERR, "'%s' is not a regular file", path);
-	}
-	if ((uint64_t)st.st_size > max) {
-		close(fd);
-		return ir_diag_err(d, IR_ERR, "'%s' is larger than %zu MiB", path, max >> 20);
-	}
-	size_t n = (size_t)st.st_size, got = 0;
-	unsigned char *p = malloc(n ? n : 1);
-	if (!p) {
-		close(fd);
-		return ir_diag_err(d, IR_ENOMEM, "out of memory reading '%s'", path);
-	}
-	while (got < n) {
-		ssize_t r = read(fd, p + got, n - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			free(p);
-			close(fd);
-			return ir_diag_err(d, IR_EIO, "cannot read '%s': %s", path,
-					   r < 0 ? ir_errstr(errno, eb, sizeof(eb)) : "the file shrank");
-		}
-		got += (size_t)r;
-	}
-	close(fd);
-	*data = p;
-	*size = n;
-	return 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1152,7 +1111,7 @@ static int load_image(struct exec_data *ds, const struct ds_file *f, struct ir_t
 {
 	unsigned char *buf;
 	size_t n;
-	int rc = read_whole(f->path, IMG_MAX_FILE, &buf, &n, d);
+	int rc = exec_read_whole(f->path, IMG_MAX_FILE, &buf, &n, d);
 	if (rc)
 		return rc;
 	uint8_t *px = NULL;
@@ -1910,7 +1869,7 @@ int exec_read_labels(const char *path, int64_t **labels, uint64_t *n, struct ir_
 	*n = 0;
 	unsigned char *buf;
 	size_t size;
-	int rc = read_whole(path, LABELS_MAX_FILE, &buf, &size, d);
+	int rc = exec_read_whole(path, LABELS_MAX_FILE, &buf, &size, d);
 	if (rc)
 		return rc;
 	if (size >= 6 && !memcmp(buf, "\x93NUMPY", 6)) {

@@ -3,6 +3,7 @@
  * test-data folders (test_data_set_N/input_N.pb, output_N.pb).
  */
 #include "exec/exec.h"
+#include "exec/exec_private.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -229,9 +230,11 @@ int exec_random_inputs(const struct ir_model *m, uint64_t seed, const struct exe
 
 #define MAX_PB_FILE ((size_t)1 << 32)
 
-static int read_file(const char *path, void **data, size_t *size, struct ir_diag *d)
+int exec_read_whole(const char *path, size_t max, unsigned char **data, size_t *size, struct ir_diag *d)
 {
 	char eb[128];
+	*data = NULL;
+	*size = 0;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return ir_diag_err(d, IR_EIO, "cannot open '%s': %s", path, ir_errstr(errno, eb, sizeof(eb)));
@@ -240,12 +243,14 @@ static int read_file(const char *path, void **data, size_t *size, struct ir_diag
 		close(fd);
 		return ir_diag_err(d, IR_ERR, "'%s' is not a regular file", path);
 	}
-	if ((uint64_t)st.st_size > MAX_PB_FILE) {
+	if ((uint64_t)st.st_size > max) {
 		close(fd);
-		return ir_diag_err(d, IR_ERR, "'%s' is larger than 4 GiB", path);
+		if (max > ((size_t)1 << 30) && !(max & (((size_t)1 << 30) - 1)))
+			return ir_diag_err(d, IR_ERR, "'%s' is larger than %zu GiB", path, max >> 30);
+		return ir_diag_err(d, IR_ERR, "'%s' is larger than %zu MiB", path, max >> 20);
 	}
 	size_t n = (size_t)st.st_size, got = 0;
-	char *p = malloc(n ? n : 1);
+	unsigned char *p = malloc(n ? n : 1);
 	if (!p) {
 		close(fd);
 		return ir_diag_err(d, IR_ENOMEM, "out of memory reading '%s'", path);
@@ -257,7 +262,8 @@ static int read_file(const char *path, void **data, size_t *size, struct ir_diag
 		if (r <= 0) {
 			free(p);
 			close(fd);
-			return ir_diag_err(d, IR_EIO, "cannot read '%s': %s", path, r < 0 ? ir_errstr(errno, eb, sizeof(eb)) : "file shrank");
+			return ir_diag_err(d, IR_EIO, "cannot read '%s': %s", path,
+					   r < 0 ? ir_errstr(errno, eb, sizeof(eb)) : "the file shrank");
 		}
 		got += (size_t)r;
 	}
@@ -269,9 +275,9 @@ static int read_file(const char *path, void **data, size_t *size, struct ir_diag
 
 int exec_read_pb_value(const char *path, const struct ir_type *ty, struct kern_value *out, struct ir_diag *d)
 {
-	void *data = NULL;
+	unsigned char *data = NULL;
 	size_t size = 0;
-	int rc = read_file(path, &data, &size, d);
+	int rc = exec_read_whole(path, MAX_PB_FILE, &data, &size, d);
 	if (rc)
 		return rc;
 	enum ir_type_kind want = ty ? ty->kind : IR_TYPE_TENSOR;

@@ -141,6 +141,27 @@ static void rd_warn(const struct rd *c, const char *msg)
 		ir_diag_warn(c->d, "'%s': %s", c->path, msg);
 }
 
+/* Opens c->path for reading: *fd and its size *size. Anything but a regular
+ * file is refused (a pipe or a device has no size to check offsets against). */
+static int open_regular(const struct rd *c, int *fd, uint64_t *size)
+{
+	*fd = open(c->path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0)
+		return sys_err(c->d, "open", c->path, errno);
+	struct stat st;
+	if (fstat(*fd, &st) < 0) {
+		int e = errno;
+		close(*fd);
+		return sys_err(c->d, "stat", c->path, e);
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(*fd);
+		return rd_err(c, IR_ERR, "not a regular file");
+	}
+	*size = (uint64_t)st.st_size;
+	return 0;
+}
+
 /* ------------------------------------------------------------------------ */
 /* A region of bytes read in order: a file range or a memory block           */
 /* ------------------------------------------------------------------------ */
@@ -670,21 +691,13 @@ int exec_npy_read(const char *path, struct ir_tensor **out, struct ir_diag *d)
 {
 	struct rd c = { path, NULL, d };
 	*out = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return sys_err(d, "open", path, errno);
-	struct stat st;
-	if (fstat(fd, &st) < 0) {
-		int e = errno;
-		close(fd);
-		return sys_err(d, "stat", path, e);
-	}
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
-		return rd_err(&c, IR_ERR, "not a regular file");
-	}
-	struct src s = { fd, NULL, 0, (uint64_t)st.st_size, false, 0 };
-	int rc = npy_read_src(&s, out, &c);
+	int fd;
+	uint64_t fsize;
+	int rc = open_regular(&c, &fd, &fsize);
+	if (rc)
+		return rc;
+	struct src s = { fd, NULL, 0, fsize, false, 0 };
+	rc = npy_read_src(&s, out, &c);
 	if (!rc && src_left(&s)) {
 		char msg[96];
 		snprintf(msg, sizeof(msg), "%" PRIu64 " bytes after the data are ignored", src_left(&s));
@@ -1160,6 +1173,34 @@ static int zip_parse_entry(const unsigned char *cd, size_t cd_size, size_t *pos,
 	return 0;
 }
 
+/* Reads the central directory into *cd (a new block of z->cd_size bytes). */
+static int zip_read_directory(int fd, uint64_t fsize, struct zip_end *z, unsigned char **cd, const struct rd *c)
+{
+	*cd = NULL;
+	int rc = zip_find_end(fd, fsize, z, c);
+	if (rc)
+		return rc;
+	if (z->cd_size > (uint64_t)SIZE_MAX / 2)
+		return rd_err(c, IR_ERR, "the central directory is too large");
+	*cd = malloc(z->cd_size ? (size_t)z->cd_size : 1);
+	if (!*cd)
+		return rd_err(c, IR_ENOMEM, "out of memory");
+	return pread_all(fd, *cd, (size_t)z->cd_size, z->cd_off, c);
+}
+
+/* Parses entry number i of the directory at *pos; a name with a NUL byte is
+ * refused, since the name is used as a C string afterwards. */
+static int zip_next_entry(const unsigned char *cd, const struct zip_end *z, size_t *pos, uint64_t i,
+			  struct zip_entry *e, const struct rd *c)
+{
+	int rc = zip_parse_entry(cd, (size_t)z->cd_size, pos, e, c);
+	if (rc)
+		return rc;
+	if (memchr(e->name, 0, e->name_len))
+		return rd_err(c, IR_ERR, "entry %" PRIu64 "'s name contains a NUL byte", i);
+	return 0;
+}
+
 #ifdef OGSH_HAVE_ZLIB
 /* Inflates a raw deflate stream of csize bytes at file offset off into a
  * new block of exactly usize bytes (*outp). */
@@ -1318,47 +1359,27 @@ int exec_npz_read(const char *path, struct exec_named_tensor **out, int *n, stru
 	struct rd c = { path, NULL, d };
 	*out = NULL;
 	*n = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return sys_err(d, "open", path, errno);
-	struct stat st;
-	if (fstat(fd, &st) < 0) {
-		int e = errno;
-		close(fd);
-		return sys_err(d, "stat", path, e);
-	}
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
-		return rd_err(&c, IR_ERR, "not a regular file");
-	}
-	uint64_t fsize = (uint64_t)st.st_size;
+	int fd;
+	uint64_t fsize;
+	int rc = open_regular(&c, &fd, &fsize);
+	if (rc)
+		return rc;
 	struct zip_end z = { 0, 0, 0 };
 	unsigned char *cd = NULL;
 	struct exec_named_tensor *a = NULL;
-	int count = 0, rc = zip_find_end(fd, fsize, &z, &c);
-	if (rc)
+	int count = 0;
+	if ((rc = zip_read_directory(fd, fsize, &z, &cd, &c)))
 		goto done;
-	if (z.cd_size > (uint64_t)SIZE_MAX / 2) {
-		rc = rd_err(&c, IR_ERR, "the central directory is too large");
-		goto done;
-	}
-	cd = malloc(z.cd_size ? (size_t)z.cd_size : 1);
 	a = calloc(z.entries ? (size_t)z.entries : 1, sizeof(*a));
-	if (!cd || !a) {
+	if (!a) {
 		rc = rd_err(&c, IR_ENOMEM, "out of memory");
 		goto done;
 	}
-	if ((rc = pread_all(fd, cd, (size_t)z.cd_size, z.cd_off, &c)))
-		goto done;
 	size_t pos = 0;
 	for (uint64_t i = 0; i < z.entries; i++) {
 		struct zip_entry e;
-		if ((rc = zip_parse_entry(cd, (size_t)z.cd_size, &pos, &e, &c)))
+		if ((rc = zip_next_entry(cd, &z, &pos, i, &e, &c)))
 			goto done;
-		if (memchr(e.name, 0, e.name_len)) {
-			rc = rd_err(&c, IR_ERR, "entry %" PRIu64 "'s name contains a NUL byte", i);
-			goto done;
-		}
 		char *name = dup_mem(e.name, e.name_len);
 		if (!name) {
 			rc = rd_err(&c, IR_ENOMEM, "out of memory");
@@ -1631,24 +1652,16 @@ int exec_npy_locate(const char *path, struct exec_npy_loc *out, struct ir_diag *
 {
 	struct rd c = { path, NULL, d };
 	memset(out, 0, sizeof(*out));
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return sys_err(d, "open", path, errno);
-	struct stat st;
-	if (fstat(fd, &st) < 0) {
-		int e = errno;
-		close(fd);
-		return sys_err(d, "stat", path, e);
-	}
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
-		return rd_err(&c, IR_ERR, "not a regular file");
-	}
-	struct src s = { fd, NULL, 0, (uint64_t)st.st_size, false, 0 };
+	int fd;
+	uint64_t fsize;
+	int rc = open_regular(&c, &fd, &fsize);
+	if (rc)
+		return rc;
+	struct src s = { fd, NULL, 0, fsize, false, 0 };
 	struct npy_header h;
 	struct npy_type ty;
 	uint64_t numel = 0, need = 0;
-	int rc = npy_read_head(&s, &h, &ty, &c);
+	rc = npy_read_head(&s, &h, &ty, &c);
 	if (!rc)
 		rc = npy_data_size(&h, &ty, src_left(&s), &numel, &need, &c);
 	close(fd);
@@ -1764,47 +1777,27 @@ int exec_npz_locate(const char *path, struct exec_npy_loc **out, int *n, struct 
 	struct rd c = { path, NULL, d };
 	*out = NULL;
 	*n = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return sys_err(d, "open", path, errno);
-	struct stat st;
-	if (fstat(fd, &st) < 0) {
-		int e = errno;
-		close(fd);
-		return sys_err(d, "stat", path, e);
-	}
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
-		return rd_err(&c, IR_ERR, "not a regular file");
-	}
-	uint64_t fsize = (uint64_t)st.st_size;
+	int fd;
+	uint64_t fsize;
+	int rc = open_regular(&c, &fd, &fsize);
+	if (rc)
+		return rc;
 	struct zip_end z = { 0, 0, 0 };
 	unsigned char *cd = NULL;
 	struct exec_npy_loc *a = NULL;
-	int count = 0, rc = zip_find_end(fd, fsize, &z, &c);
-	if (rc)
+	int count = 0;
+	if ((rc = zip_read_directory(fd, fsize, &z, &cd, &c)))
 		goto done;
-	if (z.cd_size > (uint64_t)SIZE_MAX / 2) {
-		rc = rd_err(&c, IR_ERR, "the central directory is too large");
-		goto done;
-	}
-	cd = malloc(z.cd_size ? (size_t)z.cd_size : 1);
 	a = calloc(z.entries ? (size_t)z.entries : 1, sizeof(*a));
-	if (!cd || !a) {
+	if (!a) {
 		rc = rd_err(&c, IR_ENOMEM, "out of memory");
 		goto done;
 	}
-	if ((rc = pread_all(fd, cd, (size_t)z.cd_size, z.cd_off, &c)))
-		goto done;
 	size_t pos = 0;
 	for (uint64_t i = 0; i < z.entries; i++) {
 		struct zip_entry e;
-		if ((rc = zip_parse_entry(cd, (size_t)z.cd_size, &pos, &e, &c)))
+		if ((rc = zip_next_entry(cd, &z, &pos, i, &e, &c)))
 			goto done;
-		if (memchr(e.name, 0, e.name_len)) {
-			rc = rd_err(&c, IR_ERR, "entry %" PRIu64 "'s name contains a NUL byte", i);
-			goto done;
-		}
 		/* folders and entries that are not arrays: nothing to read */
 		if (e.name_len < 5 || memcmp(e.name + e.name_len - 4, ".npy", 4))
 			continue;

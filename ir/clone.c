@@ -192,7 +192,7 @@ void ir_function_clear(struct ir_function *f)
 	memset(f, 0, sizeof(*f));
 }
 
-static int function_copy(struct ir_function *d, const struct ir_function *s)
+int ir_function_copy(struct ir_function *d, const struct ir_function *s)
 {
 	memset(d, 0, sizeof(*d));
 	if ((s->name && !(d->name = ir_strdup(s->name))) ||
@@ -283,7 +283,7 @@ struct ir_model *ir_model_clone(const struct ir_model *m)
 		if (!(c->functions = ir_alloc_array(m->n_functions, sizeof(*c->functions))))
 			goto fail;
 		for (size_t i = 0; i < m->n_functions; i++) {
-			if (function_copy(&c->functions[i], &m->functions[i]))
+			if (ir_function_copy(&c->functions[i], &m->functions[i]))
 				goto fail;
 			c->n_functions++;
 		}

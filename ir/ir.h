@@ -531,6 +531,10 @@ struct ir_graph *ir_graph_clone(const struct ir_graph *g, struct ir_graph *paren
 struct ir_model *ir_model_new(void);
 void ir_model_free(struct ir_model *m);
 struct ir_model *ir_model_clone(const struct ir_model *m);
+/* A deep copy of model function f into d (the body cloned): 0 or IR_ENOMEM (d is then cleared). */
+int ir_function_copy(struct ir_function *d, const struct ir_function *f);
+/* Frees what f owns and zeroes it. */
+void ir_function_clear(struct ir_function *f);
 
 /* --- values --- */
 /* A new value named `name` (must be unique in the graph; NULL name: a fresh "_v<n>"). */

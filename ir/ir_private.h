@@ -45,7 +45,6 @@ int ir_use_add(struct ir_value *v, struct ir_node *n, int slot);
 void ir_use_del(struct ir_value *v, struct ir_node *n, int slot);
 void ir_value_free(struct ir_value *v);
 void ir_node_free(struct ir_node *n);
-void ir_function_clear(struct ir_function *f);
 
 /* The calibration cache file's text for c (calib.c; ir_calib_save writes it, the fuzz target reads it back). */
 void ir_calib_write(FILE *f, const struct ir_calib *c);

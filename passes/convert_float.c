@@ -1488,86 +1488,6 @@ static bool str_eq(const char *a, const char *b)
 	return !strcmp(a ? a : "", b ? b : "");
 }
 
-static void fn_free(struct ir_function *f)
-{
-	free(f->name);
-	free(f->domain);
-	free(f->overload);
-	free(f->doc);
-	ir_graph_free(f->body);
-	for (size_t i = 0; i < f->n_attr_names; i++)
-		free(f->attr_names[i]);
-	free(f->attr_names);
-	for (size_t i = 0; i < f->n_attr_defaults; i++)
-		ir_attr_clear(&f->attr_defaults[i]);
-	free(f->attr_defaults);
-	for (size_t i = 0; i < f->n_opsets; i++)
-		free(f->opsets[i].domain);
-	free(f->opsets);
-	for (size_t i = 0; i < f->n_meta; i++) {
-		free(f->meta[i].key);
-		free(f->meta[i].value);
-	}
-	free(f->meta);
-	memset(f, 0, sizeof(*f));
-}
-
-static char *dup_or_null(const char *s, bool *fail)
-{
-	if (!s)
-		return NULL;
-	char *d = strdup(s);
-	if (!d)
-		*fail = true;
-	return d;
-}
-
-/* A deep copy of f (the body cloned). 0 or IR_ENOMEM (d is then cleared). */
-static int fn_copy(struct ir_function *d, const struct ir_function *f)
-{
-	bool fail = false;
-	memset(d, 0, sizeof(*d));
-	d->name = dup_or_null(f->name, &fail);
-	d->domain = dup_or_null(f->domain, &fail);
-	d->overload = dup_or_null(f->overload, &fail);
-	d->doc = dup_or_null(f->doc, &fail);
-	if (f->body && !(d->body = ir_graph_clone(f->body, NULL)))
-		fail = true;
-	if (!fail && f->n_attr_names && !(d->attr_names = calloc(f->n_attr_names, sizeof(char *))))
-		fail = true;
-	for (size_t i = 0; !fail && i < f->n_attr_names; i++)
-		if ((d->attr_names[i] = dup_or_null(f->attr_names[i], &fail)))
-			d->n_attr_names++;
-	if (!fail && f->n_attr_defaults && !(d->attr_defaults = calloc(f->n_attr_defaults, sizeof(struct ir_attr))))
-		fail = true;
-	for (size_t i = 0; !fail && i < f->n_attr_defaults; i++) {
-		if (ir_attr_copy(&d->attr_defaults[i], &f->attr_defaults[i], NULL))
-			fail = true;
-		else
-			d->n_attr_defaults++;
-	}
-	if (!fail && f->n_opsets && !(d->opsets = calloc(f->n_opsets, sizeof(*d->opsets))))
-		fail = true;
-	for (size_t i = 0; !fail && i < f->n_opsets; i++) {
-		d->opsets[i] = f->opsets[i];
-		d->opsets[i].domain = dup_or_null(f->opsets[i].domain, &fail);
-		if (!fail)
-			d->n_opsets++;
-	}
-	if (!fail && f->n_meta && !(d->meta = calloc(f->n_meta, sizeof(*d->meta))))
-		fail = true;
-	for (size_t i = 0; !fail && i < f->n_meta; i++) {
-		d->meta[i].key = dup_or_null(f->meta[i].key, &fail);
-		d->meta[i].value = dup_or_null(f->meta[i].value, &fail);
-		d->n_meta++;
-	}
-	if (fail) {
-		fn_free(d);
-		return IR_ENOMEM;
-	}
-	return 0;
-}
-
 /* Rewrites a copied function body for the target type: its constants and type attributes. */
 static int convert_body(struct cv *v, struct ir_graph *b)
 {
@@ -1629,7 +1549,7 @@ static int convert_fn(struct cv *v, struct ir_node *n, char *done, size_t size)
 	char nov[300];
 	if (!ov) {
 		struct ir_function cp;
-		if (fn_copy(&cp, f))
+		if (ir_function_copy(&cp, f))
 			return oom(v);
 		int rc = cp.body ? convert_body(v, cp.body) : 0;
 		const char *base_ov = cp.overload && *cp.overload ? cp.overload : "";
@@ -1668,7 +1588,7 @@ static int convert_fn(struct cv *v, struct ir_node *n, char *done, size_t size)
 		if (!rc && (!o || !dc || !nkey || !mk || !(fs = realloc(m->functions, sizeof(*fs) * (m->n_functions + 1)))))
 			rc = IR_ENOMEM;
 		if (rc) {
-			fn_free(&cp);
+			ir_function_clear(&cp);
 			if (!v->c->d || !v->c->d->error)
 				oom(v);
 			return rc;
@@ -1714,7 +1634,7 @@ static int drop_unused_fns(struct cv *v, const bool *was_used, size_t n_was)
 	size_t k = 0, n = m->n_functions;
 	for (size_t i = 0; i < n; i++) {
 		if (i < n_was && was_used[i] && !used[i] && str_eq(m->functions[i].domain, FUSED_DOMAIN)) {
-			fn_free(&m->functions[i]);
+			ir_function_clear(&m->functions[i]);
 			continue;
 		}
 		m->functions[k++] = m->functions[i];

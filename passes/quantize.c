@@ -475,22 +475,15 @@ static const char *weight_layout(const struct qstate *S, struct qnode *q, const 
 		group = 1;
 	switch (q->kind) {
 	case K_CONV:
-		if (w->rank < 3) {
-			snprintf(why, size, "its weights have rank %d, not a conv kernel's (3 or more)", w->rank);
-			return why;
-		}
-		q->w_axis = 0;
-		q->cout = w->dims[0];
-		q->cin = w->dims[1] * group;
-		return NULL;
 	case K_CONVT:
 		if (w->rank < 3) {
 			snprintf(why, size, "its weights have rank %d, not a conv kernel's (3 or more)", w->rank);
 			return why;
 		}
-		q->w_axis = 1;
-		q->cin = w->dims[0];
-		q->cout = w->dims[1] * group;
+		/* Conv's kernel is [cout, cin/group, ...], ConvTranspose's [cin, cout/group, ...] */
+		q->w_axis = q->kind == K_CONV ? 0 : 1;
+		q->cout = q->kind == K_CONV ? w->dims[0] : w->dims[1] * group;
+		q->cin = q->kind == K_CONV ? w->dims[1] * group : w->dims[0];
 		return NULL;
 	case K_GEMM: {
 		if (w->rank != 2) {
@@ -1342,6 +1335,37 @@ static struct ir_value *weight_dq(struct qstate *S, struct ir_value *w, struct i
 	return out;
 }
 
+/* q reads the DequantizeLinear dq made for another reader of the same
+ * weights: the report says so, and the float weights go when unread. */
+static int reuse_weights(struct qstate *S, struct qnode *q, struct ir_value *dq, char *what, size_t size)
+{
+	struct ir_value *wv = q->n->inputs[q->w_slot];
+	snprintf(what, size, "weights '%s' (already quantized for another node)", wv->name);
+	if (ir_node_set_input(q->n, q->w_slot, dq))
+		return oom(S->c);
+	drop_weights(S, wv);
+	return 0;
+}
+
+/* The initializer "W_quantized" holding qt, the quantized copy of weights
+ * wv (qt's reference is given to it; NULL on error). */
+static struct ir_value *quantized_init(struct pass_ctx *c, const struct ir_value *wv, struct ir_tensor *qt)
+{
+	char base[600];
+	snprintf(base, sizeof(base), "%s_quantized", wv->name);
+	struct ir_value *qv = pass_new_init(c->m->graph, base, qt, c->d);
+	ir_tensor_unref(qt);
+	return qv;
+}
+
+/* The summary's count of quantized weights and their bytes before and after. */
+static void count_weights(struct qstate *S, const struct ir_tensor *w, const struct ir_value *qv)
+{
+	S->n_weights++;
+	S->w_bytes_before += (double)w->nbytes;
+	S->w_bytes_after += (double)qv->init->nbytes;
+}
+
 /* Quantizes the weights of q (int8, fp8) and makes q read them through a DequantizeLinear. */
 static int rewrite_weights(struct qstate *S, struct qnode *q, char *what, size_t size)
 {
@@ -1352,13 +1376,8 @@ static int rewrite_weights(struct qstate *S, struct qnode *q, char *what, size_t
 	bool fp8 = S->o.prec == PREC_FP8;
 	int axis = fp8 || S->o.per_tensor ? -1 : q->w_axis;
 	struct ir_value *dq = wdone_find(S, wv, axis);
-	if (dq) {
-		snprintf(what, size, "weights '%s' (already quantized for another node)", wv->name);
-		if (ir_node_set_input(n, q->w_slot, dq))
-			return oom(c);
-		drop_weights(S, wv);
-		return 0;
-	}
+	if (dq)
+		return reuse_weights(S, q, dq, what, size);
 	double *wf = pass_tensor_f64(w);
 	uint64_t adim = axis >= 0 ? (uint64_t)w->dims[axis] : 1;
 	double *s = malloc(sizeof(double) * (adim ? adim : 1));
@@ -1371,10 +1390,8 @@ static int rewrite_weights(struct qstate *S, struct qnode *q, char *what, size_t
 	struct ir_tensor *qt = quant_channels(S, w, wf, axis, s);
 	if (!qt)
 		goto out;
+	struct ir_value *qv = quantized_init(c, wv, qt);
 	char base[600];
-	snprintf(base, sizeof(base), "%s_quantized", wv->name);
-	struct ir_value *qv = pass_new_init(c->m->graph, base, qt, c->d);
-	ir_tensor_unref(qt);
 	snprintf(base, sizeof(base), "%s_scale", wv->name);
 	int64_t sd[1] = { (int64_t)adim };
 	struct ir_value *sv = qv ? float_init(c, base, w->dtype, axis >= 0 ? 1 : 0, sd, s) : NULL;
@@ -1388,9 +1405,7 @@ static int rewrite_weights(struct qstate *S, struct qnode *q, char *what, size_t
 	}
 	double lo, hi;
 	min_max(s, adim, &lo, &hi);
-	S->n_weights++;
-	S->w_bytes_before += (double)w->nbytes;
-	S->w_bytes_after += (double)qv->init->nbytes;
+	count_weights(S, w, qv);
 	if (axis >= 0)
 		snprintf(what, size, "weights '%s' %s per channel (axis %d, %llu scales %.3g..%.3g)", wv->name,
 			 fp8 ? "float8e4m3fn" : "int8", axis, (unsigned long long)adim, lo, hi);
@@ -1488,13 +1503,8 @@ static int rewrite_int4(struct qstate *S, struct qnode *q, char *what, size_t si
 	int k = q->w_axis;
 	/* round to nearest gives the same blocks to every reader: one copy (AWQ scales per reader) */
 	struct ir_value *shared = S->o.awq ? NULL : wdone_find(S, wv, 1000 + k);
-	if (shared) {
-		snprintf(what, size, "weights '%s' (already quantized for another node)", wv->name);
-		if (ir_node_set_input(n, q->w_slot, shared))
-			return oom(c);
-		drop_weights(S, wv);
-		return 0;
-	}
+	if (shared)
+		return reuse_weights(S, q, shared, what, size);
 	uint64_t outer, K, inner;
 	split_dims(w, k, &outer, &K, &inner);
 	int64_t bs = S->o.block;
@@ -1536,12 +1546,10 @@ static int rewrite_int4(struct qstate *S, struct qnode *q, char *what, size_t si
 	struct ir_tensor *qt = quant_blocks(S, w, wf, k, bs, scaled ? mul : NULL, sc, NULL, NULL, true);
 	if (!qt)
 		goto out;
-	char base[600];
-	snprintf(base, sizeof(base), "%s_quantized", wv->name);
-	struct ir_value *qv = pass_new_init(c->m->graph, base, qt, c->d);
-	ir_tensor_unref(qt);
+	struct ir_value *qv = quantized_init(c, wv, qt);
 	if (!qv)
 		goto out;
+	char base[600];
 	int64_t sd[IR_MAX_RANK];
 	for (int d = 0; d < w->rank; d++)
 		sd[d] = d == k ? (int64_t)nb : w->dims[d];
@@ -1587,9 +1595,7 @@ static int rewrite_int4(struct qstate *S, struct qnode *q, char *what, size_t si
 	}
 	double lo, hi;
 	min_max(sc, n_sc, &lo, &hi);
-	S->n_weights++;
-	S->w_bytes_before += (double)w->nbytes;
-	S->w_bytes_after += (double)qv->init->nbytes;
+	count_weights(S, w, qv);
 	snprintf(what, size, "weights '%s' int4 in blocks of %lld along K (axis %d, %llu scales %.3g..%.3g)%s", wv->name,
 		 (long long)bs, k, (unsigned long long)n_sc, lo, hi, awq_note);
 	drop_weights(S, wv);

@@ -11,6 +11,7 @@
  */
 #include "ir/ir.h"
 #include "ir_private.h"
+#include "../unit/calib_equal.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -24,26 +25,6 @@ static void die(const char *what, const char *detail)
 {
 	fprintf(stderr, "fuzz_calib: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
 	abort();
-}
-
-static bool same(const struct ir_calib *a, const struct ir_calib *b)
-{
-	if (a->n != b->n || strcmp(a->model_hash, b->model_hash) || strcmp(a->data_hash, b->data_hash) ||
-	    strcmp(a->data_desc, b->data_desc) || a->stage != b->stage || a->random != b->random ||
-	    a->samples != b->samples || a->batch != b->batch)
-		return false;
-	for (int i = 0; i < a->n; i++) {
-		const struct ir_calib_tensor *x = &a->t[i], *y = &b->t[i];
-		if (strcmp(x->name, y->name) || x->count != y->count || x->n_nonfinite != y->n_nonfinite ||
-		    x->min != y->min || x->max != y->max || x->ema_min != y->ema_min || x->ema_max != y->ema_max ||
-		    x->batches != y->batches || x->hist_max != y->hist_max || x->n_chan != y->n_chan ||
-		    x->chan_rows != y->chan_rows || memcmp(x->hist, y->hist, IR_CALIB_BINS * sizeof(uint64_t)))
-			return false;
-		for (int k = 0; k < x->n_chan; k++)
-			if (x->chan_abssum[k] != y->chan_abssum[k])
-				return false;
-	}
-	return true;
 }
 
 static void check_methods(const struct ir_calib_tensor *t)
@@ -91,13 +72,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct ir_calib back;
 	if (ir_calib_parse(buf, n, "written.cache", &back, &d))
 		die("the written cache does not parse", d.error);
-	if (!same(&c, &back))
+	if (!calib_equal(&c, &back))
 		die("the written cache reads back different", NULL);
 	ir_calib_clear(&back);
 	free(buf);
 	struct ir_calib cp;
 	if (ir_calib_copy(&cp, &c) == 0) {
-		if (!same(&c, &cp))
+		if (!calib_equal(&c, &cp))
 			die("a copy differs", NULL);
 		ir_calib_clear(&cp);
 	}

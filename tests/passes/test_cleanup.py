@@ -17,7 +17,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -26,75 +25,13 @@ from onnx import TensorProto as T
 from onnx import helper as h
 from onnx import numpy_helper as nh
 
-try:
-    import onnxruntime as ort
-except ImportError:  # pragma: no cover
-    ort = None
-
-OGSH = None
-TMP = None
-FAILED = 0
-PASSED = 0
-FILTER = None
-
-
-def check(label, ok, detail=""):
-    global FAILED, PASSED
-    if ok:
-        PASSED += 1
-        print(f"ok    {label}")
-    else:
-        FAILED += 1
-        print(f"FAIL  {label}" + (f": {detail}" if detail else ""))
-    sys.stdout.flush()
-    return ok
-
-
-def ogsh(model, script, timeout=600):
-    p = subprocess.run([OGSH, model, "-c", script], capture_output=True, text=True, timeout=timeout,
-                       env=dict(os.environ, NO_COLOR="1"))
-    return p.returncode, p.stdout, p.stderr
-
-
-def json_docs(text):
-    """The JSON documents at the start of text, one after the other."""
-    dec = json.JSONDecoder()
-    docs, i = [], 0
-    while True:
-        while i < len(text) and text[i].isspace():
-            i += 1
-        if i >= len(text) or text[i] not in "[{":
-            return docs
-        try:
-            d, i = dec.raw_decode(text, i)
-        except json.JSONDecodeError:
-            return docs
-        docs.append(d)
-
-
-def model(nodes, inputs, outputs, inits=(), opset=17, value_info=()):
-    g = h.make_graph(nodes, "g", list(inputs), list(outputs), initializer=list(inits), value_info=list(value_info))
-    m = h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
-    m.ir_version = 8
-    onnx.checker.check_model(m)
-    return m
-
-
-def vi(name, dtype, shape):
-    return h.make_tensor_value_info(name, dtype, shape)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # common.py, next to this script
+import common  # noqa: E402
+from common import check, json_docs, model, ogsh, ort, ort_outputs, vi  # noqa: E402
 
 
 def init(name, arr):
     return nh.from_array(np.asarray(arr), name)
-
-
-def ort_outputs(path, feeds):
-    so = ort.SessionOptions()
-    so.log_severity_level = 3
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    s = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-    names = [o.name for o in s.get_outputs()]
-    return dict(zip(names, s.run(None, feeds)))
 
 
 def case(name, m, pass_args, feeds, *, ops=None, absent=(), present=(), rewritten=None, rewrites=(),
@@ -102,9 +39,9 @@ def case(name, m, pass_args, feeds, *, ops=None, absent=(), present=(), rewritte
     """Runs one case. ops: the op counts left ({op: count}); absent/present: op
     types that must be gone/still there; rewrites/rejects: substrings that
     some rewrote/rejected message must hold; outputs: graph output names."""
-    if FILTER and FILTER not in name:
+    if common.FILTER and common.FILTER not in name:
         return None
-    d = os.path.join(TMP, name)
+    d = os.path.join(common.TMP, name)
     os.makedirs(d, exist_ok=True)
     src = os.path.join(d, "model.onnx")
     out = os.path.join(d, "out.onnx")
@@ -461,7 +398,7 @@ def t_prune():
               [init("b", rnd(4)), init("unused", rnd(100)), init("dflt", rnd(4))])
 
     def more(rep, nodes, texts):
-        inits = [i.name for i in onnx.load(os.path.join(TMP, "prune", "out.onnx")).graph.initializer]
+        inits = [i.name for i in onnx.load(os.path.join(common.TMP, "prune", "out.onnx")).graph.initializer]
         check("prune: initializers left are b and dflt", sorted(inits) == ["b", "dflt"], f"{inits}")
         check("prune: the note says how many bytes went",
               any("removed 1 initializer, 400 bytes" in mm["text"] for mm in rep["messages"]), f"{texts}")
@@ -486,9 +423,9 @@ def t_pipeline():
         h.make_node("Add", ["a", "b"], ["y"], name="add"),
     ]
     m = model(nodes, [vi("x", T.FLOAT, [2, 4])], [vi("y", T.FLOAT, [2, 3])], [init("w", rnd(3, 4)), init("junk", rnd(5))])
-    if FILTER and FILTER not in "pipeline":
+    if common.FILTER and common.FILTER not in "pipeline":
         return
-    d = os.path.join(TMP, "pipeline")
+    d = os.path.join(common.TMP, "pipeline")
     os.makedirs(d, exist_ok=True)
     src, out, inz, ref = (os.path.join(d, f) for f in ("model.onnx", "out.onnx", "in.npz", "ref.npz"))
     onnx.save(m, src)
@@ -559,14 +496,14 @@ def chain_model(n, kind):
 def t_linear():
     """Each pass on a 200,000-node chain and on one a quarter that size: it runs. The times are printed for
     information only (timing goals live in bench/passes_bench.py, not in tests)."""
-    if FILTER and FILTER not in "linear":
+    if common.FILTER and common.FILTER not in "linear":
         return
     big = int(os.environ.get("CLEANUP_CHAIN", "200000"))
     for p, kind in (("eliminate-nops", "nops"), ("cse", "cse"), ("cse", "inits"), ("fold-constants", "const"),
                     ("fold-shapes", "shape"), ("prune-initializers", "inits")):
         times = {}
         for n in (big // 4, big):
-            path = os.path.join(TMP, f"chain-{kind}-{n}.onnx")
+            path = os.path.join(common.TMP, f"chain-{kind}-{n}.onnx")
             if not os.path.exists(path):
                 onnx.save(chain_model(n, kind), path)
             t0 = time.time()
@@ -582,33 +519,19 @@ def t_linear():
 
 
 def t_explain():
-    if FILTER and FILTER not in "explain":
+    if common.FILTER and common.FILTER not in "explain":
         return
     for p in ("eliminate-nops", "fold-shapes", "fold-constants", "cse", "prune-initializers"):
-        p2 = subprocess.run([OGSH, "-c", f"explain {p}"], capture_output=True, text=True)
+        p2 = subprocess.run([common.OGSH, "-c", f"explain {p}"], capture_output=True, text=True)
         check(f"explain {p}: has a text", p2.returncode == 0 and len(p2.stdout) > 300 and "being written" not in p2.stdout,
               (p2.stdout + p2.stderr)[-300:])
 
 
 def main():
-    global OGSH, TMP, FILTER
-    if len(sys.argv) < 2:
-        print(__doc__)
-        return 2
-    OGSH = os.path.abspath(sys.argv[1])
-    if "-k" in sys.argv:
-        FILTER = sys.argv[sys.argv.index("-k") + 1]
-    with tempfile.TemporaryDirectory(prefix="ogsh-cleanup-") as tmp:
-        TMP = tmp
-        for t in (t_nops_chain, t_nops_transposes, t_nops_shapes, t_nops_reject, t_nops_graph_output_twice,
-                  t_shapes_fixed, t_shapes_symbolic, t_const_chain, t_const_reject, t_const_output, t_const_ir3,
-                  t_cse, t_cse_reject, t_prune, t_pipeline, t_explain, t_linear):
-            try:
-                t()
-            except Exception as e:  # noqa: BLE001
-                check(f"{t.__name__}: no exception", False, repr(e)[:500])
-    print(f"{PASSED} passed, {FAILED} failed")
-    return 1 if FAILED else 0
+    return common.main(__doc__, "ogsh-cleanup-", (
+        t_nops_chain, t_nops_transposes, t_nops_shapes, t_nops_reject, t_nops_graph_output_twice, t_shapes_fixed,
+        t_shapes_symbolic, t_const_chain, t_const_reject, t_const_output, t_const_ir3, t_cse, t_cse_reject, t_prune,
+        t_pipeline, t_explain, t_linear))
 
 
 if __name__ == "__main__":

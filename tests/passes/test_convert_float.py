@@ -20,9 +20,7 @@ Prints one line per check; exits non-zero on any failure.
 """
 import json
 import os
-import subprocess
 import sys
-import tempfile
 
 import numpy as np
 import onnx
@@ -30,62 +28,9 @@ from onnx import TensorProto as T
 from onnx import helper as h
 from onnx import numpy_helper as nh
 
-try:
-    import onnxruntime as ort
-except ImportError:  # pragma: no cover
-    ort = None
-
-OGSH = None
-TMP = None
-FAILED = 0
-PASSED = 0
-FILTER = None
-
-
-def check(label, ok, detail=""):
-    global FAILED, PASSED
-    if ok:
-        PASSED += 1
-        print(f"ok    {label}")
-    else:
-        FAILED += 1
-        print(f"FAIL  {label}" + (f": {detail}" if detail else ""))
-    sys.stdout.flush()
-    return ok
-
-
-def ogsh(model, script, timeout=600):
-    args = [OGSH] + ([model] if model else []) + ["-c", script]
-    p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=dict(os.environ, NO_COLOR="1"))
-    return p.returncode, p.stdout, p.stderr
-
-
-def json_docs(text):
-    """The JSON documents in text (lines starting with { or [ begin one)."""
-    dec = json.JSONDecoder()
-    docs, i = [], 0
-    while i < len(text):
-        if text[i] in "[{" and (i == 0 or text[i - 1] == "\n"):
-            try:
-                d, i = dec.raw_decode(text, i)
-                docs.append(d)
-                continue
-            except json.JSONDecodeError:
-                pass
-        i += 1
-    return docs
-
-
-def model(nodes, inputs, outputs, inits=(), opset=17, ir=8):
-    g = h.make_graph(nodes, "g", list(inputs), list(outputs), initializer=list(inits))
-    m = h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
-    m.ir_version = ir
-    onnx.checker.check_model(m)
-    return m
-
-
-def vi(name, dtype, shape):
-    return h.make_tensor_value_info(name, dtype, shape)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # common.py, next to this script
+import common  # noqa: E402
+from common import check, json_docs_lines, model, ogsh, ort, ort_outputs, vi  # noqa: E402
 
 
 def init(name, arr, dtype=np.float32):
@@ -97,16 +42,6 @@ RNG = np.random.default_rng(7)
 
 def rnd(*shape, scale=1.0):
     return (RNG.standard_normal(shape) * scale).astype(np.float32)
-
-
-def ort_outputs(path, feeds):
-    so = ort.SessionOptions()
-    so.log_severity_level = 3
-    # no graph optimizations: they may drop a float32 -> float16 -> float32 pair of Casts
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    s = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-    names = [o.name for o in s.get_outputs()]
-    return dict(zip(names, s.run(None, feeds)))
 
 
 def close(got, ref, rtol):
@@ -126,9 +61,9 @@ def case(name, m, args, feeds, *, pass_name="convert-fp16", casts=None, kept=(),
     'rejected' messages (node: text); not_kept: node names that must not be kept; notes,
     rewrites: substrings of note/rewrote messages; io_dtype: the saved model's input and
     output element type (float16 with keep-io=off)."""
-    if FILTER and FILTER not in name:
+    if common.FILTER and common.FILTER not in name:
         return None
-    d = os.path.join(TMP, name)
+    d = os.path.join(common.TMP, name)
     os.makedirs(d, exist_ok=True)
     src = os.path.join(d, "model.onnx")
     out = os.path.join(d, "out.onnx")
@@ -140,7 +75,7 @@ def case(name, m, args, feeds, *, pass_name="convert-fp16", casts=None, kept=(),
     rc, so, se = ogsh(src, f"{apply} --json; nodes --json; save {out}")
     if not check(f"{name}: apply runs", rc == 0, (so + se).strip()[-600:]):
         return None
-    docs = json_docs(so)
+    docs = json_docs_lines(so)
     if not check(f"{name}: report and node list are JSON", len(docs) >= 2, so[:300]):
         return None
     rep, nodes = docs[-2], docs[-1]
@@ -436,9 +371,9 @@ def t_block_options():
          kept=["conv2: in block-nodes: kept float32"], not_kept=["conv1"])
     case("block-nodes-glob", cnn(), "block-nodes=conv*,7", {"x": rnd(2, 1, 8, 8)},
          kept=["conv1: in block-nodes ('conv*')", "conv2: in block-nodes ('conv*')", "fc: in block-nodes ('7')"])
-    if FILTER and FILTER not in "block-errors":
+    if common.FILTER and common.FILTER not in "block-errors":
         return
-    src = os.path.join(TMP, "block-errors.onnx")
+    src = os.path.join(common.TMP, "block-errors.onnx")
     onnx.save(cnn(), src)
     for args, err in (("block-nodes=nope", "block-nodes: 'nope' matches no node"),
                       ("block-ops=+Relu,Conv", "either every item starts with + or -"),
@@ -506,9 +441,9 @@ def t_bf16():
          rewrites=["fc: Gemm in bfloat16"])
     case("bf16-transformer", transformer(), "", {"x": rnd(2, 8, 32)}, pass_name="convert-bf16", casts=2,
          rtol=5e-2, use_ort="kernels", rewrites=["ln1: LayerNormalization in bfloat16"])
-    if FILTER and FILTER not in "bf16-opset12":
+    if common.FILTER and common.FILTER not in "bf16-opset12":
         return
-    src = os.path.join(TMP, "bf16-opset12.onnx")
+    src = os.path.join(common.TMP, "bf16-opset12.onnx")
     onnx.save(cnn(12), src)
     rc, so, se = ogsh(src, "apply convert-bf16")
     check("bf16-opset12: refused", rc != 0 and "bfloat16 needs opset 13 or later" in se, (so + se)[-300:])
@@ -638,12 +573,12 @@ def t_output_read_neutral():
 
 def t_twice():
     # a second conversion finds nothing to do: the boundary Cast before y stays as it is
-    if FILTER and FILTER not in "twice":
+    if common.FILTER and common.FILTER not in "twice":
         return
-    src = os.path.join(TMP, "twice.onnx")
+    src = os.path.join(common.TMP, "twice.onnx")
     onnx.save(cnn(), src)
     rc, so, se = ogsh(src, "apply convert-fp16; apply convert-fp16 --json")
-    docs = json_docs(so)
+    docs = json_docs_lines(so)
     rep = docs[-1] if docs else {}
     texts = [m["node"] + ": " + m["text"] for m in rep.get("messages", []) if m.get("node")]
     check("twice: the second conversion changes nothing", rc == 0 and rep.get("changed") is False, (so + se)[-400:])
@@ -669,7 +604,7 @@ def t_resize():
 
 
 def t_explain():
-    if FILTER and FILTER not in "explain":
+    if common.FILTER and common.FILTER not in "explain":
         return
     for p, subs in (("convert-fp16", ["65,504", "max-reduction", "data-max", "keep-io", "block-ops", "2^-24"]),
                     ("convert-bf16", ["7 mantissa bits", "opset 13", "data-max"])):
@@ -682,24 +617,10 @@ def t_explain():
 
 
 def main():
-    global OGSH, TMP, FILTER
-    if len(sys.argv) < 2:
-        print(__doc__)
-        return 2
-    OGSH = os.path.abspath(sys.argv[1])
-    if "-k" in sys.argv:
-        FILTER = sys.argv[sys.argv.index("-k") + 1]
-    with tempfile.TemporaryDirectory(prefix="ogsh-convert-") as tmp:
-        TMP = tmp
-        for t in (t_cnn, t_cnn_no_keep_io, t_cnn_ir3, t_transformer, t_transformer_max_reduction, t_transformer_symbolic, t_reduce_axes_input, t_topk,
-                  t_block_options, t_weights, t_bf16, t_fused, t_subgraph, t_constants, t_no_fp16_op,
-                  t_output_read_inside, t_output_read_neutral, t_twice, t_resize, t_explain):
-            try:
-                t()
-            except Exception as e:  # noqa: BLE001
-                check(f"{t.__name__}: no exception", False, repr(e)[:500])
-    print(f"{PASSED} passed, {FAILED} failed")
-    return 1 if FAILED else 0
+    return common.main(__doc__, "ogsh-convert-", (
+        t_cnn, t_cnn_no_keep_io, t_cnn_ir3, t_transformer, t_transformer_max_reduction, t_transformer_symbolic,
+        t_reduce_axes_input, t_topk, t_block_options, t_weights, t_bf16, t_fused, t_subgraph, t_constants,
+        t_no_fp16_op, t_output_read_inside, t_output_read_neutral, t_twice, t_resize, t_explain))
 
 
 if __name__ == "__main__":

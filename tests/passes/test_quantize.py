@@ -20,11 +20,9 @@ usage: test_quantize.py OGSH TEST_QUANTIZE [-k SUBSTRING]
 3. Errors: int8 without calibration, int4 on a Conv refused with the reason.
 Prints one line per check; exits non-zero on any failure.
 """
-import json
 import os
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
 import onnx
@@ -32,72 +30,20 @@ from onnx import TensorProto as T
 from onnx import helper as h
 from onnx import numpy_helper as nh
 
-try:
-    import onnxruntime as ort
-except ImportError:  # pragma: no cover
-    ort = None
-
-OGSH = None
-UNIT = None
-TMP = None
-FAILED = 0
-PASSED = 0
-FILTER = None
-
-
-def check(label, ok, detail=""):
-    global FAILED, PASSED
-    if ok:
-        PASSED += 1
-        print(f"ok    {label}")
-    else:
-        FAILED += 1
-        print(f"FAIL  {label}" + (f": {detail}" if detail else ""))
-    sys.stdout.flush()
-    return ok
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # common.py, next to this script
+import common  # noqa: E402
+from common import check, json_docs, model, ort, ort_outputs, vi  # noqa: E402
 
 
 def ogsh(model, script, timeout=600):
-    p = subprocess.run([OGSH, model, "-c", script], capture_output=True, text=True, timeout=timeout,
-                       env=dict(os.environ, NO_COLOR="1", OGSH_DEVICE="cpu"))
-    return p.returncode, p.stdout, p.stderr
+    """ogsh on the CPU reference (OGSH_DEVICE=cpu), whatever the machine has: the numbers compared."""
+    return common.ogsh(model, script, timeout, {"OGSH_DEVICE": "cpu"})
 
 
-def json_docs(text):
-    dec = json.JSONDecoder()
-    docs, i = [], 0
-    while True:
-        while i < len(text) and text[i].isspace():
-            i += 1
-        if i >= len(text) or text[i] not in "[{":
-            return docs
-        try:
-            d, i = dec.raw_decode(text, i)
-        except json.JSONDecodeError:
-            return docs
-        docs.append(d)
-
-
-def model(nodes, inputs, outputs, inits=(), opset=17):
-    g = h.make_graph(nodes, "g", list(inputs), list(outputs), initializer=list(inits))
-    m = h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
-    m.ir_version = 8
-    onnx.checker.check_model(m)
-    return m
-
-
-def vi(name, dtype, shape):
-    return h.make_tensor_value_info(name, dtype, shape)
-
-
-def ort_run(path, feeds):
-    so = ort.SessionOptions()
-    so.log_severity_level = 3
-    # the float simulation of QDQ (no integer kernels): what the ONNX spec defines
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    s = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-    names = [o.name for o in s.get_outputs()]
-    return dict(zip(names, s.run(None, feeds)))
+def unit_binary():
+    """TEST_QUANTIZE, the second argument: calibrates and quantizes models for the cases
+    the shell cannot make."""
+    return common.ARGS[0]
 
 
 def ogsh_run(path, feeds, d):
@@ -142,7 +88,7 @@ def saved_checks(name, path, float_path, feeds, min_snr, lsb_tol=1e-3):
     if ort is None:
         return m
     try:
-        got = ort_run(path, feeds)
+        got = ort_outputs(path, feeds)
     except Exception as e:  # noqa: BLE001
         check(f"{name}: onnxruntime runs it", False, str(e)[:300])
         return m
@@ -150,7 +96,7 @@ def saved_checks(name, path, float_path, feeds, min_snr, lsb_tol=1e-3):
     mine, err = ogsh_run(path, feeds, os.path.dirname(path))
     if not check(f"{name}: ogsh runs it", mine is not None, err):
         return m
-    ref = ort_run(float_path, feeds)
+    ref = ort_outputs(float_path, feeds)
     for k, v in got.items():
         o = mine.get(k)
         if not check(f"{name}: ogsh has output {k}", o is not None):
@@ -189,9 +135,9 @@ def opset(m):
 def int4_case(name, m, args, expect):
     """expect: {node name: (K axis, K, block)} of the nodes that must be quantized;
     absent nodes must be left float with a reason."""
-    if FILTER and FILTER not in name:
+    if common.FILTER and common.FILTER not in name:
         return
-    d = os.path.join(TMP, name)
+    d = os.path.join(common.TMP, name)
     os.makedirs(d, exist_ok=True)
     src, out = os.path.join(d, "model.onnx"), os.path.join(d, "out.onnx")
     onnx.save(m, src)
@@ -285,7 +231,7 @@ def test_int4():
     onnx.checker.check_model(m3)
     msgs = int4_case("int4-ir3", m3, "", {"mm": (0, 64, 128)})
     if msgs is not None:
-        q = onnx.load(os.path.join(TMP, "int4-ir3", "out.onnx"))
+        q = onnx.load(os.path.join(common.TMP, "int4-ir3", "out.onnx"))
         check("int4-ir3: IR version 10, the float weights gone from the inputs",
               q.ir_version == 10 and [i.name for i in q.graph.input] == ["x"] and
               "w" not in inits_of(q), f"{q.ir_version} {[i.name for i in q.graph.input]}")
@@ -297,9 +243,9 @@ def test_int4():
 
 
 def test_errors():
-    if FILTER and FILTER not in "errors":
+    if common.FILTER and common.FILTER not in "errors":
         return
-    d = os.path.join(TMP, "errors")
+    d = os.path.join(common.TMP, "errors")
     os.makedirs(d, exist_ok=True)
     src = os.path.join(d, "model.onnx")
     rng = np.random.default_rng(2)
@@ -320,11 +266,11 @@ def test_errors():
 
 def test_calibrated():
     """The unit test's calibrated int8/fp8 models, saved: checker, onnxruntime, ogsh."""
-    if FILTER and FILTER not in "calibrated":
+    if common.FILTER and common.FILTER not in "calibrated":
         return
-    d = os.path.join(TMP, "unit")
+    d = os.path.join(common.TMP, "unit")
     os.makedirs(d, exist_ok=True)
-    p = subprocess.run([UNIT, d], capture_output=True, text=True, timeout=600)
+    p = subprocess.run([unit_binary(), d], capture_output=True, text=True, timeout=600)
     if not check("calibrated: the unit test saves its models", p.returncode == 0, (p.stderr or p.stdout)[-400:]):
         return
     cases = [("cnn_int8", "cnn", 30), ("cnn_int8_asym", "cnn", 25), ("cnn_fp8", "cnn", 20),
@@ -375,15 +321,15 @@ def attention_model():
 
 
 def unit_quantize(src, out, *opts):
-    p = subprocess.run([UNIT, "--quantize", src, out, *opts], capture_output=True, text=True, timeout=600)
+    p = subprocess.run([unit_binary(), "--quantize", src, out, *opts], capture_output=True, text=True, timeout=600)
     return p.returncode, p.stdout, p.stderr
 
 
 def test_attention():
     """FusedAttention (after fuse-attention): Q and K quantized per tensor, the projections' weights per channel."""
-    if FILTER and FILTER not in "attention":
+    if common.FILTER and common.FILTER not in "attention":
         return
-    d = os.path.join(TMP, "attention")
+    d = os.path.join(common.TMP, "attention")
     os.makedirs(d, exist_ok=True)
     src, fused, out = (os.path.join(d, f) for f in ("model.onnx", "fused.onnx", "int8.onnx"))
     onnx.save(attention_model(), src)
@@ -415,9 +361,9 @@ def test_attention():
 
 def test_convtranspose():
     """ConvTranspose: per-channel weights on axis 1 (its output channels), groups included."""
-    if FILTER and FILTER not in "convtranspose":
+    if common.FILTER and common.FILTER not in "convtranspose":
         return
-    d = os.path.join(TMP, "convtranspose")
+    d = os.path.join(common.TMP, "convtranspose")
     os.makedirs(d, exist_ok=True)
     rng = np.random.default_rng(4)
     src, out = os.path.join(d, "model.onnx"), os.path.join(d, "int8.onnx")
@@ -443,9 +389,9 @@ def test_convtranspose():
 
 def test_float16():
     """A float16 model in int8: scales and zero points of float16, opset 19."""
-    if FILTER and FILTER not in "float16":
+    if common.FILTER and common.FILTER not in "float16":
         return
-    d = os.path.join(TMP, "float16")
+    d = os.path.join(common.TMP, "float16")
     os.makedirs(d, exist_ok=True)
     rng = np.random.default_rng(6)
     src, out = os.path.join(d, "model.onnx"), os.path.join(d, "int8.onnx")
@@ -470,26 +416,8 @@ def test_float16():
 
 
 def main():
-    global OGSH, UNIT, TMP, FILTER
-    args = sys.argv[1:]
-    if "-k" in args:
-        i = args.index("-k")
-        FILTER = args[i + 1]
-        del args[i:i + 2]
-    if len(args) != 2:
-        print(__doc__)
-        return 2
-    OGSH, UNIT = args
-    with tempfile.TemporaryDirectory() as t:
-        TMP = t
-        test_int4()
-        test_errors()
-        test_calibrated()
-        test_attention()
-        test_convtranspose()
-        test_float16()
-    print(f"{PASSED} passed, {FAILED} failed")
-    return 1 if FAILED else 0
+    return common.main(__doc__, "ogsh-quantize-", (
+        test_int4, test_errors, test_calibrated, test_attention, test_convtranspose, test_float16), nargs=2)
 
 
 if __name__ == "__main__":

@@ -25,11 +25,9 @@ OGSH_QCLEAN_QUICK=1).
 Prints one line per check; exits non-zero on any failure, 77 (skipped) when
 onnxruntime is missing.
 """
-import json
 import os
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
 import onnx
@@ -37,65 +35,19 @@ from onnx import TensorProto as T
 from onnx import helper as h
 from onnx import numpy_helper as nh
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # common.py, next to this script
+import common  # noqa: E402
+from common import check, json_docs, model, ogsh, ort_outputs  # noqa: E402
+
 try:
-    import onnxruntime as ort
     from onnxruntime import quantization as oq
 except ImportError:  # pragma: no cover
-    ort = None
     oq = None
 
-OGSH = None
-TMP = None
-FAILED = 0
-PASSED = 0
-FILTER = None
 
 # the element types a DequantizeLinear reads (TensorProto numbers)
 QUANT_TYPES = {T.INT8, T.UINT8, T.INT16, T.UINT16, T.INT32, T.INT4, T.UINT4, T.FLOAT8E4M3FN, T.FLOAT8E4M3FNUZ,
                T.FLOAT8E5M2, T.FLOAT8E5M2FNUZ, T.FLOAT4E2M1}
-
-
-def check(label, ok, detail=""):
-    global FAILED, PASSED
-    if ok:
-        PASSED += 1
-        print(f"ok    {label}")
-    else:
-        FAILED += 1
-        print(f"FAIL  {label}" + (f": {detail}" if detail else ""))
-    sys.stdout.flush()
-    return ok
-
-
-def ogsh(model, script, timeout=600):
-    p = subprocess.run([OGSH, model, "-c", script], capture_output=True, text=True, timeout=timeout,
-                       env=dict(os.environ, NO_COLOR="1"))
-    return p.returncode, p.stdout, p.stderr
-
-
-def json_docs(text):
-    """The JSON documents at the start of text, one after the other."""
-    dec = json.JSONDecoder()
-    docs, i = [], 0
-    while True:
-        while i < len(text) and text[i].isspace():
-            i += 1
-        if i >= len(text) or text[i] not in "[{":
-            return docs
-        try:
-            d, i = dec.raw_decode(text, i)
-        except json.JSONDecodeError:
-            return docs
-        docs.append(d)
-
-
-def ort_outputs(path, feeds):
-    so = ort.SessionOptions()
-    so.log_severity_level = 3
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    s = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-    names = [o.name for o in s.get_outputs()]
-    return dict(zip(names, s.run(None, feeds)))
 
 
 def const_of(m, name):
@@ -136,9 +88,9 @@ def quant_inits(m):
 def opt_case(name, m, feeds, *, script="apply fold-constants --json; optimize", min_kept=None, rejects=(), kept_note=True):
     """Saves m, runs `script; save OUT` on it and checks what the docstring says. Returns the fold-constants
     report (or None)."""
-    if FILTER and FILTER not in name:
+    if common.FILTER and common.FILTER not in name:
         return None
-    d = os.path.join(TMP, name)
+    d = os.path.join(common.TMP, name)
     os.makedirs(d, exist_ok=True)
     src = m if isinstance(m, str) else os.path.join(d, "model.onnx")
     if not isinstance(m, str):
@@ -259,7 +211,7 @@ class RandomReader(oq.CalibrationDataReader if oq else object):
 
 
 def ort_quantized(head, method):
-    d = os.path.join(TMP, f"ort-{head}-{method}")
+    d = os.path.join(common.TMP, f"ort-{head}-{method}")
     os.makedirs(d, exist_ok=True)
     f, q = os.path.join(d, "f.onnx"), os.path.join(d, "q.onnx")
     onnx.save(float_cnn(head), f)
@@ -276,11 +228,8 @@ def feeds_x(shape=(1, 3, 16, 16)):
 
 
 def mk(nodes, inputs, outputs, inits, opset):
-    g = h.make_graph(nodes, "g", inputs, outputs, initializer=inits)
-    m = h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
-    m.ir_version = 10 if opset >= 21 else 9
-    onnx.checker.check_model(m)
-    return m
+    """A model of the IR version the opset came with (int4 needs IR 10)."""
+    return model(nodes, inputs, outputs, inits, opset, ir=10 if opset >= 21 else 9)
 
 
 def int4_model():
@@ -375,7 +324,7 @@ def t_ort():
     for head in ("gemm", "matmul"):
         for method in methods:
             name = f"ort-{head}-{method}"
-            if FILTER and FILTER not in name:
+            if common.FILTER and common.FILTER not in name:
                 continue
             try:
                 q = ort_quantized(head, method)
@@ -391,7 +340,7 @@ def t_resnet50():
     per-channel QDQ): 26 MB that `optimize` used to grow to 39 MB of float weights. Skipped with
     OGSH_QCLEAN_QUICK=1 (it takes about a minute)."""
     name = "ort-resnet50"
-    if (FILTER and FILTER not in name) or os.environ.get("OGSH_QCLEAN_QUICK"):
+    if (common.FILTER and common.FILTER not in name) or os.environ.get("OGSH_QCLEAN_QUICK"):
         return
     import importlib.util
     import logging
@@ -400,7 +349,7 @@ def t_resnet50():
     spec = importlib.util.spec_from_file_location("make_models", os.path.join(here, "..", "models", "make_models.py"))
     mm = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mm)
-    d = os.path.join(TMP, name)
+    d = os.path.join(common.TMP, name)
     os.makedirs(d, exist_ok=True)
     mm.main([d, "resnet50"])
     f, pre, q = os.path.join(d, "resnet50.onnx"), os.path.join(d, "pre.onnx"), os.path.join(d, "q.onnx")
@@ -440,7 +389,7 @@ def t_fp8():
 
 def t_qdq_const():
     name = "qdq-const"
-    if FILTER and FILTER not in name:
+    if common.FILTER and common.FILTER not in name:
         return
     feeds = {"x": np.random.default_rng(1).standard_normal((4, 32)).astype(np.float32)}
     rep = opt_case(name, qdq_const_model(), feeds, script="apply fold-constants --json", kept_note=False,
@@ -454,7 +403,7 @@ def t_qdq_const():
               any("kept 1 DequantizeLinear of quantized weights" in t for t in msgs), f"{msgs}")
         check(f"{name}: the Constant node became an initializer",
               any("Constant now the initializer 'w2_q' int8" in t for t in msgs), f"{msgs}")
-    out = os.path.join(TMP, name, "out.onnx")
+    out = os.path.join(common.TMP, name, "out.onnx")
     if os.path.exists(out):
         m = onnx.load(out)
         ops = [n.op_type for n in m.graph.node]
@@ -466,7 +415,7 @@ def t_qdq_const():
 
 def t_fusions():
     name = "fusions"
-    if FILTER and FILTER not in name:
+    if common.FILTER and common.FILTER not in name:
         return
     feeds = {"x": np.random.default_rng(1).standard_normal((1, 8, 4, 4)).astype(np.float32)}
     opt_case(name, fusion_model(), feeds,
@@ -478,33 +427,16 @@ def t_fusions():
 
 
 def t_explain():
-    if FILTER and FILTER not in "explain":
+    if common.FILTER and common.FILTER not in "explain":
         return
-    p = subprocess.run([OGSH, "-c", "explain fold-constants"], capture_output=True, text=True)
+    p = subprocess.run([common.OGSH, "-c", "explain fold-constants"], capture_output=True, text=True)
     check("explain fold-constants: says quantized weights stay quantized",
           p.returncode == 0 and "Quantized weights stay quantized" in p.stdout, (p.stdout + p.stderr)[-300:])
 
 
 def main():
-    global OGSH, TMP, FILTER
-    if len(sys.argv) < 2:
-        print(__doc__)
-        return 2
-    if ort is None:
-        print("skipped: onnxruntime is not installed")
-        return 77
-    OGSH = os.path.abspath(sys.argv[1])
-    if "-k" in sys.argv:
-        FILTER = sys.argv[sys.argv.index("-k") + 1]
-    with tempfile.TemporaryDirectory(prefix="ogsh-qclean-") as tmp:
-        TMP = tmp
-        for t in (t_ort, t_resnet50, t_int4, t_fp8, t_qdq_const, t_fusions, t_explain):
-            try:
-                t()
-            except Exception as e:  # noqa: BLE001
-                check(f"{t.__name__}: no exception", False, repr(e)[:500])
-    print(f"{PASSED} passed, {FAILED} failed")
-    return 1 if FAILED else 0
+    return common.main(__doc__, "ogsh-qclean-", (t_ort, t_resnet50, t_int4, t_fp8, t_qdq_const, t_fusions, t_explain),
+                       missing=None if oq else "onnxruntime is not installed")
 
 
 if __name__ == "__main__":
