@@ -133,10 +133,15 @@ def main():
         size = os.path.getsize(model)
         script = (f"set timer on; calibrate --data={data} --batch={a.batch} --device={a.device}; "
                   + "; ".join(f"calib --method={m} --json" for m in methods))
+        # the same process over one batch: what ogsh, the libraries, the model and one
+        # batch take; the full run's peak over it is what calibrating more data adds
+        _, _, _, _, rss1 = run_ogsh(a.ogsh, model, f"calibrate --data={data} --batch={a.batch} --batches=1 "
+                                    f"--device={a.device}")
         rc, out, err, wall, rss = run_ogsh(a.ogsh, model, script)
         t = times(out + err)
         r = {"model": name, "made_by": how, "samples": a.samples, "batch": a.batch, "device": a.device,
-             "rc": rc, "model_bytes": size, "peak_rss_bytes": rss * 1024, "wall_s": wall,
+             "rc": rc, "model_bytes": size, "peak_rss_bytes": rss * 1024, "peak_rss_one_batch_bytes": rss1 * 1024,
+             "wall_s": wall,
              "calibrate_s": t[0] if t else None,
              "rederive_ms": {m: 1000 * x for m, x in zip(methods, t[1:])}, "stderr_tail": err[-600:]}
         if a.sensitivity and name == "resnet50":
@@ -153,14 +158,14 @@ def main():
         mb = 1 << 20
         rows.append(f"| {name} | {a.device} | {a.samples} | {a.batch} | "
                     f"{r['calibrate_s'] if r['calibrate_s'] is not None else 'failed'} | "
-                    f"{size / mb:.0f} | {rss / 1024:.0f} | "
+                    f"{size / mb:.0f} | {rss1 / 1024:.0f} | {rss / 1024:.0f} | "
                     + " / ".join(f"{v:.0f}" for v in r["rederive_ms"].values()) + " | "
                     + (f"{r.get('sensitivity_s')}" if "sensitivity_s" in r else "") + " |")
     with open(os.path.join(a.out, "quant_bench.json"), "w") as f:
         json.dump(res, f, indent=1)
-    print("| model | device | samples | batch | calibrate (s) | model (MiB) | peak RSS (MiB) | "
-          "re-derive max/pct/entropy/mse (ms) | sensitivity (s) |")
-    print("|---|---|---:|---:|---:|---:|---:|---|---:|")
+    print("| model | device | samples | batch | calibrate (s) | model (MiB) | peak RSS, one batch (MiB) | "
+          "peak RSS, all (MiB) | re-derive max/pct/entropy/mse (ms) | sensitivity (s) |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---|---:|")
     print("\n".join(rows))
 
 
