@@ -37,6 +37,7 @@ struct qopts {
 	int prec;
 	struct ir_calib_how how;
 	bool per_tensor, asym, awq;
+	bool keep_f16;                /* keep-float=float16: convert-fp16 runs on the result */
 	int64_t min_ch, block;
 	const char *exclude, *only;   /* comma lists as given (NULL or "": none) */
 };
@@ -1720,10 +1721,8 @@ static int read_opts(struct pass_ctx *c, struct qopts *o)
 	o->exclude = pass_opt_str(c, "exclude");
 	o->only = pass_opt_str(c, "only");
 	const char *kf = pass_opt_str(c, "keep-float");
-	if (!strcmp(kf, "float16"))
-		return ir_diag_err(c->d, IR_ERR, "keep-float=float16 is not supported yet: quantize leaves the rest "
-				   "float32 (convert-fp16 converts a float graph)");
-	if (strcmp(kf, "float32"))
+	o->keep_f16 = !strcmp(kf, "float16");
+	if (!o->keep_f16 && strcmp(kf, "float32"))
 		return ir_diag_err(c->d, IR_ERR, "keep-float must be float32 or float16, not '%s'", kf);
 	if (o->min_ch < 0)
 		return ir_diag_err(c->d, IR_ERR, "min-channels must not be negative");
@@ -1756,6 +1755,32 @@ static void qstate_free(struct qstate *S)
 	free(S->nodes);
 	free(S->pos);
 	free(S->wdone);
+}
+
+/*
+ * keep-float=float16: what quantize left float becomes float16, by the
+ * convert-fp16 pass with its defaults (model inputs and outputs keep their
+ * type; its block list and overflow rules hold; Q/DQ scales become float16
+ * where the opset allows it). Its report is appended to quantize's.
+ */
+extern const struct pass pass_convert_fp16;
+static int keep_float16(struct pass_ctx *c)
+{
+	struct pass_report sub;
+	pass_report_init(&sub, pass_convert_fp16.name);
+	struct pass_ctx cc = { .m = c->m, .pass = &pass_convert_fp16, .rep = &sub, .d = c->d, .calib = c->calib };
+	c->m->infer_current = false;   /* the graph has Q/DQ now: shapes and types again */
+	int rc = pass_convert_fp16.run(&cc);
+	if (!rc) {
+		pass_note(c, NULL, "keep-float=float16: convert-fp16 on the rest: %d rewritten, %d kept float32",
+			  sub.rewritten, sub.rejected);
+		if (pass_report_merge(c->rep, &sub))
+			rc = ir_diag_err(c->d, IR_ENOMEM, "out of memory");
+	} else {
+		ir_diag_prefix(c->d, "keep-float=float16");
+	}
+	pass_report_clear(&sub);
+	return rc;
 }
 
 static int run(struct pass_ctx *c)
@@ -1813,10 +1838,11 @@ static int run(struct pass_ctx *c)
 	}
 
 	/* the opset DequantizeLinear needs */
-	int64_t need = S.o.prec == PREC_INT4 ? 21 : S.o.prec == PREC_FP8 ? 19 : S.need_half ? 19 : 13;
+	int64_t need = S.o.prec == PREC_INT4 ? 21 : S.o.prec == PREC_FP8 ? 19 : S.need_half || S.o.keep_f16 ? 19 : 13;
 	const char *why = S.o.prec == PREC_INT4 ? "int4 DequantizeLinear with block_size"
 			  : S.o.prec == PREC_FP8 ? "float8 E4M3FN QuantizeLinear/DequantizeLinear"
 			  : S.need_half ? "QuantizeLinear/DequantizeLinear with float16/bfloat16 scales"
+			  : S.o.keep_f16 ? "keep-float=float16: QuantizeLinear/DequantizeLinear with float16 scales"
 			  : "per-channel DequantizeLinear (axis)";
 	if ((rc = raise_opset(c, need, why)))
 		goto out;
@@ -1891,6 +1917,8 @@ static int run(struct pass_ctx *c)
 		  S.n_pairs == 1 ? "" : "s", S.n_weights, S.n_weights == 1 ? "" : "s",
 		  pass_bytes_text(S.w_bytes_before, b1, sizeof(b1)), pass_bytes_text(S.w_bytes_after, b2, sizeof(b2)));
 	c->rep->changed = true;
+	if (S.o.keep_f16 && (rc = keep_float16(c)))
+		goto out;
 out:
 	qstate_free(&S);
 	return rc;
@@ -1903,7 +1931,7 @@ static const struct pass_option options[] = {
 	{ "only", "string", "", "quantize only these nodes (same forms as exclude)" },
 	{ "per-tensor-weights", "bool", "off", "one scale per weight tensor instead of one per output channel" },
 	{ "asymmetric", "bool", "off", "uint8 activations with a zero point (int8 only)" },
-	{ "keep-float", "string", "float32", "what is not quantized stays: float32 (float16 is not supported yet)" },
+	{ "keep-float", "string", "float32", "what is not quantized stays: float32, or float16 (convert-fp16 on the rest)" },
 	{ "min-channels", "int", "16", "layers with fewer input or output channels stay float" },
 	{ "block", "int", "128", "int4: the block size along K (32, 64 or 128)" },
 	{ "awq", "bool", "off", "int4: scale salient input channels before rounding (activation-aware, needs calibration)" },

@@ -613,9 +613,23 @@ static void test_int8_cnn(void)
 	q = quantize(m, &cal, o8, &rep, err, sizeof(err));
 	CHECK(!q && strstr(err, "unknown calibration method 'nonsense'"));
 	pass_report_clear(&rep);
-	const char *o9[] = { "keep-float=float16", NULL };
+	const char *o9[] = { "keep-float=int8", NULL };
 	q = quantize(m, &cal, o9, &rep, err, sizeof(err));
-	CHECK(!q && strstr(err, "not supported yet"));
+	CHECK(!q && strstr(err, "keep-float must be float32 or float16, not 'int8'"));
+	pass_report_clear(&rep);
+	/* keep-float=float16: convert-fp16 runs on what stays float (its notes join the report) */
+	const char *o9b[] = { "keep-float=float16", NULL };
+	q = quantize(m, &cal, o9b, &rep, err, sizeof(err));
+	CHECK(q != NULL);
+	if (q) {
+		bool f16 = false, note = false;
+		for (int i = 0; i < q->graph->n_inits; i++)
+			f16 |= q->graph->inits[i]->init && q->graph->inits[i]->init->dtype == IR_FLOAT16;
+		for (int i = 0; i < rep.n_msgs; i++)
+			note |= rep.msgs[i].text && strstr(rep.msgs[i].text, "keep-float=float16: convert-fp16 on the rest") != NULL;
+		CHECK(f16 && note);
+		ir_model_free(q);
+	}
 	pass_report_clear(&rep);
 	const char *o10[] = { "precision=int2", NULL };
 	q = quantize(m, &cal, o10, &rep, err, sizeof(err));
