@@ -1766,6 +1766,39 @@ static int quant_apply(const struct ir_model *fm, const struct pass *p, const st
 	return pass_apply_calib(fm, p, args, n, cal, false, out, rep, d);
 }
 
+/*
+ * One candidate of quantize --auto: everything quantized but the nodes
+ * kept[0..k) (less kept[skip] when skip >= 0) and the user's own
+ * --exclude, measured on the evalset. On success the caller owns *ex (the
+ * exclude list), *m (NULL: nothing was left to quantize) and *rep, and *v is
+ * the metric (NaN when *m is NULL). 0, or -1 after printing the error
+ * (nothing is left to free).
+ */
+static int auto_try(struct session *s, const char *cmd, const struct ir_model *fm, const struct pass *p,
+		    const struct qargs *q, const struct ir_calib *cal, char **nodes, const int *kept, int k, int skip,
+		    bool gpu, const struct evalset *es, enum metric mt, struct ir_diag *d, char **ex,
+		    struct ir_model **m, struct pass_report *rep, double *v)
+{
+	*m = NULL;
+	*v = NAN;
+	if (!(*ex = join_exclude(q->exclude, nodes, kept, k, skip)))
+		return sh_error(s, "quantize: out of memory");
+	if (quant_apply(fm, p, q, *ex, NULL, cal, m, rep, d)) {
+		free(*ex);
+		pass_report_clear(rep);
+		prefix_once(d, cmd);
+		return sh_diag(s, d);
+	}
+	warn_all(s, cmd, d);
+	if (*m && measure_value(s, cmd, *m, gpu, es, mt, v)) {
+		free(*ex);
+		ir_model_free(*m);
+		pass_report_clear(rep);
+		return -1;
+	}
+	return 0;
+}
+
 /* Each node quantized alone (only=NODE): its metric against the float stage. */
 static int sens_alone(struct session *s, const char *cmd, const struct ir_model *fm, const struct pass *p,
 		      const struct qargs *q, const struct ir_calib *cal, char **nodes, int n, bool gpu,
@@ -1969,28 +2002,11 @@ static int quant_auto(struct session *s, const struct sh_args *a, const struct p
 		/* keep nodes in float in rank order until the target holds */
 		for (int i = 0; i < n_nodes && !met; i++) {
 			kept[k++] = order[i];
-			char *ex = join_exclude(q->exclude, nodes, kept, k, -1);
-			struct ir_model *m = NULL;
+			char *ex;
+			struct ir_model *m;
 			struct pass_report rep;
-			if (!ex) {
-				sh_error(s, "quantize: out of memory");
+			if (auto_try(s, cmd, fm, p, q, cal, nodes, kept, k, -1, gpu, &es, mt, &d, &ex, &m, &rep, &v))
 				goto out;
-			}
-			if (quant_apply(fm, p, q, ex, NULL, cal, &m, &rep, &d)) {
-				free(ex);
-				pass_report_clear(&rep);
-				prefix_once(&d, cmd);
-				sh_diag(s, &d);
-				goto out;
-			}
-			warn_all(s, cmd, &d);
-			v = NAN;
-			if (m && measure_value(s, cmd, m, gpu, &es, mt, &v)) {
-				free(ex);
-				ir_model_free(m);
-				pass_report_clear(&rep);
-				goto out;
-			}
 			if (!m)   /* nothing left to quantize: the float stage itself */
 				v = mt == M_SNR ? INFINITY : mt == M_COS ? 1 : mt == M_MAXABS ? 0 : 100;
 			met = better_or_equal(mt, v, goal);
@@ -2029,28 +2045,12 @@ static int quant_auto(struct session *s, const struct sh_args *a, const struct p
 		}
 		/* minimal: drop each kept node again, the least sensitive first */
 		for (int i = k - 1; i >= 0 && k > 1; i--) {
-			char *ex = join_exclude(q->exclude, nodes, kept, k, i);
-			struct ir_model *m = NULL;
+			char *ex;
+			struct ir_model *m;
 			struct pass_report rep;
-			if (!ex) {
-				sh_error(s, "quantize: out of memory");
+			double w;
+			if (auto_try(s, cmd, fm, p, q, cal, nodes, kept, k, i, gpu, &es, mt, &d, &ex, &m, &rep, &w))
 				goto out;
-			}
-			if (quant_apply(fm, p, q, ex, NULL, cal, &m, &rep, &d)) {
-				free(ex);
-				pass_report_clear(&rep);
-				prefix_once(&d, cmd);
-				sh_diag(s, &d);
-				goto out;
-			}
-			warn_all(s, cmd, &d);
-			double w = NAN;
-			if (m && measure_value(s, cmd, m, gpu, &es, mt, &w)) {
-				free(ex);
-				ir_model_free(m);
-				pass_report_clear(&rep);
-				goto out;
-			}
 			bool ok = m && better_or_equal(mt, w, goal);
 			const char *nm = nodes[kept[i]];
 			if (json) {
