@@ -293,56 +293,55 @@ static bool item_matches(const char *item, const struct ir_node *n)
 	return false;
 }
 
+/*
+ * The next item of a comma list starting at *p, into item (NUL-ended; empty
+ * for an empty item or one longer than the buffer); *p moves past it and its
+ * comma. False at the end of the list.
+ */
+static bool list_next(const char **p, char *item, size_t size)
+{
+	if (!*p || !**p)
+		return false;
+	const char *e = strchr(*p, ',');
+	size_t len = e ? (size_t)(e - *p) : strlen(*p);
+	item[0] = 0;
+	if (len && len < size) {
+		memcpy(item, *p, len);
+		item[len] = 0;
+	}
+	*p += len;
+	if (**p == ',')
+		(*p)++;
+	return true;
+}
+
 /* The item of the comma list that names n, copied into buf; false when none. */
 static bool list_matches(const char *list, const struct ir_node *n, char *buf, size_t size)
 {
-	if (!list || !*list)
-		return false;
-	const char *p = list;
-	while (*p) {
-		const char *e = strchr(p, ',');
-		size_t len = e ? (size_t)(e - p) : strlen(p);
-		char item[512];
-		if (len && len < sizeof(item)) {
-			memcpy(item, p, len);
-			item[len] = 0;
-			if (item_matches(item, n)) {
-				snprintf(buf, size, "%s", item);
-				return true;
-			}
+	char item[512];
+	for (const char *p = list; list_next(&p, item, sizeof(item));)
+		if (item[0] && item_matches(item, n)) {
+			snprintf(buf, size, "%s", item);
+			return true;
 		}
-		p += len;
-		if (*p == ',')
-			p++;
-	}
 	return false;
 }
 
 /* Notes each item of `list` (option `opt`) that names no node of g. */
 static void note_unmatched(struct pass_ctx *c, const char *opt, const char *list)
 {
-	if (!list || !*list)
-		return;
-	const char *p = list;
-	while (*p) {
-		const char *e = strchr(p, ',');
-		size_t len = e ? (size_t)(e - p) : strlen(p);
-		char item[512];
-		if (len && len < sizeof(item)) {
-			memcpy(item, p, len);
-			item[len] = 0;
-			bool any = false;
-			ir_for_each_node(c->m->graph, n)
-				if (item_matches(item, n)) {
-					any = true;
-					break;
-				}
-			if (!any)
-				pass_note(c, NULL, "%s: '%s' names no node, op type or pattern of the graph", opt, item);
-		}
-		p += len;
-		if (*p == ',')
-			p++;
+	char item[512];
+	for (const char *p = list; list_next(&p, item, sizeof(item));) {
+		if (!item[0])
+			continue;
+		bool any = false;
+		ir_for_each_node(c->m->graph, n)
+			if (item_matches(item, n)) {
+				any = true;
+				break;
+			}
+		if (!any)
+			pass_note(c, NULL, "%s: '%s' names no node, op type or pattern of the graph", opt, item);
 	}
 }
 
