@@ -97,17 +97,25 @@ def make_data(name, n, out):
 
 
 def run_ogsh(ogsh, model, script):
-    """Runs ogsh; returns (exit code, stdout, stderr, wall s, peak RSS in KiB of that process)."""
+    """Runs ogsh; returns (exit code, stdout, stderr, wall s, peak RSS in KiB of the ogsh process).
+
+    The peak comes from /usr/bin/time: a child of this Python process would
+    report Python's own peak too (Linux keeps the largest RSS across fork and
+    exec, and this process has held the generated data or torch)."""
     import tempfile
+    timer = ["/usr/bin/time", "-f", "OGSH_MAXRSS_KIB %M"] if os.path.exists("/usr/bin/time") else []
     with tempfile.TemporaryFile("w+") as fo, tempfile.TemporaryFile("w+") as fe:
         t0 = time.time()
-        p = subprocess.Popen(shlex.split(ogsh) + [model, "-c", script], stdout=fo, stderr=fe, text=True)
+        p = subprocess.Popen(timer + shlex.split(ogsh) + [model, "-c", script], stdout=fo, stderr=fe, text=True)
         _, status, ru = os.wait4(p.pid, 0)
         wall = time.time() - t0
         p.returncode = os.waitstatus_to_exitcode(status)
         fo.seek(0)
         fe.seek(0)
-        return p.returncode, fo.read(), fe.read(), wall, ru.ru_maxrss
+        out, err = fo.read(), fe.read()
+        m = re.findall(r"^OGSH_MAXRSS_KIB (\d+)$", err, re.M)
+        rss = int(m[-1]) if m else ru.ru_maxrss
+        return p.returncode, out, err, wall, rss
 
 
 def times(out):
