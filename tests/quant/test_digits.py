@@ -257,7 +257,7 @@ def main():
              "logits SNR vs float32 (dB) | logits SNR ogsh vs onnxruntime (dB) | note |",
              "|---|---|---:|---:|---:|---:|---:|---|"]
     for kind, what, a, dlt, og, fsnr, snr, note in rows:
-        lines.append(f"| digits {kind} | {what} | {a:.2f} | {'' if dlt is None else f'{dlt:+.2f}'} | "
+        lines.append(f"| digits {kind} | {what} | {a:.2f} | {'' if dlt is None else f'{round(dlt, 6) + 0.0:+.2f}'} | "
                      f"{'' if og is None else f'{og:.2f}'} | {fsnr} | {snr} | {note} |")
     print("\n".join(lines))
     if table_file:
