@@ -8,7 +8,9 @@ not use: torchvision's mobilenet_v3_small (Hardswish, squeeze-excitation)
 with the TorchScript exporter and efficientnet_b0 (SiLU, squeeze-excitation)
 with the default (dynamo) one, and a 2-layer GPT-2 from transformers
 (TorchScript); each in float32 and float16, batch dynamic (dummy batch 2).
-For each, ogsh (GPU when there is one):
+The image models' BatchNorm statistics come from 8 batches of N(0,1)
+images in training mode (random init leaves them at 0/1 and the outputs
+near 1e-9). For each, ogsh (GPU when there is one):
     calibrate --data=D.npy --batch=4; quantize int8 --method=entropy;
     eval --data=D.npy --against=0 --batch=4; save Q.onnx
 (D: 8 generated samples, N(0,1) images or random token ids of 16)
@@ -49,7 +51,17 @@ def export_all(out):
     for name, ctor, kind, dynamo in specs:
         for dt in ("fp32", "fp16"):
             torch.manual_seed(0)
-            m = ctor().eval()
+            m = ctor()
+            if kind == "image":
+                # random init leaves BatchNorm's running statistics at 0/1, and the
+                # activations of these nets then shrink layer by layer (outputs
+                # near 1e-9, below float16's range); statistics from a few
+                # batches give the scale a trained model has
+                m.train()
+                with torch.no_grad():
+                    for _ in range(8):
+                        m(torch.randn(16, 3, 224, 224))
+            m = m.eval()
             dev = "cuda" if dt == "fp16" else "cpu"
             m = m.to(dev)
             if dt == "fp16":
