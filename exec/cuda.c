@@ -216,11 +216,14 @@ int exec_gpu_info(struct exec_gpu_info *info, struct ir_diag *d)
 	info->mem_total = tot ? tot : pr.totalGlobalMem;
 	info->mem_free = fr;
 	double ghz = khz / 1e6;
-	/* estimates: 128 FP32 FMA per SM per clock; Hopper's dense fp16 tensor
-	 * cores 1024 FMA per SM per clock (half that on Ampere/Ada) */
+	/* estimates: 128 FP32 FMA per SM per clock; dense fp16 tensor cores
+	 * 2048 FMA per SM per clock on Hopper (989 TFLOP/s on an H100 SXM),
+	 * 512 on Ampere/Ada, 256 on Volta/Turing; int8 and (Ada, Hopper) fp8
+	 * twice the fp16 rate */
 	info->peak_fp32_tflops = info->sm_count * 128.0 * 2 * ghz / 1e3;
-	double tc = pr.major >= 9 ? 1024.0 : pr.major >= 8 ? 512.0 : pr.major >= 7 ? 256.0 : 0;
+	double tc = pr.major >= 9 ? 2048.0 : pr.major >= 8 ? 512.0 : pr.major >= 7 ? 256.0 : 0;
 	info->peak_fp16_tflops = info->sm_count * tc * 2 * ghz / 1e3;
+	info->peak_int8_tops = pr.major >= 8 || (pr.major == 7 && pr.minor >= 5) ? 2 * info->peak_fp16_tflops : 0;
 	/* double data rate: two transfers per memory clock */
 	info->peak_gbps = 2.0 * (mkhz * 1e3) * (info->bus_bits / 8.0) / 1e9;
 	struct kern_cuda_info ki;

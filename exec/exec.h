@@ -152,6 +152,7 @@ struct exec_gpu_info {
 	int clock_mhz, mem_clock_mhz, bus_bits;
 	double peak_fp32_tflops;           /* estimates from SMs and clock, for `profile` */
 	double peak_fp16_tflops;           /* dense tensor cores */
+	double peak_int8_tops;             /* dense int8 (and fp8) tensor cores */
 	double peak_gbps;                  /* memory bandwidth */
 	int driver_version, runtime_version;
 	long cudnn_version;
@@ -186,6 +187,10 @@ struct exec_plan_node {
 	uint64_t out_bytes;                /* its outputs */
 	double flops;                      /* from the cost model (0 when unknown) */
 	double bytes;                      /* bytes read and written, from the cost model */
+	/* quantized islands (exec/qfuse.h): `node` is then the stage's Conv/Gemm/MatMul */
+	char precision[8];                 /* an island: "int8", "fp8", "int4"; else "" */
+	const char *absorbed;              /* an island: the nodes it took in (", "-separated); else NULL */
+	const char *unfused;               /* a Q/DQ of an activation left as it is: why; else NULL */
 };
 struct exec_plan_summary {
 	int n_gpu, n_cpu, n_folded;
@@ -200,6 +205,8 @@ struct exec_plan_summary {
 	int tuned, tune_hits;              /* kernel choices timed now / found in the cache */
 	int n_nhwc;                        /* activations stored channels-last */
 	int n_views;                       /* view nodes sharing their input's memory (nothing launched) */
+	int n_islands[3];                  /* quantized islands: int8, fp8, int4 */
+	int n_unfused;                     /* Q/DQ of activations left unfused */
 	double plan_ms;
 };
 

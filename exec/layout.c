@@ -8,7 +8,7 @@
 #include <limits.h>
 #include <string.h>
 
-enum lclass { LC_OTHER, LC_CONV, LC_POOL, LC_GPOOL, LC_ELTWISE };
+enum lclass { LC_OTHER, LC_CONV, LC_QCONV, LC_POOL, LC_GPOOL, LC_ELTWISE };
 
 static enum lclass layout_class(const struct ir_node *n)
 {
@@ -16,6 +16,8 @@ static enum lclass layout_class(const struct ir_node *n)
 	case IR_OP_Conv:
 	case IR_OP_ogsh_FusedConv:
 		return LC_CONV;
+	case IR_OP_ogsh_QConv:
+		return LC_QCONV;
 	case IR_OP_MaxPool:
 	case IR_OP_AveragePool:
 		return LC_POOL;
@@ -25,6 +27,7 @@ static enum lclass layout_class(const struct ir_node *n)
 	case IR_OP_Relu: case IR_OP_LeakyRelu: case IR_OP_Sigmoid: case IR_OP_HardSigmoid: case IR_OP_HardSwish:
 	case IR_OP_Tanh: case IR_OP_Clip: case IR_OP_Gelu: case IR_OP_Erf: case IR_OP_Add: case IR_OP_Sub:
 	case IR_OP_Mul: case IR_OP_Div: case IR_OP_ogsh_Pointwise:
+	case IR_OP_QuantizeLinear: case IR_OP_DequantizeLinear:
 		return LC_ELTWISE;
 	default:
 		return LC_OTHER;
@@ -114,6 +117,15 @@ static bool layout_rules(const struct ir_graph *g, const enum exec_place *place,
 			}
 			changed |= tie(vals, set, ns);
 			break;
+		case LC_QCONV:
+			/* X free; constants NCHW; Z (input 5) in Y's layout */
+			changed |= demote_rest(vals, n, 1, 5, 1);
+			changed |= demote_rest(vals, n, 6, INT_MAX, 1);
+			set[ns++] = out0;
+			if (n->n_inputs > 5 && n->inputs[5])
+				set[ns++] = n->inputs[5];
+			changed |= tie(vals, set, ns);
+			break;
 		case LC_POOL:
 			changed |= demote_rest(vals, n, 1, INT_MAX, 1);
 			set[ns++] = n->n_inputs > 0 ? n->inputs[0] : NULL;
@@ -165,9 +177,18 @@ int exec_layout_plan(const struct ir_graph *g, const enum exec_place *place, str
 			continue;
 		enum lclass lc = layout_class(nd);
 		struct layout_val *v = &vals[nd->outputs[0]->idx];
-		if ((lc == LC_CONV || lc == LC_POOL || lc == LC_ELTWISE) && v->act && v->typed && v->rank == 4 &&
-		    (v->dtype == IR_FLOAT16 || v->dtype == IR_BFLOAT16) && !nd->outputs[0]->is_output)
+		/* float16/bfloat16, and the int8/float8 values between quantized islands */
+		bool lowp = v->dtype == IR_FLOAT16 || v->dtype == IR_BFLOAT16 || v->dtype == IR_INT8 ||
+			    v->dtype == IR_F8E4M3FN;
+		if ((lc == LC_CONV || lc == LC_QCONV || lc == LC_POOL || lc == LC_ELTWISE) && v->act && v->typed &&
+		    v->rank == 4 && lowp && !nd->outputs[0]->is_output)
 			v->nhwc = true;
+		/* a QConv reads channels-last: the Q (or op) making its input writes it so */
+		if (lc == LC_QCONV && nd->inputs[0]) {
+			struct layout_val *x = &vals[nd->inputs[0]->idx];
+			if (x->act && x->typed && x->rank == 4)
+				x->nhwc = true;
+		}
 	}
 	exec_layout_settle(g, place, vals);
 	for (size_t i = 0; i < g->n_values; i++)

@@ -54,6 +54,11 @@ OGSH_OPS = [
     ("FusedGemm", 2, 3, 1, 1, "0"),
     ("Pointwise", 1, -1, 1, 1, "IR_OPF_ELEMENTWISE"),
     ("FusedAttention", 3, 4, 1, 1, "0"),
+    # the GPU planner's quantized islands (exec/qfuse.c): made in the plan's
+    # copy of a stage, never in a stage; no CPU kernel
+    ("QConv", 4, 8, 1, 1, "0"),
+    ("QGemm", 4, 8, 1, 1, "0"),
+    ("MatMulW4", 3, 5, 1, 1, "0"),
 ]
 
 # Their attributes: (op, name, type, required, default text or None).
@@ -68,6 +73,11 @@ OGSH_ATTRS = {
     "FusedAttention": [("kv_num_heads", "INT", False, None), ("layout", "STRING", False, "BHSD"),
                        ("nan_to_zero", "INT", False, "0"),
                        ("q_num_heads", "INT", False, None), ("scale", "FLOAT", False, None)],
+    "QConv": [("auto_pad", "STRING", False, "NOTSET"), ("dilations", "INTS", False, None),
+              ("group", "INT", False, "1"), ("kernel_shape", "INTS", False, None),
+              ("pads", "INTS", False, None), ("strides", "INTS", False, None)] + _ACT,
+    "QGemm": [("transB", "INT", False, "0")] + _ACT,
+    "MatMulW4": [("block_size", "INT", True, None)],
 }
 
 

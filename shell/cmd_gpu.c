@@ -317,6 +317,12 @@ int cmd_plan(struct session *s, int argc, char **argv)
 			sh_json_kint(&j, "copies", pn[i].copies_in);
 			sh_json_kuint(&j, "copy_bytes", pn[i].copy_bytes);
 			sh_json_kuint(&j, "out_bytes", pn[i].out_bytes);
+			if (pn[i].absorbed) {
+				sh_json_kstr(&j, "precision", pn[i].precision);
+				sh_json_kstr(&j, "absorbed", pn[i].absorbed);
+			}
+			if (pn[i].unfused)
+				sh_json_kstr(&j, "unfused", pn[i].unfused);
 			sh_json_obj_end(&j);
 		}
 		sh_json_arr_end(&j);
@@ -335,6 +341,10 @@ int cmd_plan(struct session *s, int argc, char **argv)
 		sh_json_kint(&j, "tune_hits", sm.tune_hits);
 		sh_json_kint(&j, "nhwc_values", sm.n_nhwc);
 		sh_json_kint(&j, "views", sm.n_views);
+		sh_json_kint(&j, "islands_int8", sm.n_islands[0]);
+		sh_json_kint(&j, "islands_fp8", sm.n_islands[1]);
+		sh_json_kint(&j, "islands_int4", sm.n_islands[2]);
+		sh_json_kint(&j, "unfused_qdq", sm.n_unfused);
 		sh_json_knum(&j, "plan_ms", sm.plan_ms);
 		sh_json_obj_end(&j);
 		sh_json_end(&j);
@@ -346,8 +356,16 @@ int cmd_plan(struct session *s, int argc, char **argv)
 	for (int i = 0; i < n; i++) {
 		char id[32];
 		snprintf(id, sizeof(id), "n%d", pn[i].node->id);
-		sh_table_row(&t, id, sh_esc(pn[i].node->name), sh_esc(pn[i].node->op_type), place_name(pn[i].place),
-			     pn[i].impl, pn[i].why);
+		char op[96], why2[400];
+		snprintf(op, sizeof(op), "%s", pn[i].node->op_type);
+		snprintf(why2, sizeof(why2), "%s", pn[i].why);
+		if (pn[i].absorbed) {
+			snprintf(op, sizeof(op), "%s (%s island)", pn[i].node->op_type, pn[i].precision);
+			snprintf(why2, sizeof(why2), "absorbed %s", pn[i].absorbed);
+		} else if (pn[i].unfused) {
+			snprintf(why2, sizeof(why2), "not fused: %s", pn[i].unfused);
+		}
+		sh_table_row(&t, id, sh_esc(pn[i].node->name), sh_esc(op), place_name(pn[i].place), pn[i].impl, why2);
 	}
 	sh_table_print(s, &t, true);
 	sh_table_free(&t);
@@ -369,6 +387,10 @@ int cmd_plan(struct session *s, int argc, char **argv)
 	if (sm.n_views)
 		sh_printf(s, "views         %d node%s (Reshape, Flatten, Squeeze, Unsqueeze, Identity) share their input's "
 			  "memory: no copy\n", sm.n_views, sm.n_views == 1 ? "" : "s");
+	if (sm.n_islands[0] || sm.n_islands[1] || sm.n_islands[2] || sm.n_unfused)
+		sh_printf(s, "quantized     %d int8, %d fp8, %d int4 island%s (one kernel each); %d Q/DQ of activations "
+			  "not fused (why: the last column)\n", sm.n_islands[0], sm.n_islands[1], sm.n_islands[2],
+			  sm.n_islands[0] + sm.n_islands[1] + sm.n_islands[2] == 1 ? "" : "s", sm.n_unfused);
 	sh_printf(s, "tuning        %d kernel choice%s timed, %d found in the cache\n", sm.tuned, sm.tuned == 1 ? "" : "s",
 		  sm.tune_hits);
 	sh_printf(s, "planned in    %.1f ms\n", sm.plan_ms);
@@ -509,6 +531,8 @@ struct prow {
 	const char *where, *impl;
 	double ms, flops, bytes;
 	bool half;      /* float16/bfloat16 output: the tensor-core peak applies */
+	bool quant;     /* an int8/fp8 island: the int8 tensor-core peak applies */
+	const char *absorbed, *precision;   /* an island: what it took in */
 };
 
 static int cmp_prow(const void *a, const void *b)
@@ -572,7 +596,9 @@ int cmd_profile(struct session *s, int argc, char **argv)
 		const struct exec_plan_node *pn = exec_plan_nodes(p, &np);
 		for (int i = 0; i < np && i < n; i++) {
 			rows[i] = (struct prow){ .node = pn[i].node, .where = place_name(pn[i].place), .impl = pn[i].impl,
-						 .ms = ms[i], .flops = pn[i].flops, .bytes = pn[i].bytes };
+						 .ms = ms[i], .flops = pn[i].flops, .bytes = pn[i].bytes,
+						 .absorbed = pn[i].absorbed, .precision = pn[i].precision,
+						 .quant = pn[i].absorbed && strcmp(pn[i].precision, "int4") };
 		}
 		n = np < n ? np : n;
 	} else {
@@ -654,7 +680,7 @@ int cmd_profile(struct session *s, int argc, char **argv)
 		double gbs = sec > 0 && r->bytes > 0 ? r->bytes / sec / 1e9 : NAN;
 		double peak = NAN;
 		if (gpu && sec > 0) {
-			double pf = (r->half ? gi.peak_fp16_tflops : gi.peak_fp32_tflops) * 1e12;
+			double pf = (r->quant ? gi.peak_int8_tops : r->half ? gi.peak_fp16_tflops : gi.peak_fp32_tflops) * 1e12;
 			double fpart = pf > 0 && r->flops > 0 ? r->flops / sec / pf : 0;
 			double bpart = gi.peak_gbps > 0 && r->bytes > 0 ? r->bytes / sec / (gi.peak_gbps * 1e9) : 0;
 			peak = 100 * (fpart > bpart ? fpart : bpart);
@@ -667,6 +693,10 @@ int cmd_profile(struct session *s, int argc, char **argv)
 			sh_json_kstr(&j, "op", r->node->op_type);
 			sh_json_kstr(&j, "where", r->where);
 			sh_json_kstr(&j, "impl", r->impl);
+			if (r->absorbed) {
+				sh_json_kstr(&j, "precision", r->precision);
+				sh_json_kstr(&j, "absorbed", r->absorbed);
+			}
 			sh_json_knum(&j, "ms", r->ms);
 			sh_json_knum(&j, "share", share);
 			sh_json_knum(&j, "gflops", isnan(gfs) ? 0 : gfs);
@@ -683,7 +713,15 @@ int cmd_profile(struct session *s, int argc, char **argv)
 		fmt1(c3, sizeof(c3), gfs, "");
 		fmt1(c4, sizeof(c4), gbs, "");
 		fmt1(c5, sizeof(c5), peak, "%");
-		sh_table_row(&t, id, sh_esc(r->node->name), sh_esc(r->node->op_type), r->where, r->impl, c1, c2, c3, c4, c5);
+		char op[96], impl[600];
+		snprintf(op, sizeof(op), "%s", r->node->op_type);
+		snprintf(impl, sizeof(impl), "%s", r->impl ? r->impl : "");
+		if (r->absorbed) {
+			/* the island's row: the stage's Conv/Gemm/MatMul with the Q/DQ it took in */
+			snprintf(op, sizeof(op), "%s (%s)", r->node->op_type, r->precision);
+			snprintf(impl, sizeof(impl), "%s; absorbed %s", r->impl ? r->impl : "", r->absorbed);
+		}
+		sh_table_row(&t, id, sh_esc(r->node->name), sh_esc(op), r->where, impl, c1, c2, c3, c4, c5);
 	}
 	if (json) {
 		sh_json_arr_end(&j);

@@ -501,6 +501,7 @@ extern "C" void kconv_launch_to_nhwc(int dtype, const void *x, void *xt, int64_t
 	case KCONV_F32: transpose_as<float>(x, xt, batch, rows, cols, nullptr, nullptr, nullptr, stream); break;
 	case KCONV_F16: transpose_as<__half>(x, xt, batch, rows, cols, nullptr, nullptr, nullptr, stream); break;
 	case KCONV_BF16: transpose_as<__nv_bfloat16>(x, xt, batch, rows, cols, nullptr, nullptr, nullptr, stream); break;
+	case KCONV_BYTE: transpose_as<uint8_t>(x, xt, batch, rows, cols, nullptr, nullptr, nullptr, stream); break;
 	default: break;
 	}
 }
@@ -514,6 +515,7 @@ extern "C" void kconv_launch_from_nhwc(int dtype, const void *yt, void *y, const
 	case KCONV_F32: transpose_as<float>(yt, y, batch, rows, cols, bias, z, e, stream); break;
 	case KCONV_F16: transpose_as<__half>(yt, y, batch, rows, cols, bias, z, e, stream); break;
 	case KCONV_BF16: transpose_as<__nv_bfloat16>(yt, y, batch, rows, cols, bias, z, e, stream); break;
+	case KCONV_BYTE: transpose_as<uint8_t>(yt, y, batch, rows, cols, nullptr, nullptr, nullptr, stream); break;
 	default: break;
 	}
 }

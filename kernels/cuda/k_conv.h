@@ -14,7 +14,7 @@ extern "C" {
 #endif
 
 /* Element types, numbered as ONNX's TensorProto.DataType. */
-enum { KCONV_F32 = 1, KCONV_F16 = 10, KCONV_BF16 = 16 };
+enum { KCONV_F32 = 1, KCONV_F16 = 10, KCONV_BF16 = 16, KCONV_BYTE = 2 /* any 1-byte type: transposes only */ };
 
 /* The activations of ai.ogsh FusedConv (kernels/cpu/k_fused.c). */
 enum { KCONV_ACT_NONE, KCONV_ACT_RELU, KCONV_ACT_CLIP, KCONV_ACT_LEAKY, KCONV_ACT_SIGMOID, KCONV_ACT_HSIGMOID,
@@ -61,6 +61,8 @@ void kconv_launch_epilogue(int dtype, void *y, const void *bias, const void *z, 
  * kconv_launch_from_nhwc: the conv's result [N, HW, M] -> Y [N, M, HW] with
  * the epilogue applied on the way (bias[c], a full-size z in Y's layout,
  * the activation; e->channels = M, e->inner = HW; e->zfull or no z).
+ * Both take KCONV_BYTE (int8, uint8, float8 bytes moved as they are) with
+ * no epilogue (e->act none, no bias, no z).
  */
 void kconv_launch_to_nhwc(int dtype, const void *x, void *xt, int64_t batch, int64_t rows, int64_t cols,
 			  cudaStream_t stream);

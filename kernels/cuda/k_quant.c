@@ -143,8 +143,11 @@ static bool plan(const struct cuda_kctx *k, struct kq_launch *L, char *why, size
 	if (k->n_out < 1 || !k->out[0].dtype)
 		return no(why, size, "the output is not used");
 	const struct cuda_tensor *x = &k->in[0], *s = &k->in[1], *z = has_in(k, 2) ? &k->in[2] : NULL;
-	if (x->nhwc || s->nhwc || (z && z->nhwc) || k->out[0].nhwc)
-		return no(why, size, "channels-last values are not supported");
+	/* one scale: element i of y is element i of x in either layout */
+	if ((x->nhwc || k->out[0].nhwc) && (x->nhwc != k->out[0].nhwc || cuda_numel(s) != 1 || (z && cuda_numel(z) != 1)))
+		return no(why, size, "channels-last values take one scale");
+	if (s->nhwc || (z && z->nhwc))
+		return no(why, size, "channels-last scales are not supported");
 	if (!cuda_is_float(s->dtype))
 		return no(why, size, "the scale is %s: the GPU takes float, float16 and bfloat16 scales",
 			  ir_dtype_name(s->dtype));
