@@ -323,9 +323,12 @@ static bool analyse(struct qf *S, struct ir_node *c, struct cand *k, char *why, 
 		struct ir_value *z = c->inputs[3];
 		const struct ir_type *zt = ir_value_type(z), *yt = ir_value_type(c->outputs[0]);
 		bool same = zt && yt && zt->rank == yt->rank && zt->rank == 4;
-		for (int i = 0; same && i < 4; i++)
-			same = zt->dims[i].kind == IR_DIM_VALUE && yt->dims[i].kind == IR_DIM_VALUE &&
-			       zt->dims[i].value == yt->dims[i].value;
+		for (int i = 0; same && i < 4; i++) {
+			const struct ir_dim *a = &zt->dims[i], *b = &yt->dims[i];
+			same = a->kind == b->kind &&
+			       (a->kind == IR_DIM_VALUE ? a->value == b->value
+							: a->kind == IR_DIM_PARAM && a->param && b->param && !strcmp(a->param, b->param));
+		}
 		if (!same)
 			return snprintf(why, size, "the residual is broadcast"), false;
 		k->has_z = true;
