@@ -315,10 +315,15 @@ def main():
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--quick", action="store_true", help="5 timed runs per batch (to try the script)")
     ap.add_argument("--digits", action="store_true")
+    ap.add_argument("--report", action="store_true", help="only print the tables of DIR/q18_bench.json")
     a = ap.parse_args()
     os.makedirs(os.path.join(a.out, "logs"), exist_ok=True)
     if a.digits:
         return digits(a)
+    if a.report:
+        report(json.load(open(os.path.join(a.models, "q18_bench.json"))),
+               json.load(open(os.path.join(a.models, "models.json"))))
+        return 0
     bench(a)
     return 0
 

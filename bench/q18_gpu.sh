@@ -59,7 +59,11 @@ for s in $steps; do
 	bench)
 		timeout -k 10 540 "$py" bench/q18_bench.py --ogsh "$og" --models "$M" --out "$OUT" --device "$DEV" \
 			${Q18_ONLY:+--only "$Q18_ONLY"} ${Q18_QUICK:+--quick} >"$OUT/q18_bench.txt" 2>&1
-		echo "== bench ($?, $(($(date +%s) - t0)) s)"
+		rc=$?
+		echo "== bench ($rc, $(($(date +%s) - t0)) s)"
+		if [ $rc -ne 0 ] && [ -f "$M/q18_bench.json" ]; then   # stopped early: the tables of what was done
+			"$py" bench/q18_bench.py --models "$M" --out "$OUT" --report >>"$OUT/q18_bench.txt" 2>&1
+		fi
 		;;
 	digits)
 		timeout -k 10 300 "$py" bench/q18_bench.py --ogsh "$og" --out "$OUT" --device "$DEV" --digits \
