@@ -118,10 +118,10 @@ def torch_times(m, x, modes, iters):
     return out
 
 
-def export_dynamo(m, x, name, path):
+def export_dynamo(m, x, name, path, opset=18):
     torch.onnx.export(m, (x,), path, input_names=[name], output_names=["output"],
                       dynamic_shapes=({0: torch.export.Dim("batch", min=1, max=1024)},),
-                      opset_version=18, dynamo=True)
+                      opset_version=opset, dynamo=True)
 
 
 def export(m, shape, kind, dtype, path):

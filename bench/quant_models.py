@@ -30,6 +30,19 @@ import sys
 import numpy as np
 
 
+def warm_batchnorm(m, batches=8, batch=16):
+    """Random init leaves BatchNorm's running statistics at 0/1, and the
+    activations of image nets then shrink layer by layer (outputs near 1e-9,
+    below float16's range); statistics from a few batches of N(0,1) images
+    give the scale a trained model has. Leaves m in eval mode."""
+    import torch
+    m.train()
+    with torch.no_grad():
+        for _ in range(batches):
+            m(torch.randn(batch, 3, 224, 224))
+    return m.eval()
+
+
 def export_all(out):
     import torch
     import torchvision
@@ -53,14 +66,7 @@ def export_all(out):
             torch.manual_seed(0)
             m = ctor()
             if kind == "image":
-                # random init leaves BatchNorm's running statistics at 0/1, and the
-                # activations of these nets then shrink layer by layer (outputs
-                # near 1e-9, below float16's range); statistics from a few
-                # batches give the scale a trained model has
-                m.train()
-                with torch.no_grad():
-                    for _ in range(8):
-                        m(torch.randn(16, 3, 224, 224))
+                warm_batchnorm(m)
             m = m.eval()
             dev = "cuda" if dt == "fp16" else "cpu"
             m = m.to(dev)
