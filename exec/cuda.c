@@ -68,7 +68,7 @@ int exec_gpu_tune_cache(const char *path, char *used, size_t size, int *entries,
 #else
 
 /* ------------------------------------------------------------------------ */
-/* The device                                                                */
+/* What `gpu` asks: the GPU here, its figures, the tuning cache             */
 /* ------------------------------------------------------------------------ */
 
 bool exec_gpu_available(char *why, size_t size)

@@ -108,6 +108,13 @@ int exec_run(const struct ir_model *m, const struct exec_values *inputs, const s
 /* ------------------------------------------------------------------------ */
 
 /*
+ * The planner (exec/plan.c) knows no device: it asks one through a table
+ * of functions (exec/device.h, private to exec/), which exec/cuda.c fills
+ * for CUDA. Nodes the device does not take run on the CPU reference's
+ * kernels, with the copies planned.
+ */
+
+/*
  * Whether GPU work can happen here: built with CUDA, a driver, a device,
  * and not turned off by OGSH_DEVICE=cpu (which the golden tests set so
  * their transcripts are the same on every machine). When false, `why` is

@@ -34,10 +34,17 @@ static const struct exec_device *plan_device_kind(void)
 #endif
 }
 
+/* 0 when the device can be used here, else IR_ERR with why not (with no
+ * device compiled in, exec_gpu_available says so). */
 static int need_gpu(struct ir_diag *d)
 {
 	char why[160] = "ogsh was built without CUDA";
-	if (!exec_gpu_available(why, sizeof(why)) || !plan_device_kind())
+	const struct exec_device *dv = plan_device_kind();
+	if (!dv) {
+		exec_gpu_available(why, sizeof(why));   /* false, and why: built without CUDA, or turned off */
+		return ir_diag_err(d, IR_ERR, "%s", why);
+	}
+	if (!dv->available(why, sizeof(why)))
 		return ir_diag_err(d, IR_ERR, "%s", why);
 	return 0;
 }
