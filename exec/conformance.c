@@ -239,13 +239,13 @@ static double test_rtol(const char *test)
 	return strstr(test, "densenet121") ? 2e-3 : 1e-3;
 }
 
-/* Runs one data set: on the backend, or through the GPU planner (the plan
+/* Runs one data set: on the CPU reference, or through the GPU planner (the plan
  * is made on the first set and again when a set's shapes differ). */
-static int run_set(const struct ir_model *m, const struct exec_values *in, const struct exec_backend *be, bool gpu,
+static int run_set(const struct ir_model *m, const struct exec_values *in, bool gpu,
 		   struct exec_plan **plan, struct exec_values *got, struct conf_msg *cm, struct ir_diag *d)
 {
 	if (!gpu) {
-		struct exec_opts o = { .backend = be };
+		struct exec_opts o = { 0 };
 		return exec_run(m, in, &o, got, NULL, NULL, d);
 	}
 	if (*plan && !exec_plan_fits(*plan, in)) {
@@ -272,7 +272,7 @@ static int run_set(const struct ir_model *m, const struct exec_values *in, const
 }
 
 /* Runs one test in this process. */
-static void run_test(const char *dir, const struct exec_backend *be, bool gpu, struct conf_msg *cm)
+static void run_test(const char *dir, bool gpu, struct conf_msg *cm)
 {
 	struct exec_conf_result *res = &cm->r;
 	struct exec_plan *plan = NULL;
@@ -308,7 +308,7 @@ static void run_test(const char *dir, const struct exec_backend *be, bool gpu, s
 			len += (size_t)snprintf(res->ops + len, sizeof(res->ops) - len, "%s%s", len ? " " : "", tok);
 	}
 	/* on the GPU, what the GPU cannot run falls back to the CPU */
-	if (!exec_graph_runnable(m, gpu ? NULL : be, res->detail, sizeof(res->detail))) {
+	if (!exec_graph_runnable(m, res->detail, sizeof(res->detail))) {
 		res->status = EXEC_CONF_UNSUPPORTED;
 		ir_model_free(m);
 		ir_diag_clear(&d);
@@ -336,7 +336,7 @@ static void run_test(const char *dir, const struct exec_backend *be, bool gpu, s
 		if (rrc) {
 			res->status = EXEC_CONF_ERROR;
 			snprintf(res->detail, sizeof(res->detail), "%s: %s", sets[s], d.error);
-		} else if (run_set(m, &in, be, gpu, &plan, &got, cm, &d)) {
+		} else if (run_set(m, &in, gpu, &plan, &got, cm, &d)) {
 			res->status = EXEC_CONF_ERROR;
 			snprintf(res->detail, sizeof(res->detail), "%s", d.error);
 		} else {
@@ -388,7 +388,7 @@ static void run_isolated(const char *dir, const struct exec_conf_opts *o, bool g
 	struct exec_conf_result *res = &cm->r;
 	int p[2];
 	if (pipe(p)) {
-		run_test(dir, o->backend, gpu, cm);
+		run_test(dir, gpu, cm);
 		return;
 	}
 	fflush(NULL);
@@ -396,13 +396,13 @@ static void run_isolated(const char *dir, const struct exec_conf_opts *o, bool g
 	if (pid < 0) {
 		close(p[0]);
 		close(p[1]);
-		run_test(dir, o->backend, gpu, cm);
+		run_test(dir, gpu, cm);
 		return;
 	}
 	if (pid == 0) {
 		close(p[0]);
 		signal(SIGINT, SIG_DFL);
-		run_test(dir, o->backend, gpu, cm);
+		run_test(dir, gpu, cm);
 		_exit(write_all(p[1], cm, sizeof(*cm)) ? 0 : 1);
 	}
 	close(p[1]);
@@ -552,8 +552,6 @@ int exec_conformance_on(const char *dir, const struct exec_conf_opts *o, const c
 		have_re = true;
 	}
 	struct exec_conf_opts oo = *o;
-	if (!oo.backend)
-		oo.backend = &exec_backend_cpu;
 	int n = 0;
 	char **tests = NULL;
 	char parent[4096], single[1024];
@@ -608,7 +606,7 @@ int exec_conformance_on(const char *dir, const struct exec_conf_opts *o, const c
 		else
 			snprintf(tdir, sizeof(tdir), "%s/%s", dir, name);
 		if (oo.in_process)
-			run_test(tdir, oo.backend, gpu, &cm);
+			run_test(tdir, gpu, &cm);
 		else
 			run_isolated(tdir, &oo, gpu, &cm);
 		each(arg, r, cm.n_gpu, cm.n_cpu, cm.n_folded);

@@ -1,7 +1,8 @@
 /*
- * exec.h - running graphs: backends, plans, timing and the comparison of
- * numbers. The only public header of exec/. (The backends arrive with the
- * CPU executor; what is here now serves inspection.)
+ * exec.h - running graphs: the CPU reference interpreter (exec/run.c),
+ * plans on a device (exec/plan.c, the planner; exec/cuda.c, the CUDA
+ * device), timing, data and the comparison of numbers. The only public
+ * header of exec/.
  */
 #ifndef OGSH_EXEC_H
 #define OGSH_EXEC_H
@@ -15,37 +16,6 @@
  * IR_EINTR if stopped by Ctrl-C, or IR_ERR.
  */
 int exec_tensor_stats(const struct ir_tensor *t, struct kern_stats *st, struct ir_diag *d);
-
-/* ------------------------------------------------------------------------ */
-/* Backends                                                                  */
-/* ------------------------------------------------------------------------ */
-
-/*
- * A backend is a table of functions (DESIGN.md). `cpu` is complete and is
- * the reference. Memory functions move bytes between the host and the
- * backend's memory (for cpu they are plain copies).
- *
- * To add a backend: fill a `struct exec_backend`, list it in exec/backend.c.
- */
-struct exec_backend {
-	const char *name;
-	const char *summary;
-	/* whether the backend can run the node; false with a reason */
-	bool (*supports_node)(const struct ir_node *n, char *why, size_t size);
-	void *(*alloc)(size_t bytes);
-	void (*free)(void *p);
-	int (*upload)(void *dst, const void *src, size_t n, struct ir_diag *d);
-	int (*download)(void *dst, const void *src, size_t n, struct ir_diag *d);
-	/* called once per run before the first node (may be NULL) */
-	int (*prepare)(const struct ir_graph *g, struct ir_diag *d);
-	int (*run_node)(struct cpu_kctx *k);
-	/* records the run for replay (CUDA graphs); NULL when not offered */
-	int (*capture)(const struct ir_graph *g, struct ir_diag *d);
-};
-
-extern const struct exec_backend exec_backend_cpu;
-/* The backend called `name`, or NULL. */
-const struct exec_backend *exec_backend_find(const char *name);
 
 /* ------------------------------------------------------------------------ */
 /* Named values (inputs, outputs, kept intermediates)                        */
@@ -67,11 +37,15 @@ const struct kern_value *exec_values_find(const struct exec_values *vs, const ch
 void exec_values_clear(struct exec_values *vs);
 
 /* ------------------------------------------------------------------------ */
-/* Running a graph                                                           */
+/* Running a graph on the CPU reference interpreter (exec/run.c)             */
 /* ------------------------------------------------------------------------ */
 
+/*
+ * exec_run interprets the graph node by node with the kernels of
+ * kernels/cpu (cpu_supports, cpu_run_node): the reference every device is
+ * checked against. Devices run plans (below), not exec_run.
+ */
 struct exec_opts {
-	const struct exec_backend *backend;   /* NULL: cpu */
 	bool keep_all;          /* keep every value the main graph computes (in `all`) */
 	bool time_nodes;        /* fill exec_report.node_ms */
 	/* called after each node of the main graph (may be NULL) */
@@ -104,12 +78,11 @@ void exec_report_clear(struct exec_report *r);
 void exec_cache_clear(void);
 
 /* Whether every node of the main graph (subgraphs and the bodies of the
- * model functions it calls included) can run on the backend (NULL: cpu);
- * when not, `why` names the first node that cannot: "n17 'NonMaxSuppression'
+ * model functions it calls included) can run on the CPU reference; when
+ * not, `why` names the first node that cannot: "n17 'NonMaxSuppression'
  * has no cpu kernel". */
-bool exec_graph_runnable(const struct ir_model *m, const struct exec_backend *be, char *why, size_t size);
-bool exec_node_runnable_at(const struct ir_model *m, const struct exec_backend *be, const struct ir_node *n,
-			   int depth, char *why, size_t size);
+bool exec_graph_runnable(const struct ir_model *m, char *why, size_t size);
+bool exec_node_runnable_at(const struct ir_model *m, const struct ir_node *n, int depth, char *why, size_t size);
 
 /*
  * Checks `inputs` against the graph's declared inputs: every input without
@@ -131,8 +104,15 @@ int exec_run(const struct ir_model *m, const struct exec_values *inputs, const s
 	     struct exec_values *outputs, struct exec_values *all, struct exec_report *rep, struct ir_diag *d);
 
 /* ------------------------------------------------------------------------ */
-/* The GPU (exec/cuda.c): plans, runs, timing and profiles                   */
+/* Plans on the GPU (exec/plan.c, exec/cuda.c): runs, timing and profiles   */
 /* ------------------------------------------------------------------------ */
+
+/*
+ * The planner (exec/plan.c) knows no device: it asks one through a table
+ * of functions (exec/device.h, private to exec/), which exec/cuda.c fills
+ * for CUDA. Nodes the device does not take run on the CPU reference's
+ * kernels, with the copies planned.
+ */
 
 /*
  * Whether GPU work can happen here: built with CUDA, a driver, a device,
@@ -341,7 +321,6 @@ struct exec_conf_result {
 };
 
 struct exec_conf_opts {
-	const struct exec_backend *backend;   /* NULL: cpu */
 	const char *filter;      /* POSIX extended regex on the test names, or NULL */
 	int timeout_s;           /* per test; 0: 60 */
 	bool in_process;         /* no child process (for debuggers and sanitizers) */

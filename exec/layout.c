@@ -1,7 +1,7 @@
 /*
  * layout.c - the rules that choose which activations of a GPU plan are
- * stored channels-last (see layout.h); exec/cuda.c asks the kernels
- * afterwards and calls exec_layout_refuse for a node that declines.
+ * stored channels-last (see layout.h); exec/plan.c asks the device's
+ * kernels afterwards and calls exec_layout_refuse for a node that declines.
  */
 #include "exec/layout.h"
 

@@ -1,6 +1,6 @@
 /*
  * layout.h - which activations a GPU plan stores channels-last: the rules
- * of exec/cuda.c's layout plan, on plain arrays so that they build and are
+ * of exec/plan.c's layout plan, on plain arrays so that they build and are
  * tested without CUDA (tests/unit/test_layout.c). Internal to exec/,
  * like exec_private.h: exec/exec.h stays the layer's public header.
  *

@@ -1,8 +1,9 @@
 /*
- * run.c - the executor: runs a graph node by node on a backend, binding
- * values in frames (one per graph being run: the main graph, and each run
- * of a subgraph), freeing each value after its last reader and reusing
- * freed buffers of the same size (the memory plan at run time).
+ * run.c - the CPU reference interpreter: runs a graph node by node with
+ * the kernels of kernels/cpu, binding values in frames (one per graph
+ * being run: the main graph, and each run of a subgraph), freeing each
+ * value after its last reader and reusing freed buffers of the same size
+ * (the memory plan at run time).
  */
 #include "exec/exec.h"
 #include "exec/exec_private.h"
@@ -81,7 +82,6 @@ void exec_report_clear(struct exec_report *r)
 struct run {
 	const struct ir_model *m;
 	const struct exec_opts *o;
-	const struct exec_backend *be;
 	struct ir_diag *d;
 	struct ir_buffer *pool[POOL_MAX];   /* freed activation buffers */
 	int n_pool;
@@ -590,10 +590,10 @@ static int run_node(struct frame *f, struct ir_node *n)
 	char why[256];
 	if (step(R))
 		return IR_ERR;
-	/* an op the model defines as a function runs its body when the backend
+	/* an op the model defines as a function runs its body when the CPU
 	 * has no kernel for it (unknown ops, and ogsh's fused ops without one) */
 	const struct ir_function *fn = NULL;
-	if (n->op == IR_OP_UNKNOWN || !R->be->supports_node(n, why, sizeof(why)))
+	if (n->op == IR_OP_UNKNOWN || !cpu_supports(n, why, sizeof(why)))
 		fn = ir_model_find_function(R->m, n);
 	if (fn) {
 		int rc = call_function(f, n, fn);
@@ -603,7 +603,7 @@ static int run_node(struct frame *f, struct ir_node *n)
 		}
 		return rc;
 	}
-	if (!R->be->supports_node(n, why, sizeof(why))) {
+	if (!cpu_supports(n, why, sizeof(why))) {
 		exec_node_label(n, label, sizeof(label));
 		return ir_diag_err(d, IR_ERR, "%s %s", label, why);
 	}
@@ -641,7 +641,7 @@ static int run_node(struct frame *f, struct ir_node *n)
 		.d = d,
 		.hooks = &hooks,
 	};
-	rc = R->be->run_node(&k);
+	rc = cpu_run_node(&k);
 	if (rc)
 		goto fail;
 	for (int i = 0; i < nout; i++) {
@@ -826,7 +826,7 @@ int exec_run(const struct ir_model *m, const struct exec_values *inputs, const s
 		return rc;
 	acache_sweep();
 	struct run R = {
-		.m = m, .o = opts, .be = opts->backend ? opts->backend : &exec_backend_cpu, .d = d,
+		.m = m, .o = opts, .d = d,
 		.max_live = opts->max_live ? opts->max_live : machine_memory() / 2,
 		.all = opts->keep_all ? all : NULL,
 	};
@@ -837,8 +837,6 @@ int exec_run(const struct ir_model *m, const struct exec_values *inputs, const s
 	struct frame f;
 	if ((rc = frame_init(&f, &R, g, NULL, false)))
 		goto done;
-	if (R.be->prepare && (rc = R.be->prepare(g, d)))
-		goto done_frame;
 	for (int i = 0; i < g->n_inputs; i++) {
 		struct ir_value *v = g->inputs[i];
 		const struct kern_value *kv = exec_values_find(inputs, v->name);
@@ -895,82 +893,43 @@ done:
 	return rc;
 }
 
-static bool graph_runnable(const struct ir_model *m, const struct exec_backend *be, const struct ir_graph *g,
-			   int depth, char *why, size_t size)
+static bool graph_runnable(const struct ir_model *m, const struct ir_graph *g, int depth, char *why, size_t size)
 {
 	ir_for_each_node(g, n)
-		if (!exec_node_runnable_at(m, be, n, depth, why, size))
+		if (!exec_node_runnable_at(m, n, depth, why, size))
 			return false;
 	return true;
 }
 
-bool exec_node_runnable_at(const struct ir_model *m, const struct exec_backend *be, const struct ir_node *n,
-			   int depth, char *why, size_t size)
+bool exec_node_runnable_at(const struct ir_model *m, const struct ir_node *n, int depth, char *why, size_t size)
 {
 	char w[256];
 	const struct ir_function *fn = NULL;
-	if (n->op == IR_OP_UNKNOWN || !be->supports_node(n, w, sizeof(w)))
+	if (n->op == IR_OP_UNKNOWN || !cpu_supports(n, w, sizeof(w)))
 		fn = ir_model_find_function(m, n);
 	if (fn) {
 		if (depth >= MAX_FUNCTION_DEPTH || !fn->body) {
 			snprintf(why, size, "n%d '%s' calls function '%s' too deep", n->id, n->op_type, fn->name);
 			return false;
 		}
-		return graph_runnable(m, be, fn->body, depth + 1, why, size);
+		return graph_runnable(m, fn->body, depth + 1, why, size);
 	}
-	if (!be->supports_node(n, w, sizeof(w))) {
+	if (!cpu_supports(n, w, sizeof(w))) {
 		snprintf(why, size, "n%d '%s' %s", n->id, n->op_type, w);
 		return false;
 	}
 	for (int a = 0; a < n->n_attrs; a++) {
 		const struct ir_attr *at = &n->attrs[a];
-		if (at->type == IR_ATTR_GRAPH && at->g && !graph_runnable(m, be, at->g, depth, why, size))
+		if (at->type == IR_ATTR_GRAPH && at->g && !graph_runnable(m, at->g, depth, why, size))
 			return false;
 		for (size_t k = 0; at->type == IR_ATTR_GRAPHS && k < at->n; k++)
-			if (!graph_runnable(m, be, at->graphs[k], depth, why, size))
+			if (!graph_runnable(m, at->graphs[k], depth, why, size))
 				return false;
 	}
 	return true;
 }
 
-bool exec_graph_runnable(const struct ir_model *m, const struct exec_backend *be, char *why, size_t size)
+bool exec_graph_runnable(const struct ir_model *m, char *why, size_t size)
 {
-	return graph_runnable(m, be ? be : &exec_backend_cpu, m->graph, 0, why, size);
-}
-
-/* ------------------------------------------------------------------------ */
-/* Backends                                                                  */
-/* ------------------------------------------------------------------------ */
-
-static void *cpu_alloc(size_t n)
-{
-	return malloc(n ? n : 1);
-}
-
-static int cpu_copy(void *dst, const void *src, size_t n, struct ir_diag *d)
-{
-	(void)d;
-	memcpy(dst, src, n);
-	return 0;
-}
-
-const struct exec_backend exec_backend_cpu = {
-	.name = "cpu",
-	.summary = "the reference: every op of the default domain the conformance tests use",
-	.supports_node = cpu_supports,
-	.alloc = cpu_alloc,
-	.free = free,
-	.upload = cpu_copy,
-	.download = cpu_copy,
-	.run_node = cpu_run_node,
-};
-
-static const struct exec_backend *const backends[] = { &exec_backend_cpu };
-
-const struct exec_backend *exec_backend_find(const char *name)
-{
-	for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++)
-		if (!strcmp(backends[i]->name, name))
-			return backends[i];
-	return NULL;
+	return graph_runnable(m, m->graph, 0, why, size);
 }

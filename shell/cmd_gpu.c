@@ -420,7 +420,7 @@ static int time_cpu(struct session *s, const struct exec_values *in, int iters, 
 			break;
 		}
 		struct exec_values out = { 0 };
-		struct exec_opts o = { .backend = &exec_backend_cpu };
+		struct exec_opts o = { 0 };
 		double t0 = exec_now_ms();
 		rc = exec_run(s->model, in, &o, &out, NULL, NULL, &d);
 		double t = exec_now_ms() - t0;
@@ -612,7 +612,7 @@ int cmd_profile(struct session *s, int argc, char **argv)
 		for (int it = 0; it < iters && !rc; it++) {
 			struct exec_values out = { 0 };
 			struct exec_report rep = { 0 };
-			struct exec_opts o = { .backend = &exec_backend_cpu, .time_nodes = true };
+			struct exec_opts o = { .time_nodes = true };
 			rc = exec_run(s->model, &g.in, &o, &out, NULL, &rep, &d);
 			for (int i = 0; !rc && i < rep.n_node_ms && i < n; i++)
 				all[(size_t)i * (size_t)iters + (size_t)it] = rep.node_ms[i];

@@ -770,8 +770,8 @@ int cmd_run(struct session *s, int argc, char **argv)
 		return -1;
 	if ((v = sh_opt(&a, "rtol")) && parse_double_opt(s, "run", "rtol", v, &user.rtol))
 		return -1;
-	const struct exec_backend *be = &exec_backend_cpu;
-	if ((v = sh_opt(&a, "backend")) && !(be = exec_backend_find(v)))
+	/* --backend: the CPU reference interpreter is the only one */
+	if ((v = sh_opt(&a, "backend")) && strcmp(v, "cpu"))
 		return sh_error(s, "run: no backend '%s' (there is: cpu)", sh_esc(v));
 	/* the device: cuda when there is a GPU, unless --device or --backend says otherwise */
 	char gwhy[200] = "";
@@ -861,7 +861,7 @@ int cmd_run(struct session *s, int argc, char **argv)
 		}
 		exec_plan_summary(p, &psum);
 	} else {
-		struct exec_opts o = { .backend = be, .keep_all = keep_all, .progress = s->interactive ? run_progress : NULL,
+		struct exec_opts o = { .keep_all = keep_all, .progress = s->interactive ? run_progress : NULL,
 				       .progress_arg = &pg, .time_nodes = profile };
 		rc = exec_run(m, &in, &o, &out, &keep, &rep, &d);
 	}
@@ -875,7 +875,7 @@ int cmd_run(struct session *s, int argc, char **argv)
 	/* the reference of --check: the CPU, on this stage or stage N */
 	if (check) {
 		const struct ir_model *rm = check_stage >= 0 ? s->hist.st[check_stage].m : m;
-		struct exec_opts o = { .backend = &exec_backend_cpu, .keep_all = true,
+		struct exec_opts o = { .keep_all = true,
 				       .progress = s->interactive ? run_progress : NULL, .progress_arg = &pg };
 		struct exec_values ins = { 0 };
 		/* stage N may not take every input this stage takes (an input a pass removed) */
@@ -925,7 +925,7 @@ int cmd_run(struct session *s, int argc, char **argv)
 			goto out;
 		}
 	}
-	const char *dev = gpu ? "cuda" : be->name;
+	const char *dev = gpu ? "cuda" : "cpu";
 	char b1[32], b2[32];
 	if (json && !want.n) {
 		struct sh_json j;
@@ -975,8 +975,8 @@ int cmd_run(struct session *s, int argc, char **argv)
 				  sh_bytes(psum.arena_bytes, b1, sizeof(b1)), sh_bytes(psum.naive_bytes, b2, sizeof(b2)),
 				  all ? "; every value kept for compare" : "");
 		else
-			sh_printf(s, "ran %d nodes on %s in %.1f ms; activations: peak %s live, %s made in %" PRIu64
-				  " buffers (%" PRIu64 " reused)%s\n", rep.n_nodes, be->name, rep.ms,
+			sh_printf(s, "ran %d nodes on cpu in %.1f ms; activations: peak %s live, %s made in %" PRIu64
+				  " buffers (%" PRIu64 " reused)%s\n", rep.n_nodes, rep.ms,
 				  sh_bytes(rep.peak_bytes, b1, sizeof(b1)), sh_bytes(rep.total_bytes, b2, sizeof(b2)),
 				  rep.n_allocs, rep.n_reused, all ? "; every value kept for compare" : "");
 		if (profile)

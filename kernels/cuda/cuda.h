@@ -1,11 +1,11 @@
 /*
- * cuda.h - the GPU kernels as the cuda backend (exec/cuda.c) sees them.
+ * cuda.h - the GPU kernels as the CUDA device (exec/cuda.c) sees them.
  * C only (included by exec/ and by the kernels' C entry files); the .cu
  * files of each family include only their own launcher header
  * (kernels/cuda/k_FAMILY.h), which uses plain C types.
  *
  * A GPU kernel file has three layers (DESIGN.md): the __global__ kernel and
- * a launcher taking a stream (k_FAMILY.cu), and the backend entry that reads
+ * a launcher taking a stream (k_FAMILY.cu), and the entry that reads
  * the node (k_FAMILY.c): `supports` at plan time, `prepare` once per plan
  * (descriptors, algorithm choice, workspace size), `run` per execution.
  *
@@ -33,7 +33,7 @@ struct cuda_tensor {
 	 * such as Slice's starts or Pad's pads from here */
 	const struct ir_tensor *host;
 	/* channels-last: a 4-D [N, C, H, W] value stored as [N, H, W, C]. The
-	 * planner (exec/cuda.c, plan_layout) sets it only on values whose
+	 * planner (exec/plan.c, plan_layout) sets it only on values whose
 	 * producer and readers all take it: Conv and FusedConv in float16 and
 	 * bfloat16, MaxPool, AveragePool, GlobalAveragePool/GlobalMaxPool
 	 * (input), and elementwise ops whose operands are all of one shape */
@@ -42,7 +42,7 @@ struct cuda_tensor {
 /* Elements of t (1 for rank 0). */
 int64_t cuda_numel(const struct cuda_tensor *t);
 
-/* Per-run state shared by the kernels of one plan (exec/cuda.c owns it). */
+/* Per-run state shared by the kernels of one plan (the CUDA device, exec/cuda.c, owns it). */
 struct cuda_ctx {
 	cudaStream_t stream;
 	int device;
