@@ -13,6 +13,7 @@
  * a graph captured after the first run when every node is on the device).
  */
 #include "exec/device.h"
+#include "exec/qfuse.h"
 #include "exec/exec.h"
 #include "exec/exec_private.h"
 #include "exec/layout.h"
@@ -124,6 +125,7 @@ struct exec_plan {
 	bool graph_ok;               /* a graph was captured: runs replay it */
 	/* per run: host copies (by value index) */
 	struct kern_value *hv;
+	struct exec_qfuse_result qf;   /* the quantized islands made in the clone */
 };
 
 
@@ -405,6 +407,7 @@ void exec_plan_free(struct exec_plan *p)
 		free(p->sig[i].name);
 	free(p->sig);
 	free(p->tune_path);
+	exec_qfuse_result_free(&p->qf);
 	ir_model_free(p->m);
 	free(p);
 }
@@ -773,9 +776,19 @@ static int place_nodes(struct exec_plan *p, const struct exec_values *inputs, st
 		struct exec_plan_node *pub = &p->pub[pos];
 		struct pnode *q = &p->pn[pos];
 		q->node = n;
-		pub->node = ir_node_by_id(p->src->graph, n->id);
+		const struct exec_qfuse_item *isl = exec_qfuse_find(&p->qf, n->id);
+		pub->node = ir_node_by_id(p->src->graph, isl ? isl->orig_id : n->id);
 		if (!pub->node)
 			pub->node = n;
+		if (isl) {
+			snprintf(pub->precision, sizeof(pub->precision), "%s", isl->precision);
+			pub->absorbed = isl->absorbed;
+		}
+		for (int i = 0; i < p->qf.n_left; i++)
+			if (p->qf.left[i].node_id == n->id) {
+				pub->unfused = p->qf.left[i].why;
+				p->sum.n_unfused++;
+			}
 		exec_node_label(n, label, sizeof(label));
 		if (ir_interrupted)
 			return ir_diag_err(d, IR_EINTR, "stopped while planning (%d of %d nodes)", pos, p->n);
@@ -885,6 +898,11 @@ static int place_nodes(struct exec_plan *p, const struct exec_values *inputs, st
 		if (gpu) {
 			pub->place = EXEC_ON_GPU;
 			p->sum.n_gpu++;
+			if (isl) {
+				p->sum.n_islands[!strcmp(isl->precision, "int8") ? 0 : !strcmp(isl->precision, "fp8") ? 1 : 2]++;
+				if (isl->flops > 0)
+					pub->flops = isl->flops;
+			}
 			for (int i = 0; i < n->n_inputs; i++)
 				if (n->inputs[i])
 					p->pv[n->inputs[i]->idx].gpu_reads = true;
@@ -1297,6 +1315,25 @@ static int plan_device(struct exec_plan *p, struct ir_diag *d)
  * prefold; a rewrite may ask the device whether it runs a node it made
  * (p->dev->supports of exec_dev_node_of the node).
  */
+/* exec_qfuse's question to the device: does it run the island node n? */
+static bool island_supports(void *arg, const struct ir_model *m, const struct ir_node *n, char *why, size_t size)
+{
+	struct exec_plan *p = arg;
+	struct exec_dev_io in[16], out[4];
+	struct exec_dev_node dn;
+	if (n->n_inputs > 16 || n->n_outputs > 4 || !exec_dev_node_of(m, n, &dn, in, out)) {
+		snprintf(why, size, "the shapes are not known before running");
+		return false;
+	}
+	struct ir_diag d2;
+	ir_diag_init(&d2);
+	int rc = p->dev->supports(&dn, why, size, &d2);
+	if (rc < 0)
+		snprintf(why, size, "%s", d2.error ? d2.error : "the device failed");
+	ir_diag_clear(&d2);
+	return rc == 1;
+}
+
 static int plan_graph(struct exec_plan *p, const struct exec_values *inputs, struct ir_diag *d)
 {
 	int rc;
@@ -1311,7 +1348,10 @@ static int plan_graph(struct exec_plan *p, const struct exec_values *inputs, str
 		return rc;
 	}
 	ir_diag_clear(&idg);
-	/* island rewriting goes here */
+	/* quantized islands (exec/qfuse.h); OGSH_QFUSE=0 leaves every Q/DQ as it is */
+	const char *qe = getenv("OGSH_QFUSE");
+	if (!(qe && !strcmp(qe, "0")) && (rc = exec_qfuse(p->m, island_supports, p, &p->qf, d)))
+		return rc;
 	return prefold(p, d);
 }
 

@@ -137,7 +137,8 @@ static struct ir_value *bias_from_dq(struct qf *S, const struct dq *b)
 	for (int k = 1; ir_value_find(S->g, name); k++)
 		snprintf(name, sizeof(name), "%s.qfuse_bias%d", b->n->outputs[0]->name, k);
 	struct ir_value *v = ir_value_new(S->g, name, S->d);
-	if (!v || ir_value_set_init(v, t, S->d)) {
+	struct ir_dim dim = { .kind = IR_DIM_VALUE, .value = dims[0] };
+	if (!v || ir_type_set_tensor(&v->type, IR_FLOAT, 1, &dim) || ir_value_set_init(v, t, S->d)) {
 		ir_tensor_unref(t);
 		return NULL;
 	}
