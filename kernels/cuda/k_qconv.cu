@@ -42,6 +42,7 @@ struct dev_params {
 	const void *z;
 	const int8_t *x, *w;
 	void *y;
+	bool pairs;   // kg even and y 2-byte aligned: channels 2t, 2t + 1 are one 16-bit store
 };
 
 __device__ __forceinline__ uint32_t smem_u32(const void *p)
@@ -102,6 +103,31 @@ __device__ __forceinline__ void epi_one(const dev_params &P, int m, int ch, Acc 
 	float zv = P.e.zdt ? kqe_load(P.z, idx, P.e.zdt) : 0.0f;
 	float v = kqe_value(&P.e, (float)acc, a, b, zv);
 	kqe_store(&P.e, P.y, idx, v);
+}
+
+// The epilogue of channels ch, ch + 1 (both in range, idx even) of row m when y
+// has the input's 8-bit type and z is absent (HASZ false) or of that type too:
+// the common island between two quantized layers. The types are constants
+// here, so k_qepi.h's switches fold away; the two bytes go out as one store.
+template <bool FP8, bool HASZ, typename Acc>
+__device__ __forceinline__ void epi_pair8(const dev_params &P, int m, int ch, Acc acc0, Acc acc1, const float *a,
+					  const float *b)
+{
+	struct kqe_params e = P.e;
+	e.ydt = FP8 ? KQ_F8E4M3FN : KQ_INT8;
+	e.zdt = HASZ ? e.ydt : 0;
+	long long idx = (long long)m * P.K + ch;
+	float z0 = 0.0f, z1 = 0.0f;
+	if (HASZ) {
+		uint16_t zz = *(const uint16_t *)((const uint8_t *)P.z + idx);
+		uint8_t zb[2] = { (uint8_t)(zz & 0xff), (uint8_t)(zz >> 8) };
+		z0 = kqe_load(zb, 0, e.zdt);
+		z1 = kqe_load(zb, 1, e.zdt);
+	}
+	uint8_t out[2];
+	kqe_store(&e, out, 0, kqe_value(&e, (float)acc0, a[0], b[0], z0));
+	kqe_store(&e, out, 1, kqe_value(&e, (float)acc1, a[1], b[1], z1));
+	*(uint16_t *)((uint8_t *)P.y + idx) = (uint16_t)(out[0] | (out[1] << 8));
 }
 
 template <bool FP8, int BM, int BN, int WM, int WN, int STAGES>
@@ -230,6 +256,25 @@ __global__ void __launch_bounds__(WM *WN * 32) igemm(const dev_params P)
 			bool ok = n + e < P.kg;
 			a[e] = ok ? P.alpha[ch] : 0.0f;
 			b[e] = ok && P.beta ? P.beta[ch] : 0.0f;
+		}
+		const int xdt = FP8 ? KQ_F8E4M3FN : KQ_INT8;
+		if (P.pairs && P.e.ydt == xdt && (P.e.zdt == 0 || P.e.zdt == xdt)) {
+			if (n >= P.kg)   // kg even: both channels are in range or neither
+				continue;
+#pragma unroll
+			for (int i = 0; i < MI; i++)
+#pragma unroll
+				for (int h = 0; h < 2; h++) {
+					int m = bm0 + wm * WTM + i * 16 + g + h * 8;
+					if (m >= P.M)
+						continue;
+					if (P.e.zdt)
+						epi_pair8<FP8, true>(P, m, grp * P.kg + n, acc[i][j][h * 2], acc[i][j][h * 2 + 1], a, b);
+					else
+						epi_pair8<FP8, false>(P, m, grp * P.kg + n, acc[i][j][h * 2], acc[i][j][h * 2 + 1], a,
+								      b);
+				}
+			continue;
 		}
 #pragma unroll
 		for (int i = 0; i < MI; i++)
@@ -431,6 +476,7 @@ extern "C" cudaError_t kqc_conv(const struct kqc_conv *p, int v, const void *x, 
 	P.x = (const int8_t *)x;
 	P.w = (const int8_t *)w;
 	P.y = y;
+	P.pairs = P.kg % 2 == 0 && (uintptr_t)y % 2 == 0 && (p->e.zdt == 0 || (uintptr_t)p->z % 2 == 0);
 	bool fp8 = p->xdt == KQ_F8E4M3FN;
 	if (is_direct(p)) {
 		long long total = (long long)P.M * P.K;
