@@ -286,7 +286,7 @@ __global__ void w4_dequant_kernel(w4_args a, YT *__restrict__ w)
 		const float z = a.zq ? (float)__ldg(&a.zq[mi]) : a.zc;
 		float d[8];
 		dequant8(word, 8388608.0f + z, 524288.0f + z, d);
-		YT out[8];
+		alignas(16) YT out[8];
 #pragma unroll
 		for (int j = 0; j < 8; j++)
 			out[j] = from_f<YT>(d[j] * s);
