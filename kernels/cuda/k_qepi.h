@@ -127,9 +127,17 @@ KQ_FN void kqe_store(const struct kqe_params *e, void *y, long long i, float v)
  * element (0 when there is none). */
 KQ_FN float kqe_value(const struct kqe_params *e, float acc, float a, float b, float z)
 {
+#if defined(__CUDA_ARCH__)
+	/* nvcc would contract these into fused multiply-adds (one rounding)
+	 * where the host rounds the product and the sum: keep them apart */
+	float v = __fadd_rn(__fmul_rn(acc, a), b);
+	if (e->zdt)
+		v = __fadd_rn(v, __fmul_rn(e->zscale, z));
+#else
 	float v = acc * a + b;
 	if (e->zdt)
 		v += e->zscale * z;
+#endif
 	return kqe_act(e, v);
 }
 
