@@ -72,16 +72,18 @@ do_bundle() {
 	if [ ! -f build-gpu/build.ninja ]; then
 		meson setup build-gpu -Dcuda=enabled --buildtype=release || die "meson setup failed"
 	fi
-	ninja -C build-gpu -j"$jobs" shell/ogsh tests/gpu/test_backend_ops tests/gpu/test_calib_gpu || die "the build failed"
+	ninja -C build-gpu -j"$jobs" shell/ogsh tests/gpu/test_backend_ops tests/gpu/test_calib_gpu \
+		tests/gpu/test_qconv tests/gpu/test_qgemm || die "the build failed"
 
 	rm -rf "$B"
 	mkdir -p "$B/bin" "$B/lib" "$B/graphviz" "$B/fonts" || die "cannot make $B"
-	cp build-gpu/shell/ogsh build-gpu/tests/gpu/test_backend_ops build-gpu/tests/gpu/test_calib_gpu "$B/bin/" ||
+	cp build-gpu/shell/ogsh build-gpu/tests/gpu/test_backend_ops build-gpu/tests/gpu/test_calib_gpu \
+		build-gpu/tests/gpu/test_qconv build-gpu/tests/gpu/test_qgemm "$B/bin/" ||
 		die "cannot copy the binaries"
-	strip "$B/bin/ogsh" "$B/bin/test_backend_ops" "$B/bin/test_calib_gpu"
+	strip "$B/bin/ogsh" "$B/bin/test_backend_ops" "$B/bin/test_calib_gpu" "$B/bin/test_qconv" "$B/bin/test_qgemm"
 
 	# the libraries of the binaries
-	for f in "$B/bin/ogsh" "$B/bin/test_backend_ops" "$B/bin/test_calib_gpu"; do
+	for f in "$B/bin/ogsh" "$B/bin/test_backend_ops" "$B/bin/test_calib_gpu" "$B/bin/test_qconv" "$B/bin/test_qgemm"; do
 		copy_deps "$f" "$B/lib" || die "cannot copy the libraries of $f"
 	done
 

@@ -95,6 +95,7 @@ extern const struct cuda_kernel cuda_k_reduce[];
 extern const struct cuda_kernel cuda_k_conv[];
 extern const struct cuda_kernel cuda_k_gemm[];
 extern const struct cuda_kernel cuda_k_quant[];
+extern const struct cuda_kernel cuda_k_qlinear[];   /* the planner's quantized islands (exec/qfuse.h) */
 
 /* ---- errors: every CUDA, cuDNN and cuBLAS status is checked ---- */
 

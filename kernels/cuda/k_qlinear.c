@@ -12,6 +12,7 @@
 #include "kernels/cuda/cuda.h"
 #include "kernels/cuda/k_conv.h"
 #include "kernels/cuda/k_qconv.h"
+#include "kernels/cuda/k_qgemm.h"
 #include "kernels/fused.h"
 
 #include <math.h>
@@ -145,9 +146,9 @@ static bool read_node(const struct cuda_kctx *k, struct kqc_conv *p, char *why, 
 			memcpy(pd, at->ints, sizeof(pd));
 		const struct ir_attr *ap = ir_node_attr(n, "auto_pad");
 		char apv[16] = "NOTSET";
-		if (ap && ap->s.size && ap->s.size < sizeof(apv)) {
-			memcpy(apv, ap->s.data, ap->s.size);
-			apv[ap->s.size] = 0;
+		if (ap && ap->s.len && ap->s.len < sizeof(apv)) {
+			memcpy(apv, ap->s.data, ap->s.len);
+			apv[ap->s.len] = 0;
 		}
 		int64_t in[2] = { p->h, p->w }, ker[2] = { p->r, p->s }, out[2] = { p->p, p->q };
 		for (int i = 0; i < 2; i++) {
@@ -426,7 +427,107 @@ static int run_q(struct cuda_kctx *k)
 	return 0;
 }
 
+/* ---- MatMulW4: float activations times blocked int4 weights ---- */
+
+struct w4_state {
+	struct kqg_w4_layout l;
+	void *packed;              /* device */
+	struct kqg_w4_plan *pl;
+};
+
+static bool read_w4(const struct cuda_kctx *k, struct kqg_w4_src *src, int *m, char *why, size_t size)
+{
+	if (!has(k, 0) || !has(k, 1) || !has(k, 2) || k->n_out < 1 || !k->out[0].dtype)
+		return no(why, size, "the node lacks an input");
+	const struct cuda_tensor *x = &k->in[0], *w = &k->in[1], *sc = &k->in[2], *y = &k->out[0];
+	if (!cuda_is_float(x->dtype) || y->dtype != x->dtype)
+		return no(why, size, "the activation is %s", ir_dtype_name(x->dtype));
+	if ((w->dtype != IR_INT4 && w->dtype != IR_UINT4) || !w->host || w->rank != 2)
+		return no(why, size, "the weights are not a 2-D int4/uint4 constant");
+	if (!sc->host || !cuda_is_float(sc->dtype) || (has(k, 3) && (!k->in[3].host || k->in[3].dtype != w->dtype)))
+		return no(why, size, "the scales or zero points are not constants");
+	if (x->nhwc || y->nhwc)
+		return no(why, size, "channels-last values");
+	int64_t K = w->dims[0], N = w->dims[1], bs = ir_node_attr_int(k->node, "block_size", 0);
+	if (x->rank < 1 || x->dims[x->rank - 1] != K || y->dims[y->rank - 1] != N)
+		return no(why, size, "the weights do not match the input");
+	if (bs < 1 || bs > 4096 || sc->rank != 2 || sc->dims[1] != N || sc->dims[0] * bs != K)
+		return no(why, size, "the scales are not [K/%lld, N]", (long long)bs);
+	int64_t M = cuda_numel(x) / (K ? K : 1);
+	if (M < 1 || M > INT32_MAX)
+		return no(why, size, "%lld rows", (long long)M);
+	*m = (int)M;
+	*src = (struct kqg_w4_src){ .wdt = w->dtype, .wq = ir_tensor_data(w->host), .sdt = sc->dtype,
+				    .scale = ir_tensor_data(sc->host), .zp = has(k, 3) ? ir_tensor_data(k->in[3].host) : NULL,
+				    .k = K, .n = N, .bs = (int)bs };
+	return kqg_w4_check(K, N, (int)bs, why, size) == 0;
+}
+
+static bool supports_w4(const struct cuda_kctx *k, char *why, size_t size)
+{
+	struct kqg_w4_src src;
+	int m;
+	return read_w4(k, &src, &m, why, size);
+}
+
+static void release_w4(void *state)
+{
+	struct w4_state *s = state;
+	if (!s)
+		return;
+	if (s->pl)
+		kqg_w4_free(s->pl);
+	if (s->packed)
+		cudaFree(s->packed);
+	free(s);
+}
+
+static int prepare_w4(struct cuda_kctx *k)
+{
+	struct w4_state *s = calloc(1, sizeof(*s));
+	if (!s)
+		return ir_diag_err(k->d, IR_ENOMEM, "out of memory");
+	k->state = s;
+	struct kqg_w4_src src;
+	int m;
+	char why[160];
+	if (!read_w4(k, &src, &m, why, sizeof(why)))
+		return ir_diag_err(k->d, IR_ERR, "%s", why);
+	void *buf = NULL;
+	if (kqg_w4_pack(&src, &s->l, &buf, why, sizeof(why)))
+		return ir_diag_err(k->d, IR_ERR, "%s", why);
+	int rc = cuda_check(cudaMalloc(&s->packed, s->l.bytes), "cudaMalloc (int4 weights)", k->d);
+	if (!rc)
+		rc = cuda_check(cudaMemcpy(s->packed, buf, s->l.bytes, cudaMemcpyHostToDevice), "cudaMemcpy (int4 weights)",
+				k->d);
+	free(buf);
+	if (rc)
+		return rc;
+	void *lt = m > KQG_W4_MAX_M ? cuda_cublaslt_handle(k->ctx, k->d) : NULL;
+	if (m > KQG_W4_MAX_M && !lt)
+		return IR_ERR;
+	size_t ws = 0;
+	s->pl = kqg_w4_prepare(lt, &s->l, k->in[0].dtype, m, 0, KQG_W4_AUTO, &ws, why, sizeof(why));
+	if (!s->pl)
+		return ir_diag_err(k->d, IR_ERR, "%s", why);
+	k->ws_bytes = ws;
+	snprintf(k->impl, sizeof(k->impl), "ogsh %s", kqg_w4_impl(s->pl));
+	return 0;
+}
+
+static int run_w4(struct cuda_kctx *k)
+{
+	struct w4_state *s = k->state;
+	if (!s || !s->pl)
+		return ir_diag_err(k->d, IR_ERR, "the int4 MatMul was not prepared");
+	char why[160];
+	if (kqg_w4_run(s->pl, s->packed, k->in[0].data, NULL, k->out[0].data, k->ws, k->ctx->stream, why, sizeof(why)))
+		return ir_diag_err(k->d, IR_ERR, "%s", why);
+	return 0;
+}
+
 const struct cuda_kernel cuda_k_qlinear[] = {
+	{ IR_OP_ogsh_MatMulW4, supports_w4, prepare_w4, run_w4, release_w4 },
 	{ IR_OP_ogsh_QConv, supports_q, prepare_q, run_q, release_q },
 	{ IR_OP_ogsh_QGemm, supports_q, prepare_q, run_q, release_q },
 	{ .op = -1 },

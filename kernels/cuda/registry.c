@@ -11,6 +11,7 @@
 static const struct cuda_kernel *const tables[] = {
 	cuda_k_elementwise, cuda_k_tensor, cuda_k_reduce, cuda_k_conv, cuda_k_gemm,
 	cuda_k_quant,
+	cuda_k_qlinear,
 };
 
 static const struct cuda_kernel *by_op[IR_OP_COUNT];
