@@ -418,10 +418,7 @@ extern "C" bool kqc_supported(const struct kqc_conv *p, char *why, size_t size)
 		NO("output type %d not supported", p->e.ydt);
 	if (!zdt_ok(p->e.zdt))
 		NO("residual type %d not supported", p->e.zdt);
-	if (p->e.zdt && !p->z)
-		NO("residual type given without a residual");
-	if (!p->alpha)
-		NO("no per-channel scale");
+	/* the pointers (alpha, beta, z) are the launch's: kqc_conv checks them */
 	return true;
 #undef NO
 }
@@ -449,6 +446,8 @@ extern "C" cudaError_t kqc_conv(const struct kqc_conv *p, int v, const void *x, 
 	if (v < 0 || v >= kqc_variants(p) || !x || !w || !y)
 		return cudaErrorInvalidValue;
 	if (((uintptr_t)x | (uintptr_t)w) % 16)
+		return cudaErrorInvalidValue;
+	if (!p->alpha || (p->e.zdt && !p->z))
 		return cudaErrorInvalidValue;
 	dev_params P;
 	P.M = p->n * p->p * p->q;

@@ -468,6 +468,8 @@ static void lt_shape(int xdt, int M, int K, int N, int opt_from, int opt_to)
 	p.k = K;
 	p.xdt = xdt;
 	size_t ws = 0;
+	/* the plan is made once per shape; each run below brings its own epilogue */
+	p.e.ydt = KQ_INT8;
 	struct kqg_lt_plan *pl = kqg_lt_prepare(lt_handle, &p, &ws, why, sizeof(why));
 	void *dws = pl ? dev_alloc(ws) : NULL;
 	/* the exact product of the checked rows */
