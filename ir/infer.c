@@ -952,6 +952,12 @@ static void infer_node(struct ir_infer *x, struct ir_node *n)
 			clear_value(n->outputs[k]);
 	if (n->op != IR_OP_UNKNOWN && x->table[n->op]) {
 		x->table[n->op](x, n);
+	} else if (n->op == IR_OP_ogsh_QConv || n->op == IR_OP_ogsh_QGemm || n->op == IR_OP_ogsh_MatMulW4) {
+		/* the GPU planner's islands (exec/qfuse.c) are made with their
+		 * output's type, shape included: it stands */
+		for (int k = 0; k < n->n_outputs; k++)
+			if (n->outputs[k] && n->outputs[k]->type.kind == IR_TYPE_TENSOR)
+				sx_out_type(x, n, k, &n->outputs[k]->type);
 	} else {
 		/* an op ogsh has no shape function for, or does not know, that the
 		 * model defines as a function: its body says */
