@@ -93,6 +93,9 @@ bool ir_infer_has_shape_fn(int op)
 		build_table(&t);
 		built = true;
 	}
+	/* the GPU planner's island nodes keep the type they are made with (infer_node) */
+	if (op == IR_OP_ogsh_QConv || op == IR_OP_ogsh_QGemm || op == IR_OP_ogsh_MatMulW4)
+		return true;
 	return op >= 0 && op < IR_OP_COUNT && t.table[op] != NULL;
 }
 
