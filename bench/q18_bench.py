@@ -38,6 +38,8 @@ import shlex
 import subprocess
 import sys
 import time
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', "scripts"))
+from ogsh_json import json_objects  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DIGITS = os.path.join(HERE, "..", "tests", "models", "digits")
@@ -53,19 +55,6 @@ PLAN = {
 ITERS = {1: (200, 20), 64: (50, 10), 256: (20, 5)}
 
 
-def json_objects(text):
-    """Every top-level JSON object printed in text, in order."""
-    out, dec, i = [], json.JSONDecoder(), 0
-    while True:
-        i = text.find("{", i)
-        if i < 0:
-            return out
-        try:
-            obj, end = dec.raw_decode(text, i)
-            out.append(obj)
-            i = end
-        except ValueError:
-            i += 1
 
 
 class Runner:

@@ -47,6 +47,8 @@ import sys
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '../..', "scripts"))
+from ogsh_json import json_objects  # noqa: E402
 
 F32 = np.float32
 
@@ -457,18 +459,6 @@ def generate(out):
 # --check
 # ---------------------------------------------------------------------------
 
-def json_objects(text):
-    out, dec, i = [], json.JSONDecoder(), 0
-    while True:
-        i = text.find("{", i)
-        if i < 0:
-            return out
-        try:
-            obj, end = dec.raw_decode(text, i)
-            out.append(obj)
-            i = end
-        except ValueError:
-            i += 1
 
 
 def check_one(ogsh, out, m, device):

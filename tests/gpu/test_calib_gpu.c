@@ -14,6 +14,7 @@
  * without CUDA.
  */
 #include "exec/exec.h"
+#include "tests/gpu/gpu_test.h"
 #include "tests/calib_cases.h"
 
 #ifdef OGSH_HAVE_CUDA
@@ -31,19 +32,7 @@ static struct cuda_calib_ws *ws;
 
 static bool gpu_init(char *why, size_t size)
 {
-	if (!exec_gpu_available(why, size))
-		return false;
-	int count = 0;
-	cudaError_t e = cudaGetDeviceCount(&count);
-	if (e != cudaSuccess || count == 0) {
-		snprintf(why, size, "%s", e != cudaSuccess ? cudaGetErrorString(e) : "no GPU found");
-		return false;
-	}
-	if (cudaSetDevice(0) != cudaSuccess || cudaStreamCreate(&stream) != cudaSuccess) {
-		snprintf(why, size, "cannot use GPU 0: %s", cudaGetErrorString(cudaGetLastError()));
-		return false;
-	}
-	return true;
+	return gpu_test_init(&stream, why, size);
 }
 
 static size_t esize(int dtype)

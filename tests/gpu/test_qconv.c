@@ -22,6 +22,7 @@
  * GPU). Exit status: 0 all passed, 1 a failure, 77 (skip) without a GPU.
  */
 #include "kernels/cuda/k_qconv.h"
+#include "tests/gpu/gpu_test.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -511,14 +512,11 @@ int main(int argc, char **argv)
 		printf("kqc_supported: %d checks failed\n", checks_failed);
 		return 1;
 	}
-	int count = 0;
-	cudaError_t e = cudaGetDeviceCount(&count);
-	if (e != cudaSuccess || count == 0) {
-		printf("skipped: %s\n", e != cudaSuccess ? cudaGetErrorString(e) : "no GPU");
+	char why[200];
+	if (!gpu_test_init(&stream, why, sizeof(why))) {
+		printf("skipped: %s\n", why);
 		return 77;
 	}
-	CU(cudaSetDevice(0));
-	CU(cudaStreamCreate(&stream));
 
 	static struct tcase cs[NCASES];
 	int nc = 0;

@@ -21,6 +21,7 @@
  * Exit status: 0 all passed, 1 a failure, 77 (skip) without a GPU.
  */
 #include "exec/exec.h"
+#include "tests/gpu/gpu_test.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -864,19 +865,7 @@ static void lt_cases(void)
 
 static bool gpu_init(char *why, size_t size)
 {
-	if (!exec_gpu_available(why, size))
-		return false;
-	int count = 0;
-	cudaError_t e = cudaGetDeviceCount(&count);
-	if (e != cudaSuccess || count == 0) {
-		snprintf(why, size, "%s", e != cudaSuccess ? cudaGetErrorString(e) : "no GPU found");
-		return false;
-	}
-	if (cudaSetDevice(0) != cudaSuccess || cudaStreamCreate(&stream) != cudaSuccess) {
-		snprintf(why, size, "cannot use GPU 0: %s", cudaGetErrorString(cudaGetLastError()));
-		return false;
-	}
-	return true;
+	return gpu_test_init(&stream, why, size);
 }
 
 int main(int argc, char **argv)

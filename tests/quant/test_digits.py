@@ -30,6 +30,8 @@ import tempfile
 import numpy as np
 import onnx
 import onnxruntime as ort
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '../..', "scripts"))
+from ogsh_json import json_objects  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DIGITS = os.path.join(HERE, "..", "models", "digits")
@@ -56,19 +58,6 @@ def ogsh(model, script):
     return r.returncode, r.stdout, r.stderr
 
 
-def json_objects(text):
-    """Every top-level JSON object printed in text, in order."""
-    out, dec, i = [], json.JSONDecoder(), 0
-    while True:
-        i = text.find("{", i)
-        if i < 0:
-            return out
-        try:
-            obj, end = dec.raw_decode(text, i)
-            out.append(obj)
-            i = end
-        except ValueError:
-            i += 1
 
 
 def data():
