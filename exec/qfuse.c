@@ -138,11 +138,9 @@ static struct ir_value *bias_from_dq(struct qf *S, const struct dq *b)
 		snprintf(name, sizeof(name), "%s.qfuse_bias%d", b->n->outputs[0]->name, k);
 	struct ir_value *v = ir_value_new(S->g, name, S->d);
 	struct ir_dim dim = { .kind = IR_DIM_VALUE, .value = dims[0] };
-	if (!v || ir_type_set_tensor(&v->type, IR_FLOAT, 1, &dim) || ir_value_set_init(v, t, S->d)) {
-		ir_tensor_unref(t);
-		return NULL;
-	}
-	return v;
+	int rc = !v || ir_type_set_tensor(&v->type, IR_FLOAT, 1, &dim) || ir_value_set_init(v, t, S->d);
+	ir_tensor_unref(t);   /* the value holds its own reference */
+	return rc ? NULL : v;
 }
 
 /* Checks the weight DQ: a constant of type `want`, one scale or one per

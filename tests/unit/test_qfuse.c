@@ -190,7 +190,9 @@ int main(int argc, char **argv)
 		char name[256];
 		snprintf(name, sizeof(name), "%s.asym%d", n->inputs[2]->name, n->id);
 		struct ir_value *v = ir_value_new(m->graph, name, &d);
-		if (!v || ir_value_set_init(v, z, &d))
+		int bad = !v || ir_value_set_init(v, z, &d);
+		ir_tensor_unref(z);   /* the value holds its own reference */
+		if (bad)
 			break;
 		ir_node_set_input(n, 2, v);
 		changed++;
