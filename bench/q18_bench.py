@@ -12,6 +12,8 @@ run reuses it):
                                            the Llama decoder: optimize only)
   int8   optimize; calibrate --data=MODEL_calib.npy --batch=8; quantize int8
   fp8    as int8 with quantize fp8        (BERT)
+  int8h, fp8h  as int8 and fp8 with --keep-float=float16 (what is not
+         quantized runs in float16, as TensorRT mixes int8 and fp16)
   int4   optimize; quantize int4          (weight-only, the Llama decoder)
   qdq    optimize                         (onnxruntime's QDQ ResNet-50 as it comes)
 then, on the saved stage:
@@ -46,9 +48,9 @@ DIGITS = os.path.join(HERE, "..", "tests", "models", "digits")
 
 # per model kind: the stages and the batches (decoder: input shapes)
 PLAN = {
-    "resnet50": (["fp16", "int8"], [1, 64, 256]),
-    "mobilenetv2": (["fp16", "int8"], [1, 64]),
-    "bert": (["fp16", "int8", "fp8"], [1, 64]),
+    "resnet50": (["fp16", "int8", "int8h"], [1, 64, 256]),
+    "mobilenetv2": (["fp16", "int8", "int8h"], [1, 64]),
+    "bert": (["fp16", "int8", "int8h", "fp8h"], [1, 64]),
     "llama": (["fp16", "int4"], ["1x1", "1x128"]),
     "resnet50_ort_qdq": (["qdq"], [1, 64, 256]),
 }
@@ -99,8 +101,10 @@ def make_stage(run, name, m, stage, stages_dir):
     steps = ["optimize --quiet"]
     if stage == "fp16" and m["dtype"] == "float32":
         steps.append("convert-fp16 --json")
-    elif stage in ("int8", "fp8"):
-        steps += [f"calibrate --data={m['calib']} --batch=8", f"quantize {stage} --json"]
+    elif stage in ("int8", "fp8", "int8h", "fp8h"):
+        # int8h, fp8h: what is not quantized in float16 (TensorRT's mixed int8 + fp16)
+        keep = " --keep-float=float16" if stage.endswith("h") and m["dtype"] == "float32" else ""
+        steps += [f"calibrate --data={m['calib']} --batch=8", f"quantize {stage.rstrip('h')}{keep} --json"]
     elif stage == "int4":
         steps.append("quantize int4 --json")
     steps.append(f"save {path} --force")
@@ -129,13 +133,15 @@ def shape_of(m, b):
     return f"{m['input']}={b}x1x8x8"   # the local stand-ins
 
 
-def bench_stage(run, name, m, stage, path, batches, quick):
+def bench_stage(run, name, m, stage, path, batches, quick, do_check=True, do_time=True):
     r = {"model": name, "stage": stage, "file": path, "check": None, "times": {}}
+    if not do_time:
+        batches = batches[:1]
     if m["kind"] == "decoder" and not m.get("dynamic"):
         batches = [b for b in batches if b == "1x1"]
     # the plan at the first batch: the islands, what runs where, the kernels
     plan_file = os.path.join(run.out, "plans", f"{name}_{stage}.txt")
-    if run.device == "cuda":
+    if run.device == "cuda" and do_check:
         rc, so, se = run(f"{name}_{stage}_plan", [path], f"plan --shape={shape_of(m, batches[0])}")
         with open(plan_file, "w") as f:
             f.write(so + se)
@@ -149,9 +155,9 @@ def bench_stage(run, name, m, stage, path, batches, quick):
                 ops[key] = ops.get(key, 0) + 1
             r["plan"]["kernels"] = [f"{k[0]} {k[1]} {k[2]}: {v}" for k, v in sorted(ops.items(), key=lambda kv: -kv[1])]
     cmds = ["set on-error continue"]
-    if stage != "fp16":
+    if stage != "fp16" and do_check:
         cmds.append(f"run --device={run.device} --check=cpu --inputs={m['check']} --json")
-    for b in batches:
+    for b in (batches if do_time else []):
         it, wu = ITERS.get(b if isinstance(b, int) else 1, (50, 10))
         if quick:
             it, wu = 5, 1
@@ -160,18 +166,19 @@ def bench_stage(run, name, m, stage, path, batches, quick):
     rc, so, se = run(f"{name}_{stage}_time", [path], "; ".join(cmds), timeout=420)
     objs = json_objects(so)
     cmp = next((o for o in objs if "compared" in o), None)
-    if stage != "fp16":
+    if stage != "fp16" and do_check:
         if cmp and cmp.get("compared"):
             c = cmp["compared"][0]
             r["check"] = {"pass": cmp.get("failed", 1) == 0 and cmp.get("missing", 0) == 0,
                           **{k: c.get(k) for k in ("max_abs", "max_rel", "snr_db", "cosine", "bad", "elements",
-                                                   "atol", "rtol", "top1", "worst_actual", "worst_expected")}}
+                                                   "atol", "rtol", "top1", "worst_actual", "worst_expected",
+                                                   "quant_snr_db", "within_quant_error")}}
         else:
             r["check"] = {"pass": False, "error": last_line(se) or "no comparison"}
     tj = [o for o in objs if "median_ms" in o]
     for b, t in zip(batches, tj):
         r["times"][str(b)] = {"median_ms": t.get("median_ms"), "p90_ms": t.get("p90_ms"), "graph": t.get("graph")}
-    if len(tj) < len(batches):
+    if do_time and len(tj) < len(batches):
         r["time_error"] = last_line(se)
     return r
 
@@ -186,6 +193,17 @@ def bench(a):
     merged = os.path.join(a.models, "q18_bench.json")
     old = json.load(open(merged)) if os.path.exists(merged) else []
     rows = []
+
+    def merge(new):
+        """a row of this call over the same row of an earlier one: what this call did not measure is kept"""
+        prev = next((r for r in old if (r["model"], r["stage"]) == (new["model"], new["stage"])), None)
+        if not prev:
+            return new
+        out = dict(prev)
+        for k, v in new.items():
+            if v not in (None, {}, ""):
+                out[k] = v
+        return out
 
     def save():
         keep = [r for r in old if (r["model"], r["stage"]) not in {(x["model"], x["stage"]) for x in rows}]
@@ -202,17 +220,22 @@ def bench(a):
             continue
         m = man[name]
         stages, batches = PLAN[name]
+        if a.stages:
+            stages = [x for x in a.stages.split(",") if x in stages]
         if a.batches:
             batches = [int(x) if x.isdigit() else x for x in a.batches.split(",")]
-        for stage in stages:
+        # the stages first (each its own ogsh, on the CPU mostly: --jobs at once)
+        import concurrent.futures
+        with concurrent.futures.ThreadPoolExecutor(max(1, a.jobs)) as ex:
+            made = list(ex.map(lambda st: make_stage(run, name, m, st, stages_dir), stages))
+        for stage, (path, note) in zip(stages, made):
             print(f"== {name} {stage}", flush=True)
-            path, note = make_stage(run, name, m, stage, stages_dir)
             if not path:
                 rows.append({"model": name, "stage": stage, "error": note})
                 continue
-            r = bench_stage(run, name, m, stage, path, batches, a.quick)
+            r = bench_stage(run, name, m, stage, path, batches, a.quick, not a.no_check, not a.no_time)
             r["note"] = note
-            rows.append(r)
+            rows.append(merge(r))
             save()
     report(save(), man)
 
@@ -238,7 +261,10 @@ def report(rows, man):
         if "error" in c:
             print(f"| {r['model']} | {r['stage']} | FAIL: {c['error'][:120]} | | | | | {pl} |")
             continue
-        print(f"| {r['model']} | {r['stage']} | {'ok' if c['pass'] else 'FAIL'} | {fnum(c.get('max_abs'), '{:.4g}')} | "
+        res = 'ok' if c['pass'] else 'FAIL'
+        if c.get("quant_snr_db") is not None:
+            res += f" (quantization's own SNR {c['quant_snr_db']:.1f} dB)"
+        print(f"| {r['model']} | {r['stage']} | {res} | {fnum(c.get('max_abs'), '{:.4g}')} | "
               f"{fnum(c.get('snr_db'), '{:.1f}')} | {c.get('bad')} / {c.get('elements')} | "
               f"atol {fnum(c.get('atol'), '{:.3g}')} rtol {fnum(c.get('rtol'), '{:.3g}')} | {pl} |")
     notes = [r for r in rows if r.get("note") and not r.get("error")]
@@ -303,6 +329,10 @@ def main():
     ap.add_argument("--batches", help="batches instead of each model's own (decoder: 1x1,1x128)")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--quick", action="store_true", help="5 timed runs per batch (to try the script)")
+    ap.add_argument("--stages", help="only these of each model's stages, comma-separated")
+    ap.add_argument("--jobs", type=int, default=1, help="stages made at once (each an ogsh on the CPU)")
+    ap.add_argument("--no-time", action="store_true", help="make, plan and check only")
+    ap.add_argument("--no-check", action="store_true", help="time only (the check of an earlier call is kept)")
     ap.add_argument("--digits", action="store_true")
     ap.add_argument("--report", action="store_true", help="only print the tables of DIR/q18_bench.json")
     a = ap.parse_args()

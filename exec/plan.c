@@ -772,6 +772,7 @@ static int place_nodes(struct exec_plan *p, const struct exec_values *inputs, st
 	}
 	int pos = 0;
 	char why[256], label[300];
+	p->sum.n_relu_moved = p->qf.n_commuted;
 	for (struct ir_node *n = g->first; n; n = n->next, pos++) {
 		struct exec_plan_node *pub = &p->pub[pos];
 		struct pnode *q = &p->pn[pos];
@@ -1103,6 +1104,7 @@ static int plan_memory(struct exec_plan *p, struct ir_diag *d)
 	plan_views(p);
 	/* copies between CPU and GPU nodes (graph inputs and outputs are not counted) */
 	pos = 0;
+	p->sum.n_relu_moved = p->qf.n_commuted;
 	for (struct ir_node *n = g->first; n; n = n->next, pos++) {
 		struct exec_plan_node *pub = &p->pub[pos];
 		if (pub->place != EXEC_ON_CPU)

@@ -113,6 +113,8 @@ struct cand {
 	struct dq x, w, z, b;
 	bool has_z, zq, has_b, bq;
 	struct ir_value *bias;       /* float bias (a constant) or NULL */
+	struct ir_node *relu;        /* a Relu between the node and q (the node has no activation), or NULL */
+	struct ir_node *qa, *dqa, *add;   /* find_residual_add: the Q/DQ before a residual Add, the Add */
 	struct ir_node *q;           /* the final QuantizeLinear, or NULL */
 	struct ir_value *out;        /* the island's output value (q's or c's) */
 	int prec;                    /* IR_INT8, IR_F8E4M3FN, IR_INT4 */
@@ -203,14 +205,35 @@ static bool act_ok(struct qf *S, struct cand *k, char *why, size_t size)
 	return true;
 }
 
-/* The island's end: the Q that is the output's only reader. */
+/* The node's only reader, when it is of op `op` and its output is not a graph output. */
+static struct ir_node *only_reader(const struct ir_value *v, int op)
+{
+	if (!v || v->is_output || v->n_uses != 1 || !v->uses[0].node)
+		return NULL;
+	struct ir_node *r = v->uses[0].node;
+	return r->op == op && r->n_outputs >= 1 && r->outputs[0] ? r : NULL;
+}
+
+/* The island's end: the Q that is the output's only reader (after a Relu
+ * that is the only reader, when the node has no activation of its own). */
 static void find_q(struct qf *S, struct cand *k)
 {
 	struct ir_value *y = k->c->outputs[0];
 	k->out = y;
 	k->q = NULL;
-	if (!y || y->is_output || y->n_uses != 1)
+	k->relu = NULL;
+	struct kern_act a;
+	char w2[120];
+	struct ir_node *rl = only_reader(y, IR_OP_Relu);
+	if (rl && kern_act_of(k->c, &a, w2, sizeof(w2)) && a.kind == KACT_NONE &&
+	    only_reader(rl->outputs[0], IR_OP_QuantizeLinear)) {
+		k->relu = rl;
+		y = rl->outputs[0];
+	}
+	if (!y || y->is_output || y->n_uses != 1) {
+		k->relu = NULL;
 		return;
+	}
 	struct ir_node *q = y->uses[0].node;
 	if (!q || q->op != IR_OP_QuantizeLinear || q->n_outputs < 1 || !q->outputs[0])
 		return;
@@ -227,10 +250,73 @@ static void find_q(struct qf *S, struct cand *k)
 		snprintf(why, sizeof(why), "it does not saturate");
 	if (why[0]) {
 		note(S, q, "%s", why);
+		k->relu = NULL;
 		return;
 	}
 	k->q = q;
 	k->out = q->outputs[0];
+}
+
+/* The float value of a one-element constant, or NaN. */
+static double scalar_value(const struct ir_value *v)
+{
+	const struct ir_tensor *t = v ? ir_value_const(v) : NULL;
+	return t && t->numel == 1 ? ir_elem_to_f64(t->dtype, ir_tensor_data(t), 0) : NAN;
+}
+
+/*
+ * Q(s) -> DQ(s) -> Relu -> Q(s), zero points 0, each the only reader of the
+ * one before (onnxruntime's QDQ around a Relu, with the Relu's output sharing
+ * its input's scale), is Relu -> Q(s): rounding and saturation commute with
+ * max(., 0) when the zero point is 0. Moving the Relu before the first Q lets
+ * an island take it into its epilogue. Returns the pairs removed, or -1.
+ */
+static int commute_relu(struct qf *S)
+{
+	int moved = 0;
+	for (struct ir_node *q2 = S->g->first, *next; q2; q2 = next) {
+		next = q2->next;
+		if (q2->op != IR_OP_QuantizeLinear || q2->n_inputs < 2 || !q2->inputs[0] || q2->n_outputs < 1 ||
+		    !q2->outputs[0])
+			continue;
+		struct ir_node *rl = q2->inputs[0]->producer;
+		if (!rl || rl->op != IR_OP_Relu || rl->n_inputs < 1 || !rl->inputs[0] || !only_reader(rl->outputs[0], IR_OP_QuantizeLinear))
+			continue;
+		struct ir_node *dq1 = rl->inputs[0]->producer;
+		if (!dq1 || dq1->op != IR_OP_DequantizeLinear || dq1->n_inputs < 2 || !dq1->inputs[0] ||
+		    only_reader(dq1->outputs[0], IR_OP_Relu) != rl)
+			continue;
+		struct ir_node *q1 = dq1->inputs[0]->producer;
+		if (!q1 || q1->op != IR_OP_QuantizeLinear || q1->n_inputs < 2 || !q1->inputs[0] ||
+		    only_reader(q1->outputs[0], IR_OP_DequantizeLinear) != dq1)
+			continue;
+		int dt = elem_of(q1->outputs[0]);
+		if ((dt != IR_INT8 && dt != IR_F8E4M3FN) || elem_of(q2->outputs[0]) != dt ||
+		    elem_of(rl->inputs[0]) != elem_of(q1->inputs[0]))
+			continue;
+		double s1 = scalar_value(q1->inputs[1]), s2 = scalar_value(dq1->inputs[1]), s3 = scalar_value(q2->inputs[1]);
+		if (!(s1 > 0) || s1 != s2 || s1 != s3 || !zero_or_none(q1->n_inputs > 2 ? q1->inputs[2] : NULL) ||
+		    !zero_or_none(dq1->n_inputs > 2 ? dq1->inputs[2] : NULL) ||
+		    !zero_or_none(q2->n_inputs > 2 ? q2->inputs[2] : NULL) ||
+		    ir_node_attr_int(q1, "saturate", 1) != ir_node_attr_int(q2, "saturate", 1))
+			continue;
+		/* v -> Relu -> q1 -> (q2's readers) */
+		struct ir_value *v = q1->inputs[0];
+		if (ir_node_set_input(rl, 0, v) || ir_node_set_input(q1, 0, rl->outputs[0]))
+			return ir_diag_err(S->d, IR_ENOMEM, "out of memory"), -1;
+		ir_node_move(rl, q1);
+		struct ir_value *o2 = q2->outputs[0], *o1 = q1->outputs[0];
+		ir_value_replace_uses(o2, o1);
+		if (o2->is_output)
+			ir_graph_replace_output(S->g, o2, o1);
+		if (next == dq1)
+			next = dq1->next;
+		if (ir_node_remove(q2, S->d) || ir_node_remove(dq1, S->d))
+			return -1;
+		moved++;
+		next = S->g->first;   /* the list changed: start over (a few hundred nodes) */
+	}
+	return moved;
 }
 
 static bool conv_like(const struct ir_node *n)
@@ -241,6 +327,66 @@ static bool conv_like(const struct ir_node *n)
 static bool gemm_like(const struct ir_node *n)
 {
 	return n->op == IR_OP_Gemm || n->op == IR_OP_ogsh_FusedGemm || n->op == IR_OP_MatMul;
+}
+
+/* Both values 4-D with the same dims (no broadcasting). */
+static bool same_4d(const struct ir_value *u, const struct ir_value *v)
+{
+	const struct ir_type *zt = ir_value_type(u), *yt = ir_value_type(v);
+	bool same = zt && yt && zt->rank == yt->rank && zt->rank == 4;
+	for (int i = 0; same && i < 4; i++) {
+		const struct ir_dim *a = &zt->dims[i], *b = &yt->dims[i];
+		same = a->kind == b->kind &&
+		       (a->kind == IR_DIM_VALUE ? a->value == b->value
+						: a->kind == IR_DIM_PARAM && a->param && b->param && !strcmp(a->param, b->param));
+	}
+	return same;
+}
+
+/*
+ * onnxruntime's residual: the island's Q(S_a) -> DQ(S_a) -> Add(DQ(z int8))
+ * -> [Relu] -> Q(S_y), each the only reader of the one before. The island
+ * then rounds its product to S_a's int8 grid in the epilogue (as the Q
+ * does), adds the residual and ends in the last Q: k->q becomes that Q.
+ */
+static void find_residual_add(struct qf *S, struct cand *k)
+{
+	(void)S;
+	if (k->kind != IR_OP_ogsh_QConv || k->prec != IR_INT8 || k->has_z || k->relu || !k->q)
+		return;
+	struct kern_act a;
+	char w2[120];
+	if (!kern_act_of(k->c, &a, w2, sizeof(w2)) || a.kind != KACT_NONE)
+		return;
+	struct ir_node *qa = k->q;
+	struct ir_node *dqa = only_reader(qa->outputs[0], IR_OP_DequantizeLinear);
+	if (!dqa || dqa->n_inputs < 2 || scalar_value(dqa->inputs[1]) != scalar_value(qa->inputs[1]) ||
+	    !zero_or_none(dqa->n_inputs > 2 ? dqa->inputs[2] : NULL))
+		return;
+	struct ir_node *add = only_reader(dqa->outputs[0], IR_OP_Add);
+	if (!add || add->n_inputs != 2 || !add->inputs[0] || !add->inputs[1])
+		return;
+	struct ir_value *zv = add->inputs[0] == dqa->outputs[0] ? add->inputs[1] : add->inputs[0];
+	if (zv == dqa->outputs[0])
+		return;
+	struct dq z;
+	if (!read_dq(zv, &z) || z.x->init || elem_of(z.x) != IR_INT8 || !scalar_const(z.scale) || !zero_or_none(z.zp) ||
+	    !same_4d(zv, add->outputs[0]) || !same_4d(dqa->outputs[0], add->outputs[0]))
+		return;
+	struct ir_node *rl = only_reader(add->outputs[0], IR_OP_Relu);
+	struct ir_value *y = rl ? rl->outputs[0] : add->outputs[0];
+	struct ir_node *qy = only_reader(y, IR_OP_QuantizeLinear);
+	if (!qy || qy->n_inputs < 2 || !scalar_const(qy->inputs[1]) || !zero_or_none(qy->n_inputs > 2 ? qy->inputs[2] : NULL) ||
+	    elem_of(qy->outputs[0]) != IR_INT8 || !(scalar_value(qa->inputs[1]) > 0))
+		return;
+	k->qa = qa;
+	k->dqa = dqa;
+	k->add = add;
+	k->relu = rl;
+	k->z = z;
+	k->has_z = k->zq = true;
+	k->q = qy;
+	k->out = qy->outputs[0];
 }
 
 /* Fills k for node c; false with why (for the activation DQ's note). */
@@ -320,15 +466,7 @@ static bool analyse(struct qf *S, struct ir_node *c, struct cand *k, char *why, 
 	/* residual */
 	if (c->op == IR_OP_ogsh_FusedConv && c->n_inputs > 3 && c->inputs[3]) {
 		struct ir_value *z = c->inputs[3];
-		const struct ir_type *zt = ir_value_type(z), *yt = ir_value_type(c->outputs[0]);
-		bool same = zt && yt && zt->rank == yt->rank && zt->rank == 4;
-		for (int i = 0; same && i < 4; i++) {
-			const struct ir_dim *a = &zt->dims[i], *b = &yt->dims[i];
-			same = a->kind == b->kind &&
-			       (a->kind == IR_DIM_VALUE ? a->value == b->value
-							: a->kind == IR_DIM_PARAM && a->param && b->param && !strcmp(a->param, b->param));
-		}
-		if (!same)
+		if (!same_4d(z, c->outputs[0]))
 			return snprintf(why, size, "the residual is broadcast"), false;
 		k->has_z = true;
 		if (read_dq(z, &k->z) && !k->z.x->init) {
@@ -352,6 +490,7 @@ static bool analyse(struct qf *S, struct ir_node *c, struct cand *k, char *why, 
 					kern_act_name(a.kind)), false;
 	}
 	find_q(S, k);
+	find_residual_add(S, k);
 	return true;
 }
 
@@ -396,8 +535,10 @@ static struct ir_node *make_node(struct qf *S, struct cand *k)
 	const char *op = k->kind == IR_OP_ogsh_QConv ? "QConv" : k->kind == IR_OP_ogsh_QGemm ? "QGemm" : "MatMulW4";
 	char name[300];
 	snprintf(name, sizeof(name), "%s", k->c->name ? k->c->name : "");
-	int nin = k->kind == IR_OP_ogsh_MatMulW4 ? 4 : 8;
-	struct ir_node *f = ir_node_new(S->g, op, "ai.ogsh", name, nin, 1, k->c);
+	int nin = k->kind == IR_OP_ogsh_MatMulW4 ? 4 : k->qa ? 9 : 8;
+	/* where the last of its inputs is made: at the node, or at the residual
+	 * Add it takes in (the other branch may be made after the node) */
+	struct ir_node *f = ir_node_new(S->g, op, "ai.ogsh", name, nin, 1, k->add ? k->add : k->c);
 	if (!f) {
 		ir_diag_err(S->d, IR_ENOMEM, "out of memory");
 		return NULL;
@@ -426,9 +567,25 @@ static struct ir_node *make_node(struct qf *S, struct cand *k)
 		rc = ir_node_set_input(f, 0, k->x.x) || ir_node_set_input(f, 1, k->x.scale) ||
 		     ir_node_set_input(f, 2, k->w.x) || ir_node_set_input(f, 3, k->w.scale) ||
 		     ir_node_set_input(f, 4, k->bias) || ir_node_set_input(f, 5, z) || ir_node_set_input(f, 6, zs) ||
-		     ir_node_set_input(f, 7, k->q ? k->q->inputs[1] : NULL);
+		     ir_node_set_input(f, 7, k->q ? k->q->inputs[1] : NULL) ||
+		     (k->qa && ir_node_set_input(f, 8, k->qa->inputs[1]));
 		if (!rc)
 			rc = copy_attrs(f, k->c, k->kind == IR_OP_ogsh_QConv ? conv_attrs : gemm_attrs, S->d);
+		if (!rc && k->relu) {
+			struct ir_attr a;
+			memset(&a, 0, sizeof(a));
+			a.name = strdup("activation");
+			a.type = IR_ATTR_STRING;
+			a.s.data = strdup("Relu");
+			a.s.len = 4;
+			if (!a.name || !a.s.data) {
+				free(a.name);
+				free(a.s.data);
+				rc = ir_diag_err(S->d, IR_ENOMEM, "out of memory");
+			} else {
+				rc = ir_node_set_attr(f, &a, S->d);
+			}
+		}
 		if (!rc && k->kind == IR_OP_ogsh_QGemm && k->c->op != IR_OP_MatMul)
 			rc = set_int_attr(f, "transB", ir_node_attr_int(k->c, "transB", 0), S->d);
 	}
@@ -499,6 +656,13 @@ static int fuse(struct qf *S, struct cand *k)
 		append(abs, sizeof(abs), label(k->b.n, lb, sizeof(lb)));
 	if (k->has_z && k->zq)
 		append(abs, sizeof(abs), label(k->z.n, lb, sizeof(lb)));
+	if (k->qa) {
+		append(abs, sizeof(abs), label(k->qa, lb, sizeof(lb)));
+		append(abs, sizeof(abs), label(k->dqa, lb, sizeof(lb)));
+		append(abs, sizeof(abs), label(k->add, lb, sizeof(lb)));
+	}
+	if (k->relu)
+		append(abs, sizeof(abs), label(k->relu, lb, sizeof(lb)));
 	if (k->q)
 		append(abs, sizeof(abs), label(k->q, lb, sizeof(lb)));
 	it.absorbed = strdup(abs);
@@ -513,6 +677,14 @@ static int fuse(struct qf *S, struct cand *k)
 	int rc = oname ? 0 : ir_diag_err(S->d, IR_ENOMEM, "out of memory");
 	if (!rc && k->q)
 		rc = ir_node_remove(k->q, S->d);
+	if (!rc && k->relu)
+		rc = ir_node_remove(k->relu, S->d);
+	if (!rc && k->add)
+		rc = ir_node_remove(k->add, S->d);
+	if (!rc && k->dqa)
+		rc = ir_node_remove(k->dqa, S->d);
+	if (!rc && k->qa)
+		rc = ir_node_remove(k->qa, S->d);
 	if (!rc)
 		rc = ir_node_remove(k->c, S->d);
 	if (!rc)
@@ -555,7 +727,13 @@ int exec_qfuse(struct ir_model *m, exec_qfuse_supports_fn supports, void *arg, s
 	S.why = calloc((size_t)S.n_why, sizeof(*S.why));
 	if (!S.why)
 		return ir_diag_err(d, IR_ENOMEM, "out of memory");
-	int n = 0;
+	int n = commute_relu(&S);
+	if (n < 0) {
+		free(S.why);
+		return d->error ? IR_ERR : IR_ENOMEM;
+	}
+	r->n_commuted = n;
+	n = 0;
 	for (struct ir_node *c = S.g->first; c; c = c->next)
 		n += conv_like(c) || gemm_like(c);
 	int *ids = calloc((size_t)(n ? n : 1), sizeof(*ids));

@@ -56,7 +56,10 @@ OGSH_OPS = [
     ("FusedAttention", 3, 4, 1, 1, "0"),
     # the GPU planner's quantized islands (exec/qfuse.c): made in the plan's
     # copy of a stage, never in a stage; no CPU kernel
-    ("QConv", 4, 8, 1, 1, "0"),
+    # QConv(x_q, x_scale, W_q, W_scale, bias?, z?, z_scale?, y_scale?, a_scale?):
+    # a_scale: the conv's own output rounded to int8 of that scale before the
+    # residual (onnxruntime's QDQ around Add)
+    ("QConv", 4, 9, 1, 1, "0"),
     ("QGemm", 4, 8, 1, 1, "0"),
     ("MatMulW4", 3, 5, 1, 1, "0"),
 ]

@@ -345,6 +345,7 @@ int cmd_plan(struct session *s, int argc, char **argv)
 		sh_json_kint(&j, "islands_fp8", sm.n_islands[1]);
 		sh_json_kint(&j, "islands_int4", sm.n_islands[2]);
 		sh_json_kint(&j, "unfused_qdq", sm.n_unfused);
+		sh_json_kint(&j, "relu_moved", sm.n_relu_moved);
 		sh_json_knum(&j, "plan_ms", sm.plan_ms);
 		sh_json_obj_end(&j);
 		sh_json_end(&j);
@@ -391,6 +392,9 @@ int cmd_plan(struct session *s, int argc, char **argv)
 		sh_printf(s, "quantized     %d int8, %d fp8, %d int4 island%s (one kernel each); %d Q/DQ of activations "
 			  "not fused (why: the last column)\n", sm.n_islands[0], sm.n_islands[1], sm.n_islands[2],
 			  sm.n_islands[0] + sm.n_islands[1] + sm.n_islands[2] == 1 ? "" : "s", sm.n_unfused);
+	if (sm.n_relu_moved)
+		sh_printf(s, "              %d Q -> DQ -> Relu -> Q of one scale made Relu -> Q (exact: the Relu "
+			  "joins the island before it)\n", sm.n_relu_moved);
 	sh_printf(s, "tuning        %d kernel choice%s timed, %d found in the cache\n", sm.tuned, sm.tuned == 1 ? "" : "s",
 		  sm.tune_hits);
 	sh_printf(s, "planned in    %.1f ms\n", sm.plan_ms);

@@ -7,7 +7,9 @@
  * An island DQ(x) -> Conv/Gemm(DQ(W)) [+ bias] [+ DQ(z)] [activation] [Q]
  * becomes, per output element of channel ch with integer accumulator acc:
  *
- *   v = acc * alpha[ch] + beta[ch] + zscale * z       (beta, z optional)
+ *   v = acc * alpha[ch] + beta[ch]
+ *   v = round_sat_int8(v) * mid                       (only when mid > 0)
+ *   v = v + zscale * z                                (z optional)
  *   v = act(v)
  *   y = quantized ? saturate(round_half_even(v)) : v  (in y's type)
  *
@@ -41,6 +43,9 @@ struct kqe_params {
 	float yzp;          /* the output zero point (uint8); 0 otherwise */
 	int zdt;            /* residual type: KQ_INT8, KQ_F8E4M3FN, KQ_FLOAT, KQ_FLOAT16, KQ_BFLOAT16; 0 none */
 	float zscale;       /* v += zscale * z */
+	float mid;          /* > 0: the product is first rounded to int8 (alpha and beta in units of
+			     * that tensor's scale S_a) and then taken to S_y's units: mid = S_a / S_y
+			     * (onnxruntime's Conv -> Q -> DQ -> Add(DQ(z)) -> Q); 0: no such step */
 };
 
 KQ_FN float kqe_act(const struct kqe_params *e, float v)
@@ -131,10 +136,14 @@ KQ_FN float kqe_value(const struct kqe_params *e, float acc, float a, float b, f
 	/* nvcc would contract these into fused multiply-adds (one rounding)
 	 * where the host rounds the product and the sum: keep them apart */
 	float v = __fadd_rn(__fmul_rn(acc, a), b);
+	if (e->mid > 0.0f)
+		v = __fmul_rn((float)kq_round_sat(v, 0.0f, -128.0f, 127.0f), e->mid);
 	if (e->zdt)
 		v = __fadd_rn(v, __fmul_rn(e->zscale, z));
 #else
 	float v = acc * a + b;
+	if (e->mid > 0.0f)
+		v = (float)kq_round_sat(v, 0.0f, -128.0f, 127.0f) * e->mid;
 	if (e->zdt)
 		v += e->zscale * z;
 #endif

@@ -32,6 +32,11 @@ struct ql_state {
 	size_t x_bytes, z_bytes, y_bytes;   /* their workspace parts */
 	int ydt_nat;             /* y's element type */
 	char name[80];
+	/* a QGemm: cuBLASLt's int8/FP8 product and ogsh's epilogue, the
+	 * candidate after the kernel's variants (variant == its count) */
+	struct kqg_lt_plan *lt;
+	struct kqg_lt ltp;
+	size_t lt_ws;
 };
 
 static bool no(char *why, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -85,7 +90,7 @@ static bool read_node(const struct cuda_kctx *k, struct kqc_conv *p, char *why, 
 		return no(why, size, "the input is %s", ir_dtype_name(x->dtype));
 	if (w->dtype != x->dtype || !w->host)
 		return no(why, size, "the weights are not a constant of the input's type");
-	for (int i = 1; i < 8; i++)
+	for (int i = 1; i < 9; i++)
 		if (i != 2 && i != 5 && has(k, i) && (!k->in[i].host || !cuda_is_float(k->in[i].dtype)))
 			return no(why, size, "input %d is not a float constant", i);
 	bool yq = has(k, 7);
@@ -105,6 +110,12 @@ static bool read_node(const struct cuda_kctx *k, struct kqc_conv *p, char *why, 
 	p->e.act = a.kind;
 	p->e.act0 = (float)(a.kind == KACT_CLIP ? a.p0 / sy : a.p0);
 	p->e.act1 = (float)(a.kind == KACT_CLIP ? a.p1 / sy : a.p1);
+	if (has(k, 8)) {   /* the product rounded to int8 of scale S_a first (qfuse.c: find_residual_add) */
+		double sa = hval(k->in[8].host, 0);
+		if (!(sa > 0) || !isfinite(sa) || k->in[8].host->numel != 1 || !yq || x->dtype != IR_INT8)
+			return no(why, size, "the intermediate scale is not one positive value of an int8 island");
+		p->e.mid = (float)(sa / sy);
+	}
 	if (has(k, 5)) {
 		const struct cuda_tensor *z = &k->in[5];
 		if (cuda_numel(z) != cuda_numel(y))
@@ -220,6 +231,7 @@ static void release_q(void *state)
 		cudaFree(s->w);
 	if (s->ab)
 		cudaFree(s->ab);
+	kqg_lt_free(s->lt);
 	free(s);
 }
 
@@ -250,22 +262,41 @@ static void *relayout(const struct cuda_kctx *k, const struct kqc_conv *p, size_
 	return dst;
 }
 
+/* One launch of variant v (v == the kernel's variant count: cuBLASLt). */
+static int launch(struct ql_state *s, int nv, int v, const struct kqc_conv *p, const void *x, void *y, void *ws,
+		  cudaStream_t st, char *why, size_t size)
+{
+	if (v == nv && s->lt) {
+		struct kqg_lt lp = s->ltp;
+		lp.z = p->z;
+		return kqg_lt_run(s->lt, &lp, x, s->w, y, ws, st, why, size);
+	}
+	cudaError_t e = kqc_conv(p, v, x, s->w, y, st);
+	if (e != cudaSuccess) {
+		snprintf(why, size, "kqc_conv: cuda error %s: %s", cudaGetErrorName(e), cudaGetErrorString(e));
+		return -1;
+	}
+	return 0;
+}
+
 /* Times variant v (zeroed scratch buffers); <0 when it fails. */
-static float time_variant(struct cuda_kctx *k, struct ql_state *s, int v, void *x, void *y, void *z)
+static float time_variant(struct cuda_kctx *k, struct ql_state *s, int nv, int v, void *x, void *y, void *z,
+			  void *ws)
 {
 	cudaStream_t st = k->ctx->stream;
 	cudaEvent_t e0 = NULL, e1 = NULL;
 	float ms = -1;
 	struct kqc_conv p = s->p;
 	p.z = z;
+	char why[160];
 	if (cudaEventCreate(&e0) || cudaEventCreate(&e1))
 		goto out;
-	if (kqc_conv(&p, v, x, s->w, y, st) != cudaSuccess)
+	if (launch(s, nv, v, &p, x, y, ws, st, why, sizeof(why)))
 		goto out;
 	if (cudaEventRecord(e0, st))
 		goto out;
 	for (int i = 0; i < QL_TIME_RUNS; i++)
-		if (kqc_conv(&p, v, x, s->w, y, st) != cudaSuccess)
+		if (launch(s, nv, v, &p, x, y, ws, st, why, sizeof(why)))
 			goto out;
 	float t = 0;
 	if (cudaEventRecord(e1, st) || cudaEventSynchronize(e1) || cudaEventElapsedTime(&t, e0, e1))
@@ -290,27 +321,32 @@ static int pick_variant(struct cuda_kctx *k, struct ql_state *s)
 	snprintf(key, sizeof(key), "qconv x%d y%d z%d n%d h%d w%d c%d k%d r%d s%d g%d p%d q%d st%d,%d d%d,%d pd%d,%d",
 		 p->xdt, p->e.ydt, p->e.zdt, p->n, p->h, p->w, p->c, p->k, p->r, p->s, p->groups, p->p, p->q,
 		 p->stride_h, p->stride_w, p->dil_h, p->dil_w, p->pad_h, p->pad_w);
+	int nc = nv + (s->lt != NULL);   /* candidates: the variants, then cuBLASLt */
+	if (s->lt)
+		snprintf(key + strlen(key), sizeof(key) - strlen(key), " lt");
 	int choice = 0;
 	float ms;
-	if (k->ctx->tune && cuda_tune_get(k->ctx->tune, key, &choice, &ms) && choice >= 0 && choice < nv) {
+	if (k->ctx->tune && cuda_tune_get(k->ctx->tune, key, &choice, &ms) && choice >= 0 && choice < nc) {
 		s->variant = choice;
 		return 0;
 	}
 	s->variant = 0;
-	if (!k->ctx->tuning || nv == 1)
+	if (!k->ctx->tuning || nc == 1)
 		return 0;
 	size_t xb = (size_t)p->n * p->h * p->w * p->c, yb = (size_t)p->n * p->p * p->q * p->k * esize(s->ydt_nat);
 	size_t zb = p->e.zdt ? (size_t)p->n * p->p * p->q * p->k * esize(p->e.zdt) : 0;
-	void *x = NULL, *y = NULL, *z = NULL;
-	/* scratch memory is a nicety: without it the first variant stands */
+	void *x = NULL, *y = NULL, *z = NULL, *ws = NULL;
+	/* scratch memory is a nicety: without it the first variant stands
+	 * (out of memory while tuning is survived) */
 	if (cudaMalloc(&x, xb ? xb : 1) || cudaMalloc(&y, yb ? yb : 1) || (zb && cudaMalloc(&z, zb)) ||
+	    (s->lt && cudaMalloc(&ws, s->lt_ws ? s->lt_ws : 1)) ||
 	    cudaMemsetAsync(x, 0, xb, k->ctx->stream) || (z && cudaMemsetAsync(z, 0, zb, k->ctx->stream))) {
 		cudaGetLastError();
 		goto out;
 	}
 	float best = INFINITY;
-	for (int v = 0; v < nv; v++) {
-		float t = time_variant(k, s, v, x, y, z);
+	for (int v = 0; v < nc; v++) {
+		float t = time_variant(k, s, nv, v, x, y, z, ws);
 		if (t >= 0 && t < best) {
 			best = t;
 			s->variant = v;
@@ -325,6 +361,8 @@ out:
 		cudaFree(y);
 	if (z)
 		cudaFree(z);
+	if (ws)
+		cudaFree(ws);
 	cudaGetLastError();
 	return 0;
 }
@@ -345,6 +383,8 @@ static int prepare_q(struct cuda_kctx *k)
 	if (!ab)
 		return ir_diag_err(k->d, IR_ENOMEM, "out of memory");
 	double sx = hval(k->in[1].host, 0), sy = has(k, 7) ? hval(k->in[7].host, 0) : 1.0;
+	if (has(k, 8))   /* alpha and beta in units of the intermediate int8's scale */
+		sy = hval(k->in[8].host, 0);
 	for (int i = 0; i < p->k; i++) {
 		ab[i] = (float)(sx * hval(k->in[3].host, i) / sy);
 		ab[p->k + i] = has(k, 4) ? (float)(hval(k->in[4].host, i) / sy) : 0.0f;
@@ -380,10 +420,37 @@ static int prepare_q(struct cuda_kctx *k)
 	s->z_bytes = s->z_t ? (ynum * esize(k->in[5].dtype) + 255) / 256 * 256 : 0;
 	s->y_bytes = s->y_t ? (ynum * esize(s->ydt_nat) + 255) / 256 * 256 : 0;
 	k->ws_bytes = s->x_bytes + s->z_bytes + s->y_bytes;
+	/* an int8 GEMM: cuBLASLt's int8 product too, when it takes the shape
+	 * (a refusal only leaves ogsh's kernel). Not FP8: on the H200 its E4M3
+	 * products near zero land up to 30 E4M3 steps from the CPU's (Hopper's
+	 * FP8 accumulation), where ogsh's kernel stays within one (gpu-islands) */
+	const char *lt_env = getenv("OGSH_QGEMM_LT");   /* "0": only ogsh's kernel (to compare) */
+	if (!conv && p->xdt == KQ_INT8 && !(lt_env && !strcmp(lt_env, "0"))) {
+		s->ltp = (struct kqg_lt){ .m = p->n, .n = p->k, .k = p->c, .xdt = p->xdt, .e = p->e,
+					  .alpha = p->alpha, .beta = p->beta };
+		char lwhy[160];
+		if (!kqg_lt_check(&s->ltp, lwhy, sizeof(lwhy))) {
+			struct ir_diag hd;
+			ir_diag_init(&hd);
+			void *h = cuda_cublaslt_handle(k->ctx, &hd);
+			ir_diag_clear(&hd);
+			if (h)
+				s->lt = kqg_lt_prepare(h, &s->ltp, &s->lt_ws, lwhy, sizeof(lwhy));
+		}
+	}
 	rc = pick_variant(k, s);
 	if (rc)
 		return rc;
-	snprintf(k->impl, sizeof(k->impl), "ogsh %s", kqc_variant_name(p, s->variant));
+	if (s->lt && s->variant == kqc_variants(p)) {
+		if (k->ws_bytes < s->lt_ws)
+			k->ws_bytes = s->lt_ws;
+		snprintf(k->impl, sizeof(k->impl), "cublasLt %s gemm + ogsh epilogue",
+			 p->xdt == KQ_INT8 ? "int8" : "fp8");
+	} else {
+		kqg_lt_free(s->lt);   /* not chosen: its plan is not kept */
+		s->lt = NULL;
+		snprintf(k->impl, sizeof(k->impl), "ogsh %s", kqc_variant_name(p, s->variant));
+	}
 	return 0;
 }
 
@@ -412,8 +479,9 @@ static int run_q(struct cuda_kctx *k)
 		p.z = zt;
 	}
 	void *dst = s->y_t ? ws + s->x_bytes + s->z_bytes : y;
-	if (cuda_check(kqc_conv(&p, s->variant, x, s->w, dst, st), "kqc_conv", k->d))
-		return IR_ERR;
+	char why[160];
+	if (launch(s, kqc_variants(&p), s->variant, &p, x, dst, ws, st, why, sizeof(why)))
+		return ir_diag_err(k->d, IR_ERR, "%s", why);
 	if (s->y_t) {
 		struct kconv_epilogue e;
 		memset(&e, 0, sizeof(e));

@@ -564,6 +564,18 @@ int main(int argc, char **argv)
 		snprintf(t.name + strlen(t.name), sizeof t.name - strlen(t.name), " 13x11 pads 1,0");
 		cs[nc++] = t;
 	}
+	{
+		/* onnxruntime's residual: the product rounded to int8 of its own scale, then the
+		 * residual and the Relu in the output's scale (k_qepi.h's mid) */
+		struct tcase t = conv(I8, 2, 14, 64, 256, 1, 1, 0, 1, 1, I8, RELU, I8, true);
+		t.p.e.mid = 0.8125f;
+		snprintf(t.name + strlen(t.name), sizeof t.name - strlen(t.name), " mid");
+		cs[nc++] = t;
+		t = conv(I8, 33, 7, 64, 64, 3, 1, 1, 1, 1, I8, NONE, I8, false);
+		t.p.e.mid = 1.375f;
+		snprintf(t.name + strlen(t.name), sizeof t.name - strlen(t.name), " mid");
+		cs[nc++] = t;
+	}
 	/* GEMMs: xdt M K N ydt act zdt beta */
 	cs[nc++] = gemm(I8, 1, 768, 768, I8, NONE, 0, true);
 	cs[nc++] = gemm(I8, 7, 768, 2304, F32, NONE, 0, true);

@@ -8,8 +8,12 @@
  * keeps its outputs, and holds no DequantizeLinear nobody reads; each
  * island names what it absorbed; refused islands leave the graph as it
  * was, with a reason for every activation Q/DQ; an asymmetric zero point
- * is refused with its reason.
+ * is refused with its reason. On argv[2] (onnxruntime's QDQ around a Relu,
+ * tests/unit/make_qdq_relu.py): Q -> DQ -> Relu -> Q of one scale becomes
+ * Relu -> Q (the Relu then in the island), of two scales it stays, and the
+ * rewritten graph computes the very same outputs on the CPU.
  */
+#include "exec/exec.h"
 #include "exec/qfuse.h"
 #include "ir/ir.h"
 
@@ -97,12 +101,116 @@ static struct ir_model *fresh(const struct ir_model *src)
 	return m;
 }
 
+/* Every node after the nodes making its inputs (the graph's order is the run order). */
+static bool in_order(const struct ir_graph *g)
+{
+	for (const struct ir_node *n = g->first; n; n = n->next)
+		for (int i = 0; i < n->n_inputs; i++) {
+			const struct ir_node *p = n->inputs[i] ? n->inputs[i]->producer : NULL;
+			if (!p)
+				continue;
+			const struct ir_node *q = g->first;
+			while (q && q != p && q != n)
+				q = q->next;
+			if (q != p)
+				return false;
+		}
+	return true;
+}
+
+/* The outputs of m on the CPU for an input of ramps: 0, or fails++. */
+static int run_cpu(const struct ir_model *m, struct exec_values *out)
+{
+	struct ir_diag d;
+	ir_diag_init(&d);
+	int64_t dims[4] = { 1, 16, 8, 8 };
+	struct ir_tensor *x = ir_tensor_new(IR_FLOAT, 4, dims, &d);
+	struct exec_values in = { 0 };
+	int rc = x ? 0 : -1;
+	if (x) {
+		float *f = ir_tensor_mutable(x);
+		for (uint64_t i = 0; i < x->numel; i++)
+			f[i] = (float)((int)(i * 37 % 255) - 127) / 100.0f;
+		rc = exec_values_add_tensor(&in, "x", x);
+		ir_tensor_unref(x);
+	}
+	struct exec_opts o = { 0 };
+	if (!rc)
+		rc = exec_run(m, &in, &o, out, NULL, NULL, &d);
+	CHECK(rc == 0, "exec_run: %s", d.error ? d.error : "?");
+	exec_values_clear(&in);
+	ir_diag_clear(&d);
+	return rc;
+}
+
+static void relu_case(const char *path)
+{
+	struct ir_diag d;
+	ir_diag_init(&d);
+	struct ir_model *src = ir_model_load(path, NULL, &d);
+	CHECK(src != NULL, "cannot load %s: %s", path, d.error ? d.error : "?");
+	if (!src)
+		return;
+	/* every island taken: the first Relu joins conv1's island, the second stays */
+	struct ir_model *m = fresh(src);
+	int asked = 0;
+	struct exec_qfuse_result r;
+	int rc = exec_qfuse(m, take_all, &asked, &r, &d);
+	CHECK(rc == 0, "exec_qfuse: %s", d.error ? d.error : "?");
+	CHECK(r.n_commuted == 2, "%d Relus moved, want 2 (those of one scale)", r.n_commuted);
+	CHECK(r.n_fused == 4, "%d islands, want 4", r.n_fused);
+	CHECK(in_order(m->graph), "a node reads a value made after it");
+	CHECK(count_op(m->graph, IR_OP_Relu) == 1, "%d Relu nodes left, want 1", count_op(m->graph, IR_OP_Relu));
+	CHECK(count_op(m->graph, IR_OP_Add) == 0, "the residual Add is still there");
+	int relu_in = 0, with_add = 0;
+	for (struct ir_node *n = m->graph->first; n; n = n->next)
+		if (n->op == IR_OP_ogsh_QConv) {
+			const struct ir_attr *a = ir_node_attr(n, "activation");
+			if (a && a->type == IR_ATTR_STRING && a->s.data && !strcmp(a->s.data, "Relu"))
+				relu_in++;
+			/* the residual's island: z, its scale, the output's and the intermediate's */
+			if (n->n_inputs == 9 && n->inputs[5] && n->inputs[6] && n->inputs[7] && n->inputs[8] &&
+			    ir_value_type(n->inputs[5])->elem == IR_INT8)
+				with_add++;
+		}
+	CHECK(relu_in == 2, "%d islands took a Relu as their activation, want 2", relu_in);
+	CHECK(with_add == 1, "%d islands with the residual and its intermediate scale, want 1", with_add);
+	int named = 0;
+	for (int i = 0; i < r.n_fused; i++)
+		named += strstr(r.fused[i].absorbed, "relu1") != NULL ||
+			 (strstr(r.fused[i].absorbed, "add3") && strstr(r.fused[i].absorbed, "relu3"));
+	CHECK(named == 2, "the islands do not name the Relu and Add they absorbed");
+	exec_qfuse_result_free(&r);
+	ir_model_free(m);
+	/* no island taken: the moved Relu alone, and the same numbers */
+	m = fresh(src);
+	rc = exec_qfuse(m, take_none, NULL, &r, &d);
+	CHECK(rc == 0 && r.n_commuted == 2 && r.n_fused == 0, "exec_qfuse (no islands): rc %d, %d moved, %d fused", rc,
+	      r.n_commuted, r.n_fused);
+	CHECK(in_order(m->graph), "a node reads a value made after it (Relu moved)");
+	exec_qfuse_result_free(&r);
+	struct exec_values a = { 0 }, b = { 0 };
+	if (!run_cpu(src, &a) && !run_cpu(m, &b)) {
+		const struct kern_value *va = exec_values_find(&a, "out"), *vb = exec_values_find(&b, "out");
+		CHECK(va && vb && va->t && vb->t && va->t->numel == vb->t->numel &&
+			      !memcmp(ir_tensor_data(va->t), ir_tensor_data(vb->t), 4 * va->t->numel),
+		      "the graph with the Relu moved computes other outputs");
+	}
+	exec_values_clear(&a);
+	exec_values_clear(&b);
+	ir_model_free(m);
+	ir_model_free(src);
+	ir_diag_clear(&d);
+}
+
 int main(int argc, char **argv)
 {
-	if (argc != 2) {
-		fprintf(stderr, "usage: test_qfuse MODEL_QDQ.onnx\n");
+	if (argc != 2 && argc != 3) {
+		fprintf(stderr, "usage: test_qfuse MODEL_QDQ.onnx [QDQ_RELU.onnx]\n");
 		return 2;
 	}
+	if (argc == 3)
+		relu_case(argv[2]);
 	struct ir_diag d;
 	ir_diag_init(&d);
 	struct ir_model *src = ir_model_load(argv[1], NULL, &d);
