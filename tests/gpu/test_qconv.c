@@ -576,6 +576,11 @@ int main(int argc, char **argv)
 		snprintf(t.name + strlen(t.name), sizeof t.name - strlen(t.name), " mid");
 		cs[nc++] = t;
 	}
+	/* the staged epilogue (8-bit y and z, channels per group a multiple of 16): rows past
+	 * M in the last tile, fewer channels than a tile, groups */
+	cs[nc++] = conv(I8, 3, 9, 32, 48, 3, 1, 1, 1, 1, I8, RELU, I8, true);
+	cs[nc++] = conv(I8, 2, 8, 64, 64, 3, 1, 1, 1, 2, I8, CLIP, I8, false);
+	cs[nc++] = conv(F8, 3, 9, 32, 48, 1, 1, 0, 1, 1, F8, NONE, F8, true);
 	/* GEMMs: xdt M K N ydt act zdt beta */
 	cs[nc++] = gemm(I8, 1, 768, 768, I8, NONE, 0, true);
 	cs[nc++] = gemm(I8, 7, 768, 2304, F32, NONE, 0, true);
