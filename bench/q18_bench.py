@@ -53,6 +53,8 @@ PLAN = {
     "bert": (["fp16", "int8", "int8h", "fp8h"], [1, 64]),
     "llama": (["fp16", "int4"], ["1x1", "1x128"]),
     "resnet50_ort_qdq": (["qdq"], [1, 64, 256]),
+    "mobilenetv2_ort_qdq": (["qdq"], [1, 64]),
+    "bert_ort_qdq": (["qdq"], [1, 64]),
 }
 ITERS = {1: (200, 20), 64: (50, 10), 256: (20, 5)}
 

@@ -4,7 +4,7 @@
 # python3 with torch, torchvision, transformers, onnx, onnxruntime).
 # Steps (default: models bench digits):
 #   models   bench/q18_models.py: ResNet-50, MobileNetV2, BERT-base (float32),
-#            a Llama-style decoder (float16) and onnxruntime's QDQ ResNet-50,
+#            a Llama-style decoder (float16) and onnxruntime's QDQ ResNet-50, MobileNetV2 and BERT,
 #            exported once into $Q18_MODELS (default /tmp/q18; kept for the
 #            next call while the machine stays up)           -> OUT/models.txt
 #   bench    bench/q18_bench.py: each model's fp16 / int8 / fp8 / int4 stage

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The models of issue 18's benchmarks, exported once (GPU machine).
 
-    q18_models.py OUTDIR [--models resnet50,mobilenetv2,bert,llama,resnet50_ort_qdq]
+    q18_models.py OUTDIR [--models resnet50,mobilenetv2,bert,llama,resnet50_ort_qdq,...]
     q18_models.py OUTDIR --local-test      stand-ins without torch (see below)
 
 Writes OUTDIR/NAME.onnx and OUTDIR/models.json (what bench/q18_bench.py
@@ -24,8 +24,11 @@ the folder to export again).
                           export fails, a fixed [1, 1] export
   resnet50_ort_qdq        onnxruntime's quantize_static of resnet50.onnx (after
                           quant_pre_process): QDQ, int8 activations (symmetric,
-                          ActivationSymmetric=True) and int8 per-channel weights,
-                          MinMax calibration on 16 generated N(0,1) images
+                          ActivationSymmetric=True, as TensorRT wants them) and int8
+                          per-channel weights, MinMax calibration on 16 generated
+                          N(0,1) images
+  mobilenetv2_ort_qdq,    the same of mobilenetv2.onnx and bert.onnx (BERT: 16 rows of
+  bert_ort_qdq            token ids in [0, 1000))
 
 Calibration data (OUTDIR/NAME_calib.npy): 32 N(0,1) images, or 32 rows of
 random token ids in [0, 1000); the check input (OUTDIR/NAME_check.npy): one
@@ -121,8 +124,9 @@ def export_llama(path):
     raise RuntimeError("every llama export failed")
 
 
-def ort_qdq(src, dst, input_name, sample_shape, n=16):
-    """onnxruntime's quantize_static: QDQ, int8 symmetric activations, int8 per-channel weights"""
+def ort_qdq(src, dst, input_name, sample_shape, n=16, tokens=False):
+    """onnxruntime's quantize_static: QDQ, int8 symmetric activations, int8 per-channel weights
+    (tokens: the calibration inputs are token ids in [0, 1000))"""
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
     pre = dst[:-5] + "_pre.onnx"
     from onnxruntime.quantization.shape_inference import quant_pre_process
@@ -146,6 +150,8 @@ def ort_qdq(src, dst, input_name, sample_shape, n=16):
             if self.left <= 0:
                 return None
             self.left -= 1
+            if tokens:
+                return {input_name: rng.integers(0, 1000, sample_shape).astype(np.int64)}
             return {input_name: rng.standard_normal(sample_shape).astype(np.float32)}
 
     quantize_static(src_q, dst, Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
@@ -190,13 +196,16 @@ def make(out, names):
             elif name == "llama":
                 dyn = export_llama(path)
                 entry.update(input="input_ids", kind="decoder", dtype="float16", dynamic=dyn)
-            elif name == "resnet50_ort_qdq":
-                src = os.path.join(out, "resnet50.onnx")
-                if "resnet50" not in man or not os.path.exists(src):
-                    raise RuntimeError("needs resnet50 first")
-                ort_qdq(src, path, man["resnet50"]["input"], (1,) + IMAGE)
-                entry.update(input=man["resnet50"]["input"], kind="image", dtype="int8 (onnxruntime QDQ)", dynamic=True,
-                             float_of="resnet50")
+            elif name.endswith("_ort_qdq"):
+                base = name[:-len("_ort_qdq")]
+                src = os.path.join(out, f"{base}.onnx")
+                if base not in man or not os.path.exists(src):
+                    raise RuntimeError(f"needs {base} first")
+                kind = man[base]["kind"]
+                ort_qdq(src, path, man[base]["input"], (1, SEQ) if kind == "tokens" else (1,) + IMAGE,
+                        tokens=kind == "tokens")
+                entry.update(input=man[base]["input"], kind=kind, dtype="int8 (onnxruntime QDQ)", dynamic=True,
+                             float_of=base)
             else:
                 raise RuntimeError(f"unknown model {name}")
             entry["calib"], entry["check"] = data_files(out, name, entry["kind"], rng)
@@ -250,7 +259,8 @@ def local_test(out):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
-    ap.add_argument("--models", default="resnet50,mobilenetv2,bert,llama,resnet50_ort_qdq")
+    ap.add_argument("--models", default="resnet50,mobilenetv2,bert,llama,resnet50_ort_qdq,mobilenetv2_ort_qdq,"
+                                           "bert_ort_qdq")
     ap.add_argument("--local-test", action="store_true")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)

@@ -187,7 +187,7 @@ struct exec_plan_summary {
 	int n_views;                       /* view nodes sharing their input's memory (nothing launched) */
 	int n_islands[3];                  /* quantized islands: int8, fp8, int4 */
 	int n_unfused;                     /* Q/DQ of activations left unfused */
-	int n_relu_moved;                  /* Q -> DQ -> Relu -> Q of one scale made Relu -> Q (qfuse) */
+	int n_relu_moved;                  /* Q -> DQ -> Relu/Clip -> Q of one scale made Relu/Clip -> Q (qfuse) */
 	double plan_ms;
 };
 

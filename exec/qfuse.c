@@ -113,7 +113,7 @@ struct cand {
 	struct dq x, w, z, b;
 	bool has_z, zq, has_b, bq;
 	struct ir_value *bias;       /* float bias (a constant) or NULL */
-	struct ir_node *relu;        /* a Relu between the node and q (the node has no activation), or NULL */
+	struct ir_node *relu;        /* a Relu or Clip between the node and q (it has no activation), or NULL */
 	struct ir_node *qa, *dqa, *add;   /* find_residual_add: the Q/DQ before a residual Add, the Add */
 	struct ir_node *q;           /* the final QuantizeLinear, or NULL */
 	struct ir_value *out;        /* the island's output value (q's or c's) */
@@ -214,6 +214,48 @@ static struct ir_node *only_reader(const struct ir_value *v, int op)
 	return r->op == op && r->n_outputs >= 1 && r->outputs[0] ? r : NULL;
 }
 
+/* A Relu, or a Clip with constant bounds (or none): an activation the
+ * epilogue runs and that commutes with rounding. Clip's bounds into lo, hi. */
+static bool act_node(const struct ir_node *n, float *lo, float *hi)
+{
+	*lo = -INFINITY;
+	*hi = INFINITY;
+	if (!n || n->n_inputs < 1 || !n->inputs[0] || n->n_outputs < 1 || !n->outputs[0])
+		return false;
+	if (n->op == IR_OP_Relu)
+		return true;
+	if (n->op != IR_OP_Clip)
+		return false;
+	const struct ir_attr *a;
+	if ((a = ir_node_attr(n, "min")) && a->type == IR_ATTR_FLOAT)
+		*lo = a->f;
+	if ((a = ir_node_attr(n, "max")) && a->type == IR_ATTR_FLOAT)
+		*hi = a->f;
+	for (int i = 1; i < 3 && i < n->n_inputs; i++) {
+		if (!n->inputs[i])
+			continue;
+		const struct ir_tensor *t = ir_value_const(n->inputs[i]);
+		if (!t || t->numel != 1)
+			return false;
+		double v = ir_elem_to_f64(t->dtype, ir_tensor_data(t), 0);
+		if (i == 1)
+			*lo = (float)v;
+		else
+			*hi = (float)v;
+	}
+	return !(*lo > *hi);
+}
+
+/* The only reader of v when it is an activation of act_node's kind. */
+static struct ir_node *only_act(const struct ir_value *v)
+{
+	if (!v || v->is_output || v->n_uses != 1 || !v->uses[0].node)
+		return NULL;
+	float lo, hi;
+	struct ir_node *r = v->uses[0].node;
+	return act_node(r, &lo, &hi) && r->inputs[0] == v ? r : NULL;
+}
+
 /* The island's end: the Q that is the output's only reader (after a Relu
  * that is the only reader, when the node has no activation of its own). */
 static void find_q(struct qf *S, struct cand *k)
@@ -224,7 +266,7 @@ static void find_q(struct qf *S, struct cand *k)
 	k->relu = NULL;
 	struct kern_act a;
 	char w2[120];
-	struct ir_node *rl = only_reader(y, IR_OP_Relu);
+	struct ir_node *rl = only_act(y);
 	if (rl && kern_act_of(k->c, &a, w2, sizeof(w2)) && a.kind == KACT_NONE &&
 	    only_reader(rl->outputs[0], IR_OP_QuantizeLinear)) {
 		k->relu = rl;
@@ -268,8 +310,11 @@ static double scalar_value(const struct ir_value *v)
  * Q(s) -> DQ(s) -> Relu -> Q(s), zero points 0, each the only reader of the
  * one before (onnxruntime's QDQ around a Relu, with the Relu's output sharing
  * its input's scale), is Relu -> Q(s): rounding and saturation commute with
- * max(., 0) when the zero point is 0. Moving the Relu before the first Q lets
- * an island take it into its epilogue. Returns the pairs removed, or -1.
+ * max(., 0) when the zero point is 0. So does a Clip of constant bounds
+ * (ReLU6): rounding is monotone, and a monotone map commutes with clamping
+ * (up to the bounds' own rounding, which the Q after them does anyway).
+ * Moving the activation before the first Q lets an island take it into its
+ * epilogue. Returns the pairs removed, or -1.
  */
 static int commute_relu(struct qf *S)
 {
@@ -280,11 +325,12 @@ static int commute_relu(struct qf *S)
 		    !q2->outputs[0])
 			continue;
 		struct ir_node *rl = q2->inputs[0]->producer;
-		if (!rl || rl->op != IR_OP_Relu || rl->n_inputs < 1 || !rl->inputs[0] || !only_reader(rl->outputs[0], IR_OP_QuantizeLinear))
+		float lo, hi;
+		if (!rl || !act_node(rl, &lo, &hi) || !only_reader(rl->outputs[0], IR_OP_QuantizeLinear))
 			continue;
 		struct ir_node *dq1 = rl->inputs[0]->producer;
 		if (!dq1 || dq1->op != IR_OP_DequantizeLinear || dq1->n_inputs < 2 || !dq1->inputs[0] ||
-		    only_reader(dq1->outputs[0], IR_OP_Relu) != rl)
+		    only_act(dq1->outputs[0]) != rl)
 			continue;
 		struct ir_node *q1 = dq1->inputs[0]->producer;
 		if (!q1 || q1->op != IR_OP_QuantizeLinear || q1->n_inputs < 2 || !q1->inputs[0] ||
@@ -572,18 +618,36 @@ static struct ir_node *make_node(struct qf *S, struct cand *k)
 		if (!rc)
 			rc = copy_attrs(f, k->c, k->kind == IR_OP_ogsh_QConv ? conv_attrs : gemm_attrs, S->d);
 		if (!rc && k->relu) {
-			struct ir_attr a;
+			float lo, hi;
+			bool clip = k->relu->op == IR_OP_Clip;
+			act_node(k->relu, &lo, &hi);
+			struct ir_attr a, ap;
 			memset(&a, 0, sizeof(a));
+			memset(&ap, 0, sizeof(ap));
 			a.name = strdup("activation");
 			a.type = IR_ATTR_STRING;
-			a.s.data = strdup("Relu");
+			a.s.data = strdup(clip ? "Clip" : "Relu");
 			a.s.len = 4;
-			if (!a.name || !a.s.data) {
+			ap.name = strdup("activation_params");
+			ap.type = IR_ATTR_FLOATS;
+			ap.n = 2;
+			ap.floats = malloc(2 * sizeof(float));
+			if (!a.name || !a.s.data || !ap.name || !ap.floats) {
 				free(a.name);
 				free(a.s.data);
+				free(ap.name);
+				free(ap.floats);
 				rc = ir_diag_err(S->d, IR_ENOMEM, "out of memory");
 			} else {
+				ap.floats[0] = lo;
+				ap.floats[1] = hi;
 				rc = ir_node_set_attr(f, &a, S->d);
+				if (!rc && clip)
+					rc = ir_node_set_attr(f, &ap, S->d);
+				else {
+					free(ap.name);
+					free(ap.floats);
+				}
 			}
 		}
 		if (!rc && k->kind == IR_OP_ogsh_QGemm && k->c->op != IR_OP_MatMul)

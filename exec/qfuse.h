@@ -46,7 +46,7 @@ struct exec_qfuse_result {
 	int n_fused;
 	struct exec_qfuse_item *left;   /* Q/DQ of activations not absorbed */
 	int n_left;
-	int n_commuted;                 /* Q -> DQ -> Relu -> Q (one scale) made Relu -> Q */
+	int n_commuted;                 /* Q -> DQ -> Relu/Clip -> Q (one scale) made Relu/Clip -> Q */
 };
 
 /* Whether the device runs the candidate node `n` (in m's graph, inputs

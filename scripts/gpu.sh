@@ -73,11 +73,11 @@ do_bundle() {
 		meson setup build-gpu -Dcuda=enabled --buildtype=release || die "meson setup failed"
 	fi
 	# meson (1.0) gives nvcc no dependency file, so ninja does not see the
-	# headers a .cu includes: a header newer than a CUDA object (a struct
-	# shared with the C side, say) would leave a stale object that reads the
-	# struct the old way. Rebuild those objects then.
+	# headers a .cu includes (kernels/cuda/*.h): a header newer than a CUDA
+	# object (a struct shared with the C side, say) would leave a stale
+	# object that reads the struct the old way. Rebuild those objects then.
 	stale=$(find build-gpu -name '*.cu.o' 2>/dev/null | while read -r o; do
-		find kernels ir exec -name '*.h' -newer "$o" 2>/dev/null | head -n 1 | grep -q . && echo "$o"
+		find kernels -name '*.h' -newer "$o" 2>/dev/null | head -n 1 | grep -q . && echo "$o"
 	done)
 	if [ -n "$stale" ]; then
 		echo "gpu.sh: headers changed since $(echo "$stale" | wc -l) CUDA objects were built: rebuilding them"

@@ -393,7 +393,7 @@ int cmd_plan(struct session *s, int argc, char **argv)
 			  "not fused (why: the last column)\n", sm.n_islands[0], sm.n_islands[1], sm.n_islands[2],
 			  sm.n_islands[0] + sm.n_islands[1] + sm.n_islands[2] == 1 ? "" : "s", sm.n_unfused);
 	if (sm.n_relu_moved)
-		sh_printf(s, "              %d Q -> DQ -> Relu -> Q of one scale made Relu -> Q (exact: the Relu "
+		sh_printf(s, "              %d Q -> DQ -> Relu or Clip -> Q of one scale made Relu/Clip -> Q (exact: it "
 			  "joins the island before it)\n", sm.n_relu_moved);
 	sh_printf(s, "tuning        %d kernel choice%s timed, %d found in the cache\n", sm.tuned, sm.tuned == 1 ? "" : "s",
 		  sm.tune_hits);

@@ -632,9 +632,9 @@ static int run_unrounded(const struct ir_model *rm, const struct exec_values *in
 			 : y->type.kind == IR_TYPE_TENSOR ? y->type.elem : -2;
 		if (xt != yt)
 			continue;   /* e.g. a float16 activation read back as float32: kept */
-		ir_value_replace_uses(y, x);
 		if (y->is_output)
-			ir_graph_replace_output(g, y, x);
+			continue;   /* an output keeps its name (and its rounding, the same on both sides) */
+		ir_value_replace_uses(y, x);
 		bypassed++;
 	}
 	struct exec_values ins = { 0 };

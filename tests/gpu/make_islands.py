@@ -228,7 +228,7 @@ def island_tail(g, y_float, y_ref, act, res, rng, out_fmt_scale=None):
     return out, (q8(ref, s) if g.fmt != "fp8" else ref), s
 
 
-def ort_tail(g, y_float, y_ref, res, rng):
+def ort_tail(g, y_float, y_ref, res, rng, act="relu"):
     """onnxruntime's QDQ (quantize_static, symmetric int8): the conv's output
     quantized on its own; a residual Add between Q/DQ pairs; the Relu after
     it between two Q/DQ of the same scale"""
@@ -240,8 +240,13 @@ def ort_tail(g, y_float, y_ref, res, rng):
         ref = ref + rng.uniform(-1, 1, ref.shape).astype(F32)
         s = scale_for(ref)
         cur, ref = g.qdq(cur, s), q8(ref, s)
-    cur = g.node("Relu", [cur])
-    ref = np.maximum(ref, 0)
+    if act == "clip":   # ReLU6 as in MobileNet: Clip(0, hi)
+        hi = float(np.percentile(ref, 90))
+        cur = g.node("Clip", [cur, g.init(np.array(0.0, F32)), g.init(np.array(hi, F32))])
+        ref = np.clip(ref, 0, hi)
+    else:
+        cur = g.node("Relu", [cur])
+        ref = np.maximum(ref, 0)
     return g.qdq(cur, s), ref, s
 
 
@@ -300,7 +305,7 @@ def make_conv(out, name, n, cin, hw, cout, k, fmt="int8", chain=None, asym=False
     y, yref = conv_island(g, xd, xr, cin, cout, k, rng=rng, **{k_: v for k_, v in kw.items() if k_ not in ("act", "res")})
     act, res = kw.get("act", "relu"), kw.get("res")
     if ort:
-        o, ref, s = ort_tail(g, y, yref, res, rng)
+        o, ref, s = ort_tail(g, y, yref, res, rng, kw.get("act", "relu"))
     elif chain is None:
         o, ref, s = island_tail(g, y, yref, act, res, rng)
     else:
@@ -442,6 +447,7 @@ def cases():
     # onnxruntime's QDQ: Q -> DQ -> Relu -> Q of one scale; Q -> DQ -> Add(DQ(skip)) -> Q
     conv("ort_conv3x3_relu", 1, 64, 14, 64, 3, ort=True)
     conv("ort_conv1x1_residual_relu_b33", 33, 64, 14, 256, 1, ort=True, res="relu", bias="int32")
+    conv("ort_conv3x3_dw96_clip", 2, 96, 15, 96, 3, group=96, ort=True, act="clip")
     # must not fuse, and must still be right
     conv("nofuse_asym_uint8", 1, 64, 14, 64, 3, asym=True, act="relu")
     conv("nofuse_c12_20", 1, 12, 15, 20, 3, act="relu")

@@ -7,7 +7,9 @@ between Q/DQ pairs before its Relu.
 The first Relu's output shares its input's scale (as onnxruntime's
 quantize_static writes it): the planner may move that Relu before the first
 Q and into the island. The second's scales differ: it must stay. The third
-conv's island takes its Q, the Add, the Relu and the last Q.
+conv's island takes its Q, the Add, the Relu and the last Q. The fifth
+conv's ReLU6 (Clip(0, 6) between Q/DQ of one scale) moves and joins its
+island as Clip.
 
     make_qdq_relu.py OUT.onnx
 """
@@ -64,6 +66,11 @@ def main(out):
     y = qdq("sum", "sumout", 0.09)
     nodes.append(helper.make_node("Relu", [y], ["r3"], name="relu3"))
     y = qdq("r3", "r3out", 0.09)
+    # ReLU6 as onnxruntime writes MobileNet's: Clip(0, 6) between Q/DQ of one scale
+    y = qdq(conv(y, "conv5", 16, 16), "c5out", 0.05)
+    lo, hi = const("clip_lo", np.array(0, np.float32)), const("clip_hi", np.array(6, np.float32))
+    nodes.append(helper.make_node("Clip", [y, lo, hi], ["r5"], name="clip5"))
+    y = qdq("r5", "r5out", 0.05)
     nodes.append(helper.make_node("Identity", [y], ["out"], name="out"))
     g = helper.make_graph(nodes, "qdq_relu",
                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 8, 8])],

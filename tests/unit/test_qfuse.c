@@ -157,23 +157,29 @@ static void relu_case(const char *path)
 	struct exec_qfuse_result r;
 	int rc = exec_qfuse(m, take_all, &asked, &r, &d);
 	CHECK(rc == 0, "exec_qfuse: %s", d.error ? d.error : "?");
-	CHECK(r.n_commuted == 2, "%d Relus moved, want 2 (those of one scale)", r.n_commuted);
-	CHECK(r.n_fused == 4, "%d islands, want 4", r.n_fused);
+	CHECK(r.n_commuted == 3, "%d Relu/Clip moved, want 3 (those of one scale)", r.n_commuted);
+	CHECK(r.n_fused == 5, "%d islands, want 5", r.n_fused);
+	CHECK(count_op(m->graph, IR_OP_Clip) == 0, "the Clip is still there");
 	CHECK(in_order(m->graph), "a node reads a value made after it");
 	CHECK(count_op(m->graph, IR_OP_Relu) == 1, "%d Relu nodes left, want 1", count_op(m->graph, IR_OP_Relu));
 	CHECK(count_op(m->graph, IR_OP_Add) == 0, "the residual Add is still there");
-	int relu_in = 0, with_add = 0;
+	int relu_in = 0, with_add = 0, clip_in = 0;
 	for (struct ir_node *n = m->graph->first; n; n = n->next)
 		if (n->op == IR_OP_ogsh_QConv) {
 			const struct ir_attr *a = ir_node_attr(n, "activation");
 			if (a && a->type == IR_ATTR_STRING && a->s.data && !strcmp(a->s.data, "Relu"))
 				relu_in++;
+			const struct ir_attr *ap = ir_node_attr(n, "activation_params");
+			if (a && a->type == IR_ATTR_STRING && a->s.data && !strcmp(a->s.data, "Clip") && ap &&
+			    ap->type == IR_ATTR_FLOATS && ap->n == 2 && ap->floats[0] == 0.0f && ap->floats[1] == 6.0f)
+				clip_in++;
 			/* the residual's island: z, its scale, the output's and the intermediate's */
 			if (n->n_inputs == 9 && n->inputs[5] && n->inputs[6] && n->inputs[7] && n->inputs[8] &&
 			    ir_value_type(n->inputs[5])->elem == IR_INT8)
 				with_add++;
 		}
 	CHECK(relu_in == 2, "%d islands took a Relu as their activation, want 2", relu_in);
+	CHECK(clip_in == 1, "%d islands took Clip(0, 6) as their activation, want 1", clip_in);
 	CHECK(with_add == 1, "%d islands with the residual and its intermediate scale, want 1", with_add);
 	int named = 0;
 	for (int i = 0; i < r.n_fused; i++)
@@ -185,7 +191,7 @@ static void relu_case(const char *path)
 	/* no island taken: the moved Relu alone, and the same numbers */
 	m = fresh(src);
 	rc = exec_qfuse(m, take_none, NULL, &r, &d);
-	CHECK(rc == 0 && r.n_commuted == 2 && r.n_fused == 0, "exec_qfuse (no islands): rc %d, %d moved, %d fused", rc,
+	CHECK(rc == 0 && r.n_commuted == 3 && r.n_fused == 0, "exec_qfuse (no islands): rc %d, %d moved, %d fused", rc,
 	      r.n_commuted, r.n_fused);
 	CHECK(in_order(m->graph), "a node reads a value made after it (Relu moved)");
 	exec_qfuse_result_free(&r);
