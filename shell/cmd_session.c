@@ -60,14 +60,20 @@ int cmd_help(struct session *s, int argc, char **argv)
 		return 0;
 	}
 	sh_printf(s, "ogsh %s, the ONNX graph shell\n", OGSH_VERSION);
-	const char *groups[] = { "session", "inspect", "passes", "run", "quantize", "edit" };
-	for (size_t gi = 0; gi < sizeof(groups) / sizeof(groups[0]); gi++) {
-		sh_printf(s, "\n%s%s%s\n", sh_c(s, SH_BOLD), groups[gi], sh_c(s, SH_RESET));
-		for (int i = 0; i < sh_n_commands; i++) {
+	/* every command of the table under its group, the groups in the order
+	 * the table first names them (tests/script/check_docs.py checks it) */
+	for (int gi = 0; gi < sh_n_commands; gi++) {
+		const char *group = sh_commands[gi].group;
+		bool first = true;
+		for (int j = 0; j < gi && first; j++)
+			first = strcmp(sh_commands[j].group, group) != 0;
+		if (!first)
+			continue;
+		sh_printf(s, "\n%s%s%s\n", sh_c(s, SH_BOLD), group, sh_c(s, SH_RESET));
+		for (int i = gi; i < sh_n_commands; i++) {
 			const struct sh_cmd *c = &sh_commands[i];
-			if (strcmp(c->group, groups[gi]) != 0 || strcmp(c->name, "exit") == 0)
-				continue;
-			sh_printf(s, "  %-16s %s\n", c->name, c->summary);
+			if (strcmp(c->group, group) == 0)
+				sh_printf(s, "  %-16s %s\n", c->name, c->summary);
 		}
 	}
 	sh_printf(s, "\nhelp COMMAND shows one command in full. NODE is a node name, an id (n12) or #12.\n"
