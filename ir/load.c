@@ -454,14 +454,21 @@ static int conv_shape(struct loader *L, struct ir_type *t, Onnx__TensorShapeProt
 	if (!(t->dims = ir_alloc_array(sh->n_dim, sizeof(*t->dims))))
 		return nomem(L);
 	t->rank = (int)sh->n_dim;
+	bool warned = false;
 	for (size_t i = 0; i < sh->n_dim; i++) {
 		Onnx__TensorShapeProto__Dimension *dm = sh->dim[i];
 		struct ir_dim *o = &t->dims[i];
 		o->denotation = steal(&dm->denotation);
-		if (dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
-			if (dm->dim_value < 0)
-				return ir_diag_err(L->d, IR_ERR, "%s: dimension %zu is negative (%" PRId64 ")", what, i,
-						   dm->dim_value);
+		if (dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && dm->dim_value < 0) {
+			/* Paddle2ONNX and older exporters write -1 for a dimension they
+			 * do not know; onnxruntime reads it so. Unknown here too (and
+			 * saved as unknown) */
+			if (!warned)
+				ir_diag_warn(L->d, "%s: dimension %zu is %" PRId64 ", read as unknown (older exporters write "
+					     "-1 for a dimension they do not know); give it with set-input-shape or --shape",
+					     what, i, dm->dim_value);
+			warned = true;
+		} else if (dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
 			o->kind = IR_DIM_VALUE;
 			o->value = dm->dim_value;
 		} else if (dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM) {

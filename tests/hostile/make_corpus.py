@@ -236,14 +236,14 @@ class Corpus:
             row["expect"] = expect
         self.rows.append(row)
 
-    def add(self, name, data, expect, what):
+    def add(self, name, data, expect, what, good=False):
         """A single-file case: bytes or a ModelProto."""
         if isinstance(data, onnx.ModelProto):
             data = data.SerializeToString()
         rel = name + ".onnx"
         with open(os.path.join(self.root, rel), "wb") as f:
             f.write(data)
-        self._row(name, rel, expect, what)
+        self._row(name, rel, expect, what, good)
 
     def folder(self, name):
         d = os.path.join(self.root, name)
@@ -533,8 +533,11 @@ def graph_cases(c):
           "rank 65 is more than 64", "a value_info of rank 65")
     c.add("input_elem_99", base_model(inputs=[vi("x", 99, [2, 16])]),
           "input 'x': unknown element type 99", "a graph input of element type 99")
+    # a negative dim in a type is read as unknown, with a warning (Paddle2ONNX writes -1)
     c.add("negative_dim_value_info", base_model(value_info=[vi("h", shape=[2, -16])]),
-          "dimension 1 is negative (-16)", "a value_info with a negative dim")
+          None, "a value_info with a negative dim: loads, the dim unknown", good=True)
+    c.add("minus_one_dim_input", base_model(inputs=[vi("x", shape=[-1, 16])]),
+          None, "a graph input with dim -1 (Paddle2ONNX): loads, the dim unknown", good=True)
     # subgraphs
     then = helper.make_graph([helper.make_node("Identity", ["ghost"], ["t"])], "then", [], [vi("t")])
     els = helper.make_graph([helper.make_node("Identity", ["x"], ["e"])], "else", [], [vi("e")])
