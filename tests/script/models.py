@@ -90,6 +90,18 @@ def symbolic_model():
     return model(g)
 
 
+def minus_one_model():
+    """Dims of -1 as Paddle2ONNX and older exporters write unknown dims: in an
+    input, an output and a value_info."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [-1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [-1, 4])
+    h = helper.make_tensor_value_info("h", TensorProto.FLOAT, [-1, -1])
+    nodes = [helper.make_node("Relu", ["x"], ["h"], name="relu"),
+             helper.make_node("Neg", ["h"], ["y"], name="neg")]
+    g = helper.make_graph(nodes, "minus_one", [x], [y], value_info=[h])
+    return model(g)
+
+
 def dynamic_model():
     """What PyTorch exports for dynamic shapes: Shape -> Gather -> Unsqueeze ->
     Concat -> Reshape, a MatMul on [batch, seq, 8], a NonZero whose size
@@ -413,7 +425,7 @@ def main():
     os.makedirs(out, exist_ok=True)
     for name, fn in [("if", if_model), ("chain", chain_model), ("symbolic", symbolic_model),
                      ("tensors", tensors_model), ("names", names_model), ("dynamic", dynamic_model),
-                     ("functions", function_model), ("qdq", qdq_model)]:
+                     ("functions", function_model), ("qdq", qdq_model), ("minus_one", minus_one_model)]:
         onnx.save_model(fn(), os.path.join(out, name + ".onnx"))
     external_model(out)
     # the same model without its data file
