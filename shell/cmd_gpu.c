@@ -236,9 +236,10 @@ int cmd_gpu(struct session *s, int argc, char **argv)
 	snprintf(rt, sizeof(rt), "%d.%d", gi.runtime_version / 1000, gi.runtime_version % 1000 / 10);
 	version3(gi.cudnn_version, dnn, sizeof(dnn));
 	version3(gi.cublaslt_version, lt, sizeof(lt));
-	if (sh_flag(&a, "json")) {
+	FILE *jf = sh_json_file(s, sh_flag(&a, "json"));
+	if (jf) {
 		struct sh_json j;
-		sh_json_begin(&j, s->out);
+		sh_json_begin(&j, jf);
 		sh_json_obj(&j);
 		sh_json_kstr(&j, "name", gi.name);
 		sh_json_kstr(&j, "compute_capability", (snprintf(b1, sizeof(b1), "%d.%d", gi.cc_major, gi.cc_minor), b1));
@@ -259,7 +260,8 @@ int cmd_gpu(struct session *s, int argc, char **argv)
 		sh_json_kint(&j, "tune_entries", entries);
 		sh_json_obj_end(&j);
 		sh_json_end(&j);
-		return 0;
+		if (jf == s->out)
+			return 0;
 	}
 	sh_printf(s, "device        %s (compute capability %d.%d, %d SMs)\n", gi.name, gi.cc_major, gi.cc_minor,
 		  gi.sm_count);
@@ -300,9 +302,10 @@ int cmd_plan(struct session *s, int argc, char **argv)
 	exec_plan_summary(p, &sm);
 	bool pending = !sm.graph && !strcmp(sm.graph_why, "captured after the first run");
 	char b1[32], b2[32], b3[32], b4[32];
-	if (sh_flag(&a, "json")) {
+	FILE *jf = sh_json_file(s, sh_flag(&a, "json"));
+	if (jf) {
 		struct sh_json j;
-		sh_json_begin(&j, s->out);
+		sh_json_begin(&j, jf);
 		sh_json_obj(&j);
 		sh_json_key(&j, "nodes");
 		sh_json_arr(&j);
@@ -349,8 +352,10 @@ int cmd_plan(struct session *s, int argc, char **argv)
 		sh_json_knum(&j, "plan_ms", sm.plan_ms);
 		sh_json_obj_end(&j);
 		sh_json_end(&j);
-		ret = 0;
-		goto out;
+		if (jf == s->out) {
+			ret = 0;
+			goto out;
+		}
 	}
 	struct sh_table t;
 	sh_table_init(&t, 6, "node", "name", "op", "where", "impl", "why");
@@ -494,9 +499,10 @@ int cmd_time(struct session *s, int argc, char **argv)
 	if (!b)
 		b = 1;
 	double thr = r.median_ms > 0 ? (double)b / (r.median_ms / 1e3) : 0;
-	if (sh_flag(&a, "json")) {
+	FILE *jf = sh_json_file(s, sh_flag(&a, "json"));
+	if (jf) {
 		struct sh_json j;
-		sh_json_begin(&j, s->out);
+		sh_json_begin(&j, jf);
 		sh_json_obj(&j);
 		sh_json_kstr(&j, "device", gpu ? "cuda" : "cpu");
 		sh_json_kint(&j, "iters", r.iters);
@@ -512,7 +518,8 @@ int cmd_time(struct session *s, int argc, char **argv)
 		sh_json_knum(&j, "throughput", thr);
 		sh_json_obj_end(&j);
 		sh_json_end(&j);
-	} else {
+	}
+	if (jf != s->out) {
 		sh_printf(s, "%d runs on %s%s after %d warm-up, batch %" PRId64 "%s\n", r.iters, gpu ? "cuda" : "cpu",
 			  gpu ? (r.graph ? " (CUDA graph)" : " (node by node)") : "", warmup, b,
 			  gpu && sh_flag(&a, "with-copies") ? ", copies included" : "");
@@ -664,17 +671,19 @@ int cmd_profile(struct session *s, int argc, char **argv)
 	qsort(rows, (size_t)n, sizeof(*rows), cmp_prow);
 	int shown = top && top < n ? top : n;
 	bool json = sh_flag(&a, "json");
+	FILE *jf = sh_json_file(s, json);
 	struct sh_json j;
 	struct sh_table t;
-	if (json) {
-		sh_json_begin(&j, s->out);
+	if (jf) {
+		sh_json_begin(&j, jf);
 		sh_json_obj(&j);
 		sh_json_kstr(&j, "device", gpu ? "cuda" : "cpu");
 		sh_json_kint(&j, "iters", iters);
 		sh_json_knum(&j, "total_ms", total);
 		sh_json_key(&j, "nodes");
 		sh_json_arr(&j);
-	} else {
+	}
+	if (!json) {
 		sh_table_init(&t, 10, "node", "name", "op", "where", "impl", ">ms", ">share", ">GFLOP/s", ">GB/s", ">% peak");
 	}
 	for (int i = 0; i < shown; i++) {
@@ -690,7 +699,7 @@ int cmd_profile(struct session *s, int argc, char **argv)
 			peak = 100 * (fpart > bpart ? fpart : bpart);
 		}
 		double share = total > 0 ? 100 * r->ms / total : 0;
-		if (json) {
+		if (jf) {
 			sh_json_obj(&j);
 			sh_json_kint(&j, "id", r->node->id);
 			sh_json_kstr(&j, "name", r->node->name);
@@ -708,7 +717,8 @@ int cmd_profile(struct session *s, int argc, char **argv)
 			if (!isnan(peak))
 				sh_json_knum(&j, "peak_pct", peak);
 			sh_json_obj_end(&j);
-			continue;
+			if (json)
+				continue;
 		}
 		char id[32], c1[32], c2[32], c3[32], c4[32], c5[32];
 		snprintf(id, sizeof(id), "n%d", r->node->id);
@@ -727,11 +737,12 @@ int cmd_profile(struct session *s, int argc, char **argv)
 		}
 		sh_table_row(&t, id, sh_esc(r->node->name), sh_esc(op), r->where, impl, c1, c2, c3, c4, c5);
 	}
-	if (json) {
+	if (jf) {
 		sh_json_arr_end(&j);
 		sh_json_obj_end(&j);
 		sh_json_end(&j);
-	} else {
+	}
+	if (!json) {
 		sh_table_print(s, &t, true);
 		sh_table_free(&t);
 		sh_printf(s, "%d node%s, %.3f ms in all (median of %d run%s per node, on %s)%s\n", n, n == 1 ? "" : "s",

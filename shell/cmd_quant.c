@@ -720,9 +720,9 @@ static int calib_load(struct session *s, const char *path, const char *save, boo
 	free(s->calib_data);
 	free(s->calib_pre);
 	s->calib_data = s->calib_pre = NULL;
-	if (json) {
+	if (sh_json_file(s, json)) {
 		struct sh_json j;
-		sh_json_begin(&j, s->out);
+		sh_json_begin(&j, sh_json_file(s, json));
 		sh_json_obj(&j);
 		sh_json_kstr(&j, "loaded", path);
 		json_calib_keys(&j, s, &s->calib);
@@ -731,7 +731,8 @@ static int calib_load(struct session *s, const char *path, const char *save, boo
 		sh_json_kint(&j, "lost", lost);
 		sh_json_obj_end(&j);
 		sh_json_end(&j);
-	} else {
+	}
+	if (!json) {
 		char b[32];
 		sh_printf(s, "loaded '%s': %d tensors of stage %d over %s samples of %s\n", sh_esc(path), c.n, st,
 			  sh_count(c.samples, b, sizeof(b)), sh_esc(c.data_desc));
@@ -767,9 +768,9 @@ int cmd_calibrate(struct session *s, int argc, char **argv)
 				return sh_error(s, "calibrate: no calibration to save: run calibrate --data=... first");
 			if (save_calib(s, save, json))
 				return -1;
-			if (json) {
+			if (sh_json_file(s, json)) {
 				struct sh_json j;
-				sh_json_begin(&j, s->out);
+				sh_json_begin(&j, sh_json_file(s, json));
 				sh_json_obj(&j);
 				json_calib_keys(&j, s, &s->calib);
 				sh_json_kstr(&j, "saved", save);
@@ -893,9 +894,9 @@ int cmd_calibrate(struct session *s, int argc, char **argv)
 	s->calib_data = strdup(da.spec);
 	s->calib_pre = da.pre ? strdup(da.pre) : NULL;
 	const char *dev = gpu ? "cuda" : "cpu";
-	if (json) {
+	if (sh_json_file(s, json)) {
 		struct sh_json j;
-		sh_json_begin(&j, s->out);
+		sh_json_begin(&j, sh_json_file(s, json));
 		sh_json_obj(&j);
 		json_calib_keys(&j, s, &s->calib);
 		sh_json_kint(&j, "batches", batches);
@@ -904,7 +905,8 @@ int cmd_calibrate(struct session *s, int argc, char **argv)
 		sh_json_kstr(&j, "saved", save);
 		sh_json_obj_end(&j);
 		sh_json_end(&j);
-	} else {
+	}
+	if (!json) {
 		char b[32];
 		const struct ir_calib *k = &s->calib;
 		sh_printf(s, "calibrated %d tensors of stage %d on %s over %s samples (%d batch%s of %d) of %s\n", k->n,
@@ -1023,12 +1025,14 @@ static void json_tensor(struct sh_json *j, const struct ir_calib_tensor *t, cons
 
 static int calib_detail(struct session *s, const struct ir_calib_tensor *t, const struct ir_calib_how *only, bool json)
 {
-	if (json) {
+	if (sh_json_file(s, json)) {
 		struct sh_json j;
-		sh_json_begin(&j, s->out);
+		sh_json_begin(&j, sh_json_file(s, json));
 		json_tensor(&j, t, only, true);
 		sh_json_end(&j);
-		return 0;
+		if (json) {
+			return 0;
+		}
 	}
 	char b[6][32];
 	sh_printf(s, "tensor '%s' (stage %d): %s values in %" PRIu64 " batch%s", sh_esc(t->name), s->calib_stage,
@@ -1116,9 +1120,9 @@ int cmd_calib(struct session *s, int argc, char **argv)
 		return calib_detail(s, t, only, json);
 	}
 	const struct ir_calib *c = &s->calib;
-	if (json) {
+	if (sh_json_file(s, json)) {
 		struct sh_json j;
-		sh_json_begin(&j, s->out);
+		sh_json_begin(&j, sh_json_file(s, json));
 		sh_json_obj(&j);
 		json_calib_keys(&j, s, c);
 		sh_json_key(&j, "calibrated");
@@ -1128,7 +1132,9 @@ int cmd_calib(struct session *s, int argc, char **argv)
 		sh_json_arr_end(&j);
 		sh_json_obj_end(&j);
 		sh_json_end(&j);
-		return 0;
+		if (json) {
+			return 0;
+		}
 	}
 	calib_header(s);
 	struct sh_table t;
@@ -2543,9 +2549,9 @@ int cmd_sensitivity(struct session *s, int argc, char **argv)
 	qsort(rk, (size_t)n_nodes, sizeof(*rk), cmp_ranked);
 	int shown = top && top < n_nodes ? top : n_nodes;
 	char tb[64];
-	if (json) {
+	if (sh_json_file(s, json)) {
 		struct sh_json j;
-		sh_json_begin(&j, s->out);
+		sh_json_begin(&j, sh_json_file(s, json));
 		sh_json_obj(&j);
 		sh_json_kint(&j, "stage", qs);
 		sh_json_kint(&j, "float_stage", fs);
@@ -2570,7 +2576,8 @@ int cmd_sensitivity(struct session *s, int argc, char **argv)
 		sh_json_arr_end(&j);
 		sh_json_obj_end(&j);
 		sh_json_end(&j);
-	} else {
+	}
+	if (!json) {
 		sh_printf(s, "sensitivity of stage %d (quantized from stage %d) over %s samples of %s: each node "
 			     "quantized alone, against stage %d\n", qs, fs, sh_count(es.samples, tb, sizeof(tb)), sh_esc(es.desc),
 			  fs);
@@ -2772,9 +2779,9 @@ int cmd_eval(struct session *s, int argc, char **argv)
 		if (samples < n_lab)
 			sh_warn(s, "eval: '%s' has %" PRIu64 " labels for %" PRIu64 " samples: the rest were not used",
 				sh_esc(labels), n_lab, samples);
-		if (json) {
+		if (sh_json_file(s, json)) {
 			struct sh_json j;
-			sh_json_begin(&j, s->out);
+			sh_json_begin(&j, sh_json_file(s, json));
 			sh_json_obj(&j);
 			sh_json_kint(&j, "stage", s->stage);
 			sh_json_kstr(&j, "labels", labels);
@@ -2791,7 +2798,8 @@ int cmd_eval(struct session *s, int argc, char **argv)
 				sh_json_kstr(&j, "note", RANDOM_EVAL_NOTE);
 			sh_json_obj_end(&j);
 			sh_json_end(&j);
-		} else {
+		}
+		if (!json) {
 			sh_printf(s, "eval: stage %d on %s, %d batch%s on %s, against '%s'\n", s->stage,
 				  sh_esc(exec_data_desc(ds)), batches, batches == 1 ? "" : "es", dev, sh_esc(labels));
 			sh_printf(s, "top1 %.2f%% (%s of %s), top5 %.2f%% (%s)\n", t1, sh_count(c1, b[0], 32),
@@ -2807,9 +2815,9 @@ int cmd_eval(struct session *s, int argc, char **argv)
 		sh_error(s, "eval: %s needs an output whose last dim is larger than 1", metric_names[mt]);
 		goto out;
 	}
-	if (json) {
+	if (sh_json_file(s, json)) {
 		struct sh_json j;
-		sh_json_begin(&j, s->out);
+		sh_json_begin(&j, sh_json_file(s, json));
 		sh_json_obj(&j);
 		sh_json_kint(&j, "stage", s->stage);
 		sh_json_kint(&j, "against", ref);
@@ -2838,7 +2846,8 @@ int cmd_eval(struct session *s, int argc, char **argv)
 			sh_json_kstr(&j, "note", RANDOM_EVAL_NOTE);
 		sh_json_obj_end(&j);
 		sh_json_end(&j);
-	} else {
+	}
+	if (!json) {
 		sh_printf(s, "eval: stage %d against stage %d on %s, %d batch%s on %s\n", s->stage, ref,
 			  sh_esc(exec_data_desc(ds)), batches, batches == 1 ? "" : "es", dev);
 		struct sh_table t;

@@ -413,7 +413,8 @@ static void gpu_tolerance(const struct ir_tensor *b, int gpu_tol, struct exec_cm
 struct cmp_out {
 	struct sh_table t;
 	struct sh_json j;
-	bool json;
+	FILE *jf;              /* the JSON result: stdout with --json, or kept for expect, or NULL */
+	bool json;             /* --json: no table */
 	int compared, passed, missing;
 	struct sh_table why;   /* the worst element of each failing tensor */
 };
@@ -424,12 +425,13 @@ static int compare_one(struct session *s, struct cmp_out *c, const char *name, c
 		       const struct kern_value *unrounded)
 {
 	if (a->kind != KV_TENSOR || b->kind != KV_TENSOR) {
-		if (c->json) {
+		if (c->jf) {
 			sh_json_obj(&c->j);
 			sh_json_kstr(&c->j, "name", name);
 			sh_json_kstr(&c->j, "error", "only tensors are compared");
 			sh_json_obj_end(&c->j);
-		} else {
+		}
+		if (!c->json) {
 			sh_table_row(&c->t, sh_esc(name), "-", "", "", "", "", "", "", "not a tensor");
 		}
 		c->compared++;
@@ -476,7 +478,7 @@ static int compare_one(struct session *s, struct cmp_out *c, const char *name, c
 	if (r.pass)
 		c->passed++;
 	char b1[32], b2[32], b3[32], b4[32], top[64], bad[64], ix[256], wa[32], wb[32];
-	if (c->json) {
+	if (c->jf) {
 		sh_json_obj(&c->j);
 		sh_json_kstr(&c->j, "name", name);
 		sh_json_kbool(&c->j, "pass", r.pass);
@@ -509,7 +511,8 @@ static int compare_one(struct session *s, struct cmp_out *c, const char *name, c
 			sh_json_knum(&c->j, "worst_expected", r.worst_b);
 		}
 		sh_json_obj_end(&c->j);
-		return 0;
+		if (c->json)
+			return 0;
 	}
 	if (!r.shape_ok || !r.dtype_ok) {
 		sh_table_row(&c->t, sh_esc(name), "FAIL", "", "", "", "", "", "", r.why);
@@ -548,18 +551,19 @@ static int compare_one(struct session *s, struct cmp_out *c, const char *name, c
 static int compare_sets(struct session *s, const struct exec_values *actual, const struct exec_values *expected,
 			const struct exec_cmp_opts *user, bool json, int gpu_tol, const struct exec_values *unrounded)
 {
-	struct cmp_out c = { .json = json };
+	struct cmp_out c = { .json = json, .jf = sh_json_file(s, json) };
 	bool by_pos = true;
 	for (int i = 0; i < expected->n; i++)
 		if (exec_values_find(actual, expected->a[i].name))
 			by_pos = false;
 	by_pos = by_pos && actual->n == expected->n;
-	if (json) {
-		sh_json_begin(&c.j, s->out);
+	if (c.jf) {
+		sh_json_begin(&c.j, c.jf);
 		sh_json_obj(&c.j);
 		sh_json_key(&c.j, "compared");
 		sh_json_arr(&c.j);
-	} else {
+	}
+	if (!json) {
 		sh_table_init(&c.t, 9, "tensor", "result", ">max abs", ">max rel", ">cosine", ">snr dB", "top1/top5",
 			      ">bad", "note");
 		sh_table_init(&c.why, 5, "tensor", "worst at", ">actual", ">expected", "rule");
@@ -576,14 +580,15 @@ static int compare_sets(struct session *s, const struct exec_values *actual, con
 		rc = compare_one(s, &c, expected->a[i].name, a, &expected->a[i].v, user, gpu_tol,
 				 unrounded ? exec_values_find(unrounded, expected->a[i].name) : NULL);
 	}
-	if (json) {
+	if (c.jf) {
 		sh_json_arr_end(&c.j);
 		sh_json_kint(&c.j, "passed", c.passed);
 		sh_json_kint(&c.j, "failed", c.compared - c.passed);
 		sh_json_kint(&c.j, "missing", c.missing);
 		sh_json_obj_end(&c.j);
 		sh_json_end(&c.j);
-	} else {
+	}
+	if (!json) {
 		sh_table_print(s, &c.t, true);
 		if (c.why.rows) {
 			sh_printf(s, "\n");
@@ -1044,9 +1049,9 @@ int cmd_run(struct session *s, int argc, char **argv)
 	}
 	const char *dev = gpu ? "cuda" : "cpu";
 	char b1[32], b2[32];
-	if (json && !want.n) {
+	if (sh_json_file(s, json) && !want.n) {
 		struct sh_json j;
-		sh_json_begin(&j, s->out);
+		sh_json_begin(&j, sh_json_file(s, json));
 		sh_json_obj(&j);
 		sh_json_kstr(&j, "backend", dev);
 		sh_json_knum(&j, "ms", rep.ms);
@@ -1076,8 +1081,10 @@ int cmd_run(struct session *s, int argc, char **argv)
 			print_profile(s, m, &rep, &j);
 		sh_json_obj_end(&j);
 		sh_json_end(&j);
-		ret = 0;
-		goto out;
+		if (json) {
+			ret = 0;
+			goto out;
+		}
 	}
 	if (!json) {
 		struct sh_table t;

@@ -308,14 +308,14 @@ int cmd_apply(struct session *s, int argc, char **argv)
 		return sh_diag(s, &d);
 	}
 	sh_diag(s, &d);
-	if (json) {
+	if (sh_json_file(s, json)) {
 		struct sh_json j;
-		sh_json_begin(&j, s->out);
+		sh_json_begin(&j, sh_json_file(s, json));
 		sh_pass_report_json(&j, &rep);
 		sh_json_end(&j);
-	} else {
-		sh_pass_report_print(s, &rep, sh_flag(&a, "all"));
 	}
+	if (!json)
+		sh_pass_report_print(s, &rep, sh_flag(&a, "all"));
 	if (dry) {
 		if (!json)
 			sh_printf(s, "dry run: nothing changed\n");

@@ -38,37 +38,37 @@ const struct sh_cmd sh_commands[] = {
 	  "row gives the weight bytes by dtype (when not all float32); the quantization row counts "
 	  "QuantizeLinear and DequantizeLinear nodes (those of weights apart) and the types they "
 	  "quantize to, and the casts row the Casts when some convert to float16, bfloat16 or float8.",
-	  "info", "--json", SH_C_NONE, SH_F_JSON, "inspect" },
+	  "info", "--json", SH_C_NONE, SH_F_JSON | SH_F_PURE, "inspect" },
 	{ "nodes", cmd_nodes, "[PATTERN] [--op=TYPE] [--json]", "list nodes, in order",
 	  "Lists the nodes of the main graph in execution order: id, name, op, inputs and outputs. "
 	  "PATTERN is a shell-style pattern (* ? [..]) matched against node names and ids; "
 	  "--op keeps only nodes of one op type.",
-	  "nodes --op=Conv", "--op= --json", SH_C_NODE, SH_F_JSON, "inspect" },
+	  "nodes --op=Conv", "--op= --json", SH_C_NODE, SH_F_JSON | SH_F_PURE, "inspect" },
 	{ "show", cmd_show, "NODE [--json]", "show one node in detail",
 	  "Shows a node's op, domain, attributes, and each input and output with its type, "
 	  "producer and consumers; for a QuantizeLinear or DequantizeLinear, its type, scale and "
 	  "zero point (per channel: the axis, how many scales and their range; blocked: the block "
 	  "size). NODE is a node name, an id such as n12, or #12.",
-	  "show conv1", "--json", SH_C_NODE, SH_F_JSON, "inspect" },
+	  "show conv1", "--json", SH_C_NODE, SH_F_JSON | SH_F_PURE, "inspect" },
 	{ "tensor", cmd_tensor, "NAME [--values=N] [--json]", "show a tensor and its statistics",
 	  "For an initializer or a Constant's output: dtype, shape, size, min/max/mean/std of "
 	  "the finite values, NaN/Inf/zero counts and the first values (--values, default 8); for a "
 	  "quantized weight (int8, int4, float8... read by a DequantizeLinear), also the statistics "
 	  "of the values it stands for, S*(q-Z). For other values: the type, where the value comes "
 	  "from and what reads it.",
-	  "tensor conv1.weight", "--values= --json", SH_C_VALUE, SH_F_JSON, "inspect" },
+	  "tensor conv1.weight", "--values= --json", SH_C_VALUE, SH_F_JSON | SH_F_PURE, "inspect" },
 	{ "ops", cmd_ops, "[--json]", "count nodes per op type",
 	  "A histogram of op types over the main graph and its subgraphs, most frequent first. "
 	  "Ops ogsh does not know are marked (unknown), or (function) when a function of the "
 	  "model defines them.",
-	  "ops", "--json", SH_C_NONE, SH_F_JSON, "inspect" },
+	  "ops", "--json", SH_C_NONE, SH_F_JSON | SH_F_PURE, "inspect" },
 	{ "inputs", cmd_inputs, "[--json]", "list the graph inputs",
 	  "Graph inputs with their element type and shape; symbolic dimensions keep their names. "
 	  "Inputs that also have an initializer (a default value) are marked.",
-	  "inputs", "--json", SH_C_NONE, SH_F_JSON, "inspect" },
+	  "inputs", "--json", SH_C_NONE, SH_F_JSON | SH_F_PURE, "inspect" },
 	{ "outputs", cmd_outputs, "[--json]", "list the graph outputs",
 	  "Graph outputs with their element type, shape and the node that computes them.",
-	  "outputs", "--json", SH_C_NONE, SH_F_JSON, "inspect" },
+	  "outputs", "--json", SH_C_NONE, SH_F_JSON | SH_F_PURE, "inspect" },
 	{ "shapes", cmd_shapes, "[PATTERN] [--unknown] [--subgraphs] [--json]",
 	  "every value's element type and shape",
 	  "Infers the element type and shape of every value from the graph inputs, the "
@@ -79,7 +79,7 @@ const struct sh_cmd sh_commands[] = {
 	  "about. --unknown lists only what is not fully known; --subgraphs adds the values of If, "
 	  "Loop and Scan bodies (named nID.ATTR/VALUE). PATTERN filters names as in nodes. "
 	  "set-input-shape and every edit make the next shapes infer again.",
-	  "shapes --unknown", "--unknown --subgraphs --json", SH_C_VALUE, SH_F_JSON, "inspect" },
+	  "shapes --unknown", "--unknown --subgraphs --json", SH_C_VALUE, SH_F_JSON | SH_F_PURE, "inspect" },
 	{ "stats", cmd_stats, "[A B] [--by=op|node] [--sort=COLUMN] [--top=N] [--json]",
 	  "parameters, MACs, FLOPs, bytes and activation memory",
 	  "Counts what every node of the main graph costs from the inferred shapes, and sums it: "
@@ -99,11 +99,11 @@ const struct sh_cmd sh_commands[] = {
 	  "DequantizeLinear of int8 computes in int8, of float8 in fp8). With two stages A B (numbers "
 	  "from `stages`), puts their totals, weight bytes by dtype, MACs by precision and op "
 	  "counts side by side with the change.",
-	  "stats --by=node --sort=flops --top=10", "--by= --sort= --top= --json", SH_C_NONE, SH_F_JSON, "inspect" },
+	  "stats --by=node --sort=flops --top=10", "--by= --sort= --top= --json", SH_C_NONE, SH_F_JSON | SH_F_PURE, "inspect" },
 	{ "passes", cmd_passes, "[--json]", "list the passes",
 	  "Lists every pass with its optimize level and what it does, in the order optimize runs them. "
 	  "explain PASS tells how one works; apply PASS runs one.",
-	  "passes", "--json", SH_C_NONE, SH_F_JSON, "passes" },
+	  "passes", "--json", SH_C_NONE, SH_F_JSON | SH_F_PURE, "passes" },
 	{ "explain", cmd_explain, "PASS", "how a pass works, for teachers",
 	  "What the pass rewrites, the algebra behind it, when it does not apply and why, and its options.",
 	  "explain fuse-conv-bn", "", SH_C_NONE, 0, "passes" },
@@ -116,7 +116,7 @@ const struct sh_cmd sh_commands[] = {
 	  "reports without keeping anything; --all shows every message of a long report. OPTION=VALUE "
 	  "sets the pass's options (explain PASS lists them). Passes that read a calibration (quantize, "
 	  "convert-fp16) get the session's (see calibrate).",
-	  "apply fold-constants max-bytes=65536", "--dry-run --all --json", SH_C_NONE, SH_F_JSON, "passes" },
+	  "apply fold-constants max-bytes=65536", "--dry-run --all --json", SH_C_NONE, SH_F_JSON | SH_F_KEEP, "passes" },
 	{ "optimize", cmd_optimize, "[--level=basic|extended|all] [--quiet]",
 	  "run the passes of a level until nothing changes",
 	  "Runs every pass of the level and below in the order `passes` lists them, again and again until a "
@@ -130,7 +130,7 @@ const struct sh_cmd sh_commands[] = {
 	{ "stages", cmd_stages, "[--json]", "list the stages, with node, parameter and FLOP changes",
 	  "Stage 0 is the model as loaded; every pass or hand edit made one more. The current stage is "
 	  "marked *. Stages share tensor data, so many of them cost little memory.",
-	  "stages", "--json", SH_C_NONE, SH_F_JSON, "passes" },
+	  "stages", "--json", SH_C_NONE, SH_F_JSON | SH_F_PURE, "passes" },
 	{ "undo", cmd_undo, "", "go back to the stage the current one was made from",
 	  "The stages after it stay until a new pass or edit replaces them (redo goes forward again).",
 	  "undo", "", SH_C_NONE, 0, "passes" },
@@ -144,7 +144,7 @@ const struct sh_cmd sh_commands[] = {
 	  "added or changed (the first 40 changes; --all lists every one), then the op-count, node, "
 	  "parameter, FLOP and peak-activation changes. With no stages: the current stage against the one "
 	  "it was made from.",
-	  "diff 0 3", "--all --json", SH_C_NONE, SH_F_JSON, "passes" },
+	  "diff 0 3", "--all --json", SH_C_NONE, SH_F_JSON | SH_F_PURE, "passes" },
 	{ "run", cmd_run, "[--device=cpu|cuda] [--check=cpu|stage N] [--inputs=PATH] [--seed=N] [--shape=NAME=DIMS]... [--expect=PATH] [--atol=A] [--rtol=R] [--save-outputs=PATH] [--all-tensors] [--profile] [--backend=NAME] [--json]",
 	  "run the model and summarise or check its outputs",
 	  "Runs the current model and prints each output's dtype, shape, min, max, mean and std, the run "
@@ -182,14 +182,14 @@ const struct sh_cmd sh_commands[] = {
 	  "progress shows after a second.",
 	  "run --device=cuda --check=cpu",
 	  "--device= --check= --inputs= --seed= --shape= --expect= --atol= --rtol= --save-outputs= --all-tensors --profile --backend= --json",
-	  SH_C_FILE, SH_F_JSON, "run" },
+	  SH_C_FILE, SH_F_JSON | SH_F_KEEP, "run" },
 	{ "gpu", cmd_gpu, "[--json]", "the GPU: device, memory, clocks, peaks, library versions",
 	  "Shows the GPU ogsh runs on: its name, compute capability and SMs, memory (total and free), "
 	  "clocks and memory bus, peak estimates (fp32, fp16 tensor cores, memory bandwidth: computed "
 	  "from the SM count and clocks, used by `profile` for % of peak), the CUDA driver and runtime, "
 	  "cuDNN and cuBLASLt versions, and the tuning cache (kernel choices timed once per GPU and "
 	  "library versions). Without a GPU, says why in one line (OGSH_DEVICE=cpu turns the GPU off).",
-	  "gpu", "--json", SH_C_NONE, SH_F_JSON, "run" },
+	  "gpu", "--json", SH_C_NONE, SH_F_JSON | SH_F_KEEP, "run" },
 	{ "plan", cmd_plan, "[--shape=NAME=DIMS]... [--json]", "where each node runs on the GPU, and the memory plan",
 	  "Plans the current stage for the GPU (random inputs' shapes, --shape as in run) and lists every "
 	  "node: where it runs (gpu; cpu, with why not the GPU: no GPU kernel, a type or attribute the "
@@ -202,7 +202,7 @@ const struct sh_cmd sh_commands[] = {
 	  "convolutions; OGSH_LAYOUT=nchw turns that off), how many views (Reshape, Flatten, Squeeze, "
 	  "Unsqueeze, Identity) share their input's memory instead of copying it, the kernel choices timed now or found in the "
 	  "tuning cache, and the time planning took. run, time and profile reuse the plan.",
-	  "plan --shape=batch=8", "--shape= --json", SH_C_NONE, SH_F_JSON, "run" },
+	  "plan --shape=batch=8", "--shape= --json", SH_C_NONE, SH_F_JSON | SH_F_KEEP, "run" },
 	{ "time", cmd_time, "[--iters=N] [--warmup=N] [--batch=B] [--no-graph] [--with-copies] [--device=cpu|cuda] [--shape=NAME=DIMS]... [--json]",
 	  "time whole runs: median, p90, min, max, mean and throughput",
 	  "Runs the current stage on random inputs --warmup times (default 10 on the GPU, 1 on the CPU), "
@@ -213,7 +213,7 @@ const struct sh_cmd sh_commands[] = {
 	  "node by node); inputs are uploaded once before, unless --with-copies, which times uploading "
 	  "the inputs and downloading the outputs too. Ctrl-C stops between runs.",
 	  "time --batch=8 --iters=200", "--iters= --warmup= --batch= --no-graph --with-copies --device= --shape= --json",
-	  SH_C_NONE, SH_F_JSON, "run" },
+	  SH_C_NONE, SH_F_JSON | SH_F_KEEP, "run" },
 	{ "profile", cmd_profile, "[--iters=N] [--top=N] [--device=cpu|cuda] [--shape=NAME=DIMS]... [--json]",
 	  "time every node, slowest first, against the GPU's peak",
 	  "Runs the current stage --iters times (default 20 on the GPU, 3 on the CPU) timing every node "
@@ -222,7 +222,7 @@ const struct sh_cmd sh_commands[] = {
 	  "share of the total, the GFLOP/s and GB/s it reached (from the cost model, see `cost`) and the "
 	  "% of the GPU's peak (the larger of compute and memory bandwidth; peaks from `gpu`). --top=N "
 	  "keeps the N slowest. The times are kept for `dot --color-by time`.",
-	  "profile --top=10", "--iters= --top= --device= --shape= --json", SH_C_NONE, SH_F_JSON, "run" },
+	  "profile --top=10", "--iters= --top= --device= --shape= --json", SH_C_NONE, SH_F_JSON | SH_F_KEEP, "run" },
 	{ "compare", cmd_compare, "A B [--atol=A] [--rtol=R] [--stages] [--json]",
 	  "compare two sets of tensors",
 	  "Compares the tensors of A (actual) with those of B (expected), matched by name (or by "
@@ -236,7 +236,7 @@ const struct sh_cmd sh_commands[] = {
 	  "replaces, e.g. a fused Conv's output for the old Relu's) is compared at rtol 1e-4 and atol 1e-5 "
 	  "(or 1e-4 of the tensor's largest value: float32 rounding in deep nets), "
 	  "in B's node order, naming the first that differs.",
-	  "compare last expected.npz --rtol=1e-2", "--atol= --rtol= --stages --json", SH_C_FILE, SH_F_JSON, "run" },
+	  "compare last expected.npz --rtol=1e-2", "--atol= --rtol= --stages --json", SH_C_FILE, SH_F_JSON | SH_F_KEEP, "run" },
 	{ "conformance", cmd_conformance, "DIR... [--device=cpu|cuda] [--filter=REGEX] [--report=FILE] [--verbose] [--timeout=S] [--floor=N] [--in-process] [--json]",
 	  "run ONNX backend test folders and compare their outputs",
 	  "Runs every test under each DIR (folders holding model.onnx and test_data_set_N/ with "
@@ -260,7 +260,7 @@ const struct sh_cmd sh_commands[] = {
 	  "is: param, buffer or constant), its parameters, MACs, FLOPs, bytes read and written and "
 	  "FLOPs per byte, how they were counted, and the symbols taken as 1; or why its cost is not "
 	  "known. NODE is a node name, an id such as n12, or #12.",
-	  "cost conv1", "--json", SH_C_NODE, SH_F_JSON, "inspect" },
+	  "cost conv1", "--json", SH_C_NODE, SH_F_JSON | SH_F_PURE, "inspect" },
 	{ "dot", cmd_dot,
 	  "[FILE] [--stage=N] [--diff=A] [--around=NODE [--radius=R]] [--from=TENSOR] [--to=TENSOR] [--collapse [--depth=D]] [--expand-fused] [--weights] [--qdq-nodes] [--color-by=op|flops|memory|time|error|precision] [--rankdir=TB|LR] [--max-nodes=N]",
 	  "draw the graph with Graphviz: DOT, SVG, PNG or PDF",
@@ -312,7 +312,7 @@ const struct sh_cmd sh_commands[] = {
 	  "a cache of an earlier stage is mapped through the stages to the current one. --save alone saves "
 	  "the session's calibration.",
 	  "calibrate --data=digits/train.npz --batch=32 --save=digits.calib",
-	  "--data= --preprocess= --batch= --batches= --device= --seed= --save= --load= --json", SH_C_FILE, SH_F_JSON,
+	  "--data= --preprocess= --batch= --batches= --device= --seed= --save= --load= --json", SH_C_FILE, SH_F_JSON | SH_F_KEEP,
 	  "quantize" },
 	{ "calib", cmd_calib, "[TENSOR] [--method=M] [--json] | plot TENSOR FILE.png|FILE.svg",
 	  "the calibrated ranges of each tensor under every method",
@@ -325,7 +325,7 @@ const struct sh_cmd sh_commands[] = {
 	  "clips. Switching method needs no new run. `calib plot TENSOR FILE` draws its |x| histogram (log "
 	  "counts) with each method's threshold as a labelled line, as PNG or SVG (cairo; written whole or "
 	  "not at all).",
-	  "calib plot conv1_out conv1.svg", "--method= --json", SH_C_VALUE, SH_F_JSON, "quantize" },
+	  "calib plot conv1_out conv1.svg", "--method= --json", SH_C_VALUE, SH_F_JSON | SH_F_KEEP, "quantize" },
 	{ "quantize", cmd_quantize,
 	  "[int8|fp8|int4] [--method=M] [--exclude=LIST] [--only=LIST] [--per-tensor-weights] [--asymmetric] "
 	  "[--keep-float=float16|float32] [--min-channels=N] [--block=N] [--awq] [--auto=TARGET --data=SPEC [--metric=M]] [--all] [--json]",
@@ -380,7 +380,7 @@ const struct sh_cmd sh_commands[] = {
 	  "--data defaults to the data calibrate ran on (with --preprocess, --batch, --batches as in "
 	  "calibrate). On the GPU when there is one.",
 	  "sensitivity --metric=top1 --top=10",
-	  "--data= --preprocess= --batch= --batches= --seed= --metric= --top= --device= --json", SH_C_NONE, SH_F_JSON,
+	  "--data= --preprocess= --batch= --batches= --seed= --metric= --top= --device= --json", SH_C_NONE, SH_F_JSON | SH_F_KEEP,
 	  "quantize" },
 	{ "eval", cmd_eval,
 	  "--data=SPEC [--against=STAGE|--labels=FILE] [--metric=top1|top5|snr|cos|maxabs] [--batch=N] "
@@ -395,7 +395,7 @@ const struct sh_cmd sh_commands[] = {
 	  "--preprocess, --batch, --batches and --seed as in calibrate.",
 	  "eval --data=digits/test.npz --labels=digits/test_labels.npy",
 	  "--data= --preprocess= --batch= --batches= --seed= --against= --labels= --metric= --device= --json",
-	  SH_C_FILE, SH_F_JSON, "quantize" },
+	  SH_C_FILE, SH_F_JSON | SH_F_KEEP, "quantize" },
 	{ "rm", cmd_rm, "NODE", "remove a node, rewiring its consumers",
 	  "Removes a node. If its outputs are used, the node must have one data input (other "
 	  "inputs constant or absent) and one used output: consumers are rewired to read its "
@@ -422,6 +422,33 @@ const struct sh_cmd sh_commands[] = {
 	  "Runs FILE line by line, as `ogsh -f FILE` would. An error stops the script (and reports "
 	  "FILE:LINE) unless `set on-error continue`. Scripts may source others, 16 deep at most.",
 	  "source scripts/inspect.ogs", "", SH_C_FILE, 0, "session" },
+	{ "expect", cmd_expect, "PATH OP VALUE [TOLERANCE]", "check a result, failing the script when it is not as wanted",
+	  "Every command that takes --json keeps its last result, with or without --json; PATH names "
+	  "the command and a field of that JSON: time.median_ms, run.outputs.probs.max, "
+	  "compare.failed, stats.params, info.nodes. Objects are entered by field name; lists by "
+	  "index (outputs[0] or outputs.0; -1 is the last) or by an element's name, op or id "
+	  "(outputs.probs, stats.ops.Conv.flops); [\"NAME\"] takes a name with dots. OP is one of < "
+	  "<= == != >= > (numbers; strings and true/false with == and !=), or ~= with a TOLERANCE, "
+	  "relative (1%) or absolute (0.001). An expectation that holds prints `ok: PATH is VALUE`; "
+	  "one that does not prints `FILE:LINE: expect failed: time.median_ms is 2.31, wanted < 2` and "
+	  "stops the script with exit status 1 (with `set on-error continue` the script goes on and "
+	  "still exits with 1). A PATH that is not there is an error that lists the fields there "
+	  "are; `COMMAND --json` shows them all. Fields of the usual ones: time: median_ms, p90_ms, "
+	  "min_ms, max_ms, mean_ms, throughput, batch, device, graph; run: ms, backend, "
+	  "outputs.NAME.min|max|mean|std|nan|inf|shape (with --check or --expect: compared.NAME.pass|"
+	  "max_abs|max_rel|cosine|snr_db|bad, passed, failed); compare: passed, failed, missing, "
+	  "compared.NAME.(as run); stats: params, macs, flops, ops.OP.flops; info: nodes, "
+	  "initializers, params; eval: the metric's fields; plan: gpu, cpu, copies.",
+	  "expect time.median_ms < 2", "", SH_C_NONE, 0, "session" },
+	{ "history", cmd_history, "[N] | save FILE.ogs", "list the session's commands, or save them as a script",
+	  "With no argument, lists every command of the session with its outcome (ok or error); N "
+	  "lists the last N. `history save FILE.ogs` writes a script that replays the session: a "
+	  "header comment (date, ogsh version, the model file and its SHA-256), `load` of the model "
+	  "the session started on (by its absolute path; nothing for the demo model), the settings the "
+	  "session started with, then every command that succeeded, in order, except help, history, "
+	  "source (the commands of the sourced file are there) and quit. `ogsh -f FILE.ogs` makes the "
+	  "same stages. The file is written atomically.",
+	  "history save session.ogs", "", SH_C_FILE, 0, "session" },
 	{ "set", cmd_set, "[NAME [VALUE]]", "show or change a setting",
 	  "Settings: on-error stop|continue (what a script does after an error), timer on|off "
 	  "(print each command's wall time), color auto|on|off, tf32 on|off (TF32 tensor cores for "

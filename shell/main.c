@@ -150,6 +150,7 @@ int main(int argc, char **argv)
 		}
 		sh_diag(&s, &d);
 		sh_set_model(&s, m, model_path);
+		sh_history_start(&s, model_path);
 	} else {
 		struct ir_model *m = ir_demo_model();
 		if (!m) {
@@ -195,6 +196,8 @@ int main(int argc, char **argv)
 	ir_diag_clear(&s.infer_diag);
 	sh_run_forget(&s);
 	free(s.name);
+	sh_results_free(&s);
+	sh_history_free(&s);
 	if (s.exit_code)
 		return s.exit_code;
 	return rc || failed || s.errors ? 1 : 0;

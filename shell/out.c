@@ -56,6 +56,8 @@ const char *sh_nouns(uint64_t n, const char *one, const char *many, char *buf, s
 
 int sh_error(struct session *s, const char *fmt, ...)
 {
+	if (s->mute)
+		return -1;
 	where(s);
 	fprintf(stderr, "%serror:%s ", sh_c(s, SH_RED), sh_c(s, SH_RESET));
 	va_list ap;
@@ -66,8 +68,20 @@ int sh_error(struct session *s, const char *fmt, ...)
 	return -1;
 }
 
+void sh_fail(struct session *s, const char *fmt, ...)
+{
+	where(s);
+	va_list ap;
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
 void sh_warn(struct session *s, const char *fmt, ...)
 {
+	if (s->mute)
+		return;
 	where(s);
 	fprintf(stderr, "%swarning:%s ", sh_c(s, SH_YELLOW), sh_c(s, SH_RESET));
 	va_list ap;

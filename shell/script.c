@@ -227,7 +227,148 @@ int sh_unknown_command(struct session *s, const char *name)
 	return sh_error(s, "unknown command '%s' (type help for the list)", sh_esc(name));
 }
 
+static int dispatch_one(struct session *s, int argc, char **argv);
+
+/* ---- keeping results for expect ---- */
+
+/* stdout and a copy in memory: what a command prints with --json is shown
+ * and kept, in the order it is printed */
+struct tee {
+	FILE *real;
+	char *buf;
+	size_t len, cap;
+	bool oom;
+};
+
+static ssize_t tee_write(void *cookie, const char *b, size_t n)
+{
+	struct tee *t = cookie;
+	size_t w = fwrite(b, 1, n, t->real);
+	fflush(t->real);   /* an error printed next (where() flushes s->out) comes after it */
+	if (!t->oom && t->len + n + 1 > t->cap) {
+		size_t cap = t->cap ? t->cap : 4096;
+		while (cap < t->len + n + 1)
+			cap *= 2;
+		char *nb = realloc(t->buf, cap);
+		if (nb) {
+			t->buf = nb;
+			t->cap = cap;
+		} else {
+			t->oom = true;
+		}
+	}
+	if (!t->oom) {
+		memcpy(t->buf + t->len, b, n);
+		t->len += n;
+	}
+	return w == n ? (ssize_t)n : -1;
+}
+
+static bool has_json_flag(int argc, char **argv)
+{
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "--json"))
+			return true;
+	return false;
+}
+
+/* Runs a command that takes --json so that its result is kept for expect. */
+static int run_keeping(struct session *s, const struct sh_cmd *c, int argc, char **argv)
+{
+	if (has_json_flag(argc, argv)) {
+		struct tee t = { .real = s->out };
+		cookie_io_functions_t io = { .write = tee_write };
+		FILE *f = fopencookie(&t, "w", io);
+		if (!f)
+			return c->fn(s, argc, argv);
+		FILE *real = s->out;
+		s->out = f;
+		int rc = c->fn(s, argc, argv);
+		fclose(f);
+		s->out = real;
+		if (!t.oom && t.len)
+			sh_keep_result(s, c->name, t.buf, t.len, NULL);
+		else
+			sh_keep_result(s, c->name, NULL, 0, rc ? "its last run failed" : "its last run printed none");
+		free(t.buf);
+		return rc;
+	}
+	char *buf = NULL;
+	size_t len = 0;
+	if (!(c->flags & (SH_F_KEEP | SH_F_PURE))) {
+		int rc = c->fn(s, argc, argv);
+		sh_keep_result(s, c->name, NULL, 0, rc ? "its last run failed" :
+			       "it keeps its result only when run with --json, and its last run was without");
+		return rc;
+	}
+	if (c->flags & SH_F_KEEP) {
+		FILE *f = open_memstream(&buf, &len);
+		s->keep = f;
+		int rc = c->fn(s, argc, argv);
+		s->keep = NULL;
+		if (f && !fclose(f) && len)
+			sh_keep_result(s, c->name, buf, len, NULL);
+		else
+			sh_keep_result(s, c->name, NULL, 0, rc ? "its last run failed" :
+				       "its last run made none (as with compare --stages: run it with --json)");
+		free(buf);
+		return rc;
+	}
+	/* it only reads the model: run it again with --json, unseen (its words
+	 * are copied first, as commands cut their options up) */
+	char **copy = calloc((size_t)argc + 2, sizeof(char *));
+	bool ok = copy != NULL;
+	for (int i = 0; ok && i < argc; i++)
+		ok = (copy[i] = strdup(argv[i])) != NULL;
+	int rc = c->fn(s, argc, argv);
+	if (!rc && ok) {
+		FILE *f = open_memstream(&buf, &len);
+		if (f) {
+			FILE *real = s->out;
+			copy[argc] = (char *)"--json";
+			s->out = f;
+			s->mute = true;
+			int r2 = c->fn(s, argc + 1, copy);
+			s->mute = false;
+			s->out = real;
+			copy[argc] = NULL;
+			if (!fclose(f) && !r2 && len)
+				sh_keep_result(s, c->name, buf, len, NULL);
+			free(buf);
+		}
+	} else if (rc) {
+		sh_keep_result(s, c->name, NULL, 0, "its last run failed");
+	}
+	for (int i = 0; copy && i < argc; i++)
+		free(copy[i]);
+	free(copy);
+	return rc;
+}
+
 static int dispatch(struct session *s, int argc, char **argv)
+{
+	char *text = sh_command_text(argc, argv);
+	sh_history_settings(s);
+	int rc = dispatch_one(s, argc, argv);
+	/* load: the model's absolute path, so a saved history loads it from anywhere */
+	const struct sh_cmd *c = sh_find_command(argv[0]);
+	if (!rc && c && c->fn == cmd_load && argc == 2) {
+		char *abs = realpath(argv[1], NULL);
+		if (abs) {
+			char *w[2] = { argv[0], abs };
+			char *t2 = sh_command_text(2, w);
+			if (t2) {
+				free(text);
+				text = t2;
+			}
+			free(abs);
+		}
+	}
+	sh_history_add(s, text, c ? c->name : argv[0], rc);
+	return rc;
+}
+
+static int dispatch_one(struct session *s, int argc, char **argv)
 {
 	const struct sh_cmd *c = sh_find_command(argv[0]);
 	if (!c)
@@ -253,7 +394,7 @@ static int dispatch(struct session *s, int argc, char **argv)
 		for (int i = 0; i < argc && k + 2 < sizeof(label); i++)
 			k += (size_t)snprintf(label + k, sizeof(label) - k, "%s%s", i ? " " : "", argv[i]);
 		s->edit_made = false;
-		rc = c->fn(s, argc, argv);
+		rc = (c->flags & SH_F_JSON) ? run_keeping(s, c, argc, argv) : c->fn(s, argc, argv);
 		if (s->edit_made && s->hist.n) {
 			struct ir_model *edited = s->model;
 			s->hist.st[s->hist.cur].m = before;
@@ -269,7 +410,7 @@ static int dispatch(struct session *s, int argc, char **argv)
 			ir_model_free(before);
 		}
 	} else {
-		rc = c->fn(s, argc, argv);
+		rc = (c->flags & SH_F_JSON) ? run_keeping(s, c, argc, argv) : c->fn(s, argc, argv);
 	}
 	fflush(s->out);
 	if (timed && s->timer)

@@ -52,6 +52,21 @@ struct sh_quant_rec {
 	char *names[16], *values[16];   /* the quantize pass's options (owned) */
 };
 
+/* The last result of a command that takes --json: its JSON text (expect.c) */
+struct sh_result {
+	char *cmd;
+	char *json;            /* NULL: no result, for the reason in why */
+	size_t len;
+	const char *why;
+};
+
+/* One command of the session, as typed (history.c) */
+struct sh_hist_cmd {
+	char *text;
+	bool ok;
+	bool saved;            /* written by `history save` */
+};
+
 struct session {
 	struct ir_model *model;
 	char *name;            /* shown in the prompt: file name or "demo" */
@@ -95,6 +110,20 @@ struct session {
 	struct sh_source *src;
 	int depth;             /* source nesting */
 	FILE *out;
+
+	/* results for `expect` (expect.c): the last JSON of every command that
+	 * takes --json; keep is where a command run without --json writes it
+	 * (NULL when nobody keeps it) */
+	struct sh_result *results;
+	int n_results;
+	FILE *keep;
+	bool mute;             /* no errors or warnings: a command run again to keep its result */
+
+	/* the commands so far (history.c) */
+	struct sh_hist_cmd *cmds;
+	int n_cmds, cap_cmds;
+	char *start_path;      /* the model the session started on (absolute), NULL: the demo */
+	bool hist_started, hist_on_error, hist_tf32;   /* settings before the first command */
 };
 
 /* ---- the command table (commands.c) ---- */
@@ -113,6 +142,10 @@ enum sh_complete {
 enum {
 	SH_F_JSON = 1 << 0,      /* takes --json */
 	SH_F_MODIFIES = 1 << 1,  /* changes the model */
+	SH_F_KEEP = 1 << 2,      /* without --json, writes its JSON result to s->keep for expect */
+	SH_F_PURE = 1 << 3,      /* only reads the model: without --json it is run again with
+				  * --json, unseen, to keep its result (a SH_F_JSON command with
+				  * neither flag keeps its result only when run with --json) */
 };
 
 struct sh_cmd {
@@ -131,6 +164,29 @@ struct sh_cmd {
 extern const struct sh_cmd sh_commands[];
 extern const int sh_n_commands;
 const struct sh_cmd *sh_find_command(const char *name);
+
+/* ---- results and expect (expect.c), history (history.c) ---- */
+
+/* Where a command writes its JSON result: s->out with --json, else s->keep
+ * (the result kept for `expect`; NULL when nobody keeps it). A command that
+ * writes to it when run without --json has SH_F_KEEP. */
+static inline FILE *sh_json_file(struct session *s, bool json)
+{
+	return json ? s->out : s->keep;
+}
+/* Keeps a command's result (json NULL: none, for the reason `why`, a static string) */
+int sh_keep_result(struct session *s, const char *cmd, const char *json, size_t len, const char *why);
+void sh_results_free(struct session *s);
+/* The command as a script line: words quoted where they must be (malloc'd, NULL: no memory) */
+char *sh_command_text(int argc, char **argv);
+/* Records a command (takes text) with its outcome */
+void sh_history_add(struct session *s, char *text, const char *cmd, int rc);
+void sh_history_start(struct session *s, const char *model_path);
+/* Notes the settings before the session's first command (called before each command) */
+void sh_history_settings(struct session *s);
+void sh_history_free(struct session *s);
+int sh_sha256_file(const char *path, char hex[65], int *err);
+void sh_sha256_hex(const void *data, size_t n, char hex[65]);
 
 /* ---- running commands (script.c) ---- */
 
@@ -170,6 +226,8 @@ const char *sh_opt(const struct sh_args *a, const char *name);
 /* ---- messages and output (out.c) ---- */
 
 int sh_error(struct session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "FILE:LINE: expect failed: ..." : a failed check (counted as an error by the caller) */
+void sh_fail(struct session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sh_warn(struct session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Shows a diag: its warnings, then its error (returns -1 if there was one). */
 int sh_diag(struct session *s, struct ir_diag *d);
@@ -300,6 +358,8 @@ int cmd_set_input_shape(struct session *s, int argc, char **argv);
 int cmd_source(struct session *s, int argc, char **argv);
 int cmd_set(struct session *s, int argc, char **argv);
 int cmd_quit(struct session *s, int argc, char **argv);
+int cmd_expect(struct session *s, int argc, char **argv);
+int cmd_history(struct session *s, int argc, char **argv);
 int cmd_conformance(struct session *s, int argc, char **argv);
 int cmd_run(struct session *s, int argc, char **argv);
 int cmd_compare(struct session *s, int argc, char **argv);
