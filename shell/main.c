@@ -14,6 +14,18 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The command-line options: --help and the manual page (man.c) both read them. */
+const struct sh_cli_option sh_cli_options[] = {
+	{ "-c", NULL, "'CMD; CMD'", "run these commands and exit (may be repeated)", true, false },
+	{ "-f", NULL, "FILE.ogs", "run a script and exit (may be repeated)", true, false },
+	{ "-q", NULL, NULL, "no banner", false, false },
+	{ "--version", NULL, NULL, "versions of ogsh and of the libraries it uses", false, true },
+	{ "--doc", NULL, NULL, "the command reference in Markdown (docs/commands.md)", false, true },
+	{ "--man", NULL, NULL, "the manual page in roff (ogsh.1; man -l reads it)", false, true },
+	{ "--help", "-h", NULL, "this text", false, true },
+};
+const int sh_n_cli_options = (int)(sizeof(sh_cli_options) / sizeof(sh_cli_options[0]));
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -21,13 +33,15 @@ static void usage(FILE *f)
 		"\n"
 		"Opens the model (or the built-in demo CNN when none is given) in an\n"
 		"interactive shell. Commands can also come from -c, -f or a pipe.\n"
-		"\n"
-		"  -c 'CMD; CMD'   run these commands and exit (may be repeated)\n"
-		"  -f FILE.ogs     run a script and exit (may be repeated)\n"
-		"  -q              no banner\n"
-		"  --version       versions of ogsh and of the libraries it uses\n"
-		"  --doc           the command reference in Markdown (docs/commands.md)\n"
-		"  --help          this text\n"
+		"\n");
+	for (int i = 0; i < sh_n_cli_options; i++) {
+		const struct sh_cli_option *o = &sh_cli_options[i];
+		char opt[64];
+		snprintf(opt, sizeof(opt), "%s%s%s%s%s", o->alias ? o->alias : "", o->alias ? ", " : "", o->name,
+			 o->arg ? " " : "", o->arg ? o->arg : "");
+		fprintf(f, "  %-15s %s\n", opt, o->text);
+	}
+	fprintf(f,
 		"\n"
 		"In scripts an error prints FILE:LINE: error: ... and stops with exit\n"
 		"status 1, unless the script says `set on-error continue`.\n");
@@ -106,6 +120,10 @@ int main(int argc, char **argv)
 		}
 		if (strcmp(a, "--doc") == 0) {
 			print_doc();
+			return 0;
+		}
+		if (strcmp(a, "--man") == 0) {
+			sh_print_man(stdout);
 			return 0;
 		}
 		if (strcmp(a, "-q") == 0) {

@@ -188,6 +188,21 @@ void sh_history_free(struct session *s);
 int sh_sha256_file(const char *path, char hex[65], int *err);
 void sh_sha256_hex(const void *data, size_t n, char hex[65]);
 
+/* ---- the command line (main.c) and the manual page (man.c) ---- */
+
+struct sh_cli_option {
+	const char *name;      /* "-c", "--version" */
+	const char *alias;     /* "-h" for --help, or NULL */
+	const char *arg;       /* "FILE.ogs", or NULL */
+	const char *text;      /* one line for --help */
+	bool repeatable;
+	bool alone;            /* prints something and exits: not with a session */
+};
+extern const struct sh_cli_option sh_cli_options[];
+extern const int sh_n_cli_options;
+/* ogsh.1 in roff, from the command table and the options above. */
+void sh_print_man(FILE *f);
+
 /* ---- running commands (script.c) ---- */
 
 /* Runs one line (may hold several ';'-separated commands). 0 or an error. */

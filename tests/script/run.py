@@ -22,9 +22,20 @@ Lines of the script starting with "#@" (comments to ogsh) drive the runner:
                     $TMP in ARGS is the test's folder (an absolute path).
     #@ json         stdout must be nothing but JSON documents, one for each
                     --json in the test, and each must parse (strict JSON).
+    #@ copy: PATH.. copy these files or folders of the source tree (paths
+                    relative to the repository root) into the test's folder
+                    at the same relative paths, before the runs: a test can
+                    run a script of scripts/ as a reader runs it from the
+                    repository root (scripts/lessons/ are tested so), and
+                    what that script writes stays in the test's folder.
+    #@ mkdir: DIR.. make these folders (relative) in the test's folder.
 
 In every test, a stdout line that is exactly "{" or "[" must start a valid
 JSON document.
+
+Timings change from run to run, so the transcript shows them masked: "N.N ms"
+as "#.# ms", "time: N.N s" as "time: #.### s", JSON "ms" values as #, and
+`time`'s "throughput N inferences/s" as "throughput # inferences/s".
 
 With no NAME, every test runs. --update rewrites the .out files with what
 ogsh prints now: review the change with git diff before committing it.
@@ -46,7 +57,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
 def directives(text):
-    runs, json_only = [], False
+    runs, json_only, copies, dirs = [], False, [], []
     for line in text.splitlines():
         if not line.startswith("#@"):
             continue
@@ -55,9 +66,15 @@ def directives(text):
             runs.append(d[4:].strip())
         elif d == "json":
             json_only = True
+        elif d.startswith("copy:") or d.startswith("mkdir:"):
+            paths = shlex.split(d.split(":", 1)[1])
+            for p in paths:
+                if os.path.isabs(p) or ".." in p.split("/"):
+                    raise SystemExit(f"'{line}': paths are relative, inside the tree")
+            (copies if d.startswith("copy:") else dirs).extend(paths)
         else:
             raise SystemExit(f"unknown directive '{line}'")
-    return runs, json_only
+    return runs, json_only, copies, dirs
 
 
 def count_json_flags(text):
@@ -155,13 +172,26 @@ def normalise(out, tmp):
     # timings that expect shows (time.median_ms is 1.234, run.ms, throughput)
     text = re.sub(r"\b((?:time|profile|run)\.[\w.\[\]\"-]*?(?:ms|throughput)) is [0-9.e+-]+",
                   r"\1 is #", text)
+    text = re.sub(r"throughput \d+(\.\d+)? inferences/s", "throughput # inferences/s", text)
     return text.replace("\x1b", "<ESC>")
 
 
-def prepare(base, tests_dir, name):
+def prepare(base, tests_dir, name, copies=(), dirs=()):
     tmp = tempfile.mkdtemp(prefix=f"ogsh-{name}-")
     shutil.copytree(base, tmp, dirs_exist_ok=True)
     shutil.copy(os.path.join(tests_dir, name + ".ogs"), os.path.join(tmp, name + ".ogs"))
+    for p in copies:
+        src, dst = os.path.join(ROOT, p), os.path.join(tmp, p)
+        if not os.path.exists(src):
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise SystemExit(f"{name}.ogs: #@ copy: {p} is not in {ROOT}")
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        if os.path.isdir(src):
+            shutil.copytree(src, dst, dirs_exist_ok=True)
+        else:
+            shutil.copy(src, dst)
+    for d in dirs:
+        os.makedirs(os.path.join(tmp, d), exist_ok=True)
     return tmp
 
 
@@ -170,11 +200,11 @@ def run_test(ogsh, base, tests_dir, name):
     path = os.path.join(tests_dir, name + ".ogs")
     with open(path, encoding="utf-8") as f:
         text = f.read()
-    runs, json_only = directives(text)
+    runs, json_only, copies, dirs = directives(text)
     runs = runs or [f"-f {name}.ogs"]
     problems = []
 
-    tmp = prepare(base, tests_dir, name)
+    tmp = prepare(base, tests_dir, name, copies, dirs)
     parts = []
     try:
         for args in runs:
@@ -188,7 +218,7 @@ def run_test(ogsh, base, tests_dir, name):
 
     # the same again with stdout alone, for the JSON checks
     if json_only or "--json" in text:
-        tmp = prepare(base, tests_dir, name)
+        tmp = prepare(base, tests_dir, name, copies, dirs)
         try:
             docs = 0
             for args in runs:
