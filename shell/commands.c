@@ -98,8 +98,8 @@ const struct sh_cmd sh_commands[] = {
 	  "beyond float16's range. structure: unused initializers and inputs, nodes that reach no graph output, "
 	  "node names used more than once, inputs with an initializer (info), functions importing another "
 	  "opset than the model. The model is not changed. --json gives {groups, findings: [{group, severity, "
-	  "node_id, node, op, value, what, fix}], counts: {error, warning, info, total}}; the command succeeds "
-	  "whatever it finds (use expect counts.error == 0 to fail a script).",
+	  "node_id, node, op, value, what, fix}], counts: {error, warning, info, total}}. The command succeeds "
+	  "whatever it finds: the findings are its result, not an error.",
 	  "check shapes", "--only= --json", SH_C_NONE, SH_F_JSON, "inspect" },
 	{ "stats", cmd_stats, "[A B] [--by=op|node] [--sort=COLUMN] [--top=N] [--json]",
 	  "parameters, MACs, FLOPs, bytes and activation memory",
