@@ -8,6 +8,7 @@ files checked into the repository; each is deterministic (fixed names,
 fixed values) so the transcripts stay stable.
 """
 import os
+import shutil
 import sys
 
 import numpy as np
@@ -573,6 +574,18 @@ def check_fp16_model():
     return model(helper.make_graph(nodes, "fp16", [x, t], outs, inits))
 
 
+def lesson_files(out):
+    """The lessons of scripts/lessons/ with their committed models, laid out
+    as in the repository, so a test runs them as a reader does (from the
+    repository root: paths like scripts/lessons/models/batch1.onnx)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    src = os.path.join(root, "scripts", "lessons")
+    for rel in ("dynamic-shapes.ogs", os.path.join("models", "batch1.onnx"), os.path.join("models", "batch2.onnx")):
+        dst = os.path.join(out, "scripts", "lessons", rel)
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        shutil.copyfile(os.path.join(src, rel), dst)
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -584,6 +597,7 @@ def main():
                      ("check_clean", check_clean_model), ("check_lint", check_lint_model),
                      ("check_fp16", check_fp16_model)]:
         onnx.save_model(fn(), os.path.join(out, name + ".onnx"))
+    lesson_files(out)
     external_model(out)
     # the same model without its data file
     os.makedirs(os.path.join(out, "nodata"), exist_ok=True)
