@@ -203,6 +203,19 @@ struct exec_plan_summary {
 int exec_plan_new(const struct ir_model *m, const struct exec_values *inputs, const struct exec_plan_opts *o,
 		  struct exec_plan **out, struct ir_diag *d);
 void exec_plan_free(struct exec_plan *p);
+/*
+ * Placement only (for `check`): the steps of exec_plan_new up to placement
+ * (inputs bound, shapes inferred, constants folded, quantized islands,
+ * every node placed by the device's rules, which need no context) and no
+ * further: no GPU is needed and no device is opened. exec_plan_nodes gives
+ * each node's place and why, exactly as the full plan would; the plan can
+ * only be freed. Without a device compiled in, every node that is not
+ * folded is on the CPU with the why "ogsh was built without CUDA".
+ */
+int exec_plan_place(const struct ir_model *m, const struct exec_values *inputs, struct exec_plan **out,
+		    struct ir_diag *d);
+/* Whether placement asks a device's rules (one is compiled in); false with why. */
+bool exec_plan_has_device(char *why, size_t size);
 /* Whether the plan was made for these inputs' shapes and dtypes. */
 bool exec_plan_fits(const struct exec_plan *p, const struct exec_values *inputs);
 /* The plan's nodes in order (n_nodes of them) and its figures. */

@@ -870,7 +870,9 @@ static int place_nodes(struct exec_plan *p, const struct exec_values *inputs, st
 		/* the device */
 		bool gpu = false;
 		why[0] = 0;
-		if (!p->dev->has_kernel(n, why, sizeof(why))) {
+		if (!p->dev) {
+			snprintf(why, sizeof(why), "ogsh was built without CUDA");
+		} else if (!p->dev->has_kernel(n, why, sizeof(why))) {
 			if (!why[0])
 				snprintf(why, sizeof(why), "no GPU kernel for '%s'", n->op_type);
 		} else {
@@ -1323,6 +1325,10 @@ static bool island_supports(void *arg, const struct ir_model *m, const struct ir
 	struct exec_plan *p = arg;
 	struct exec_dev_io in[16], out[4];
 	struct exec_dev_node dn;
+	if (!p->dev) {
+		snprintf(why, size, "ogsh was built without CUDA");
+		return false;
+	}
 	if (n->n_inputs > 16 || n->n_outputs > 4 || !exec_dev_node_of(m, n, &dn, in, out)) {
 		snprintf(why, size, "the shapes are not known before running");
 		return false;
@@ -1357,12 +1363,14 @@ static int plan_graph(struct exec_plan *p, const struct exec_values *inputs, str
 	return prefold(p, d);
 }
 
-int exec_plan_new(const struct ir_model *m, const struct exec_values *inputs, const struct exec_plan_opts *o,
-		  struct exec_plan **out, struct ir_diag *d)
+/* exec_plan_new, or with place_only exec_plan_place: the same steps up to
+ * placement, with no device opened (and none needed). */
+static int plan_new(const struct ir_model *m, const struct exec_values *inputs, const struct exec_plan_opts *o,
+		    bool place_only, struct exec_plan **out, struct ir_diag *d)
 {
 	static const struct exec_plan_opts dflt;
 	*out = NULL;
-	int rc = need_gpu(d);
+	int rc = place_only ? 0 : need_gpu(d);
 	if (rc)
 		return rc;
 	if ((rc = exec_check_inputs(m, inputs, d)))
@@ -1415,7 +1423,14 @@ int exec_plan_new(const struct ir_model *m, const struct exec_values *inputs, co
 		rc = ir_diag_err(d, IR_ENOMEM, "out of memory");
 		goto fail;
 	}
-	if ((rc = place_nodes(p, inputs, d)) || (rc = plan_layout(p, d)))
+	if ((rc = place_nodes(p, inputs, d)))
+		goto fail;
+	if (place_only) {
+		p->sum.n_folded += p->n_prefolded;
+		*out = p;
+		return 0;
+	}
+	if ((rc = plan_layout(p, d)))
 		goto fail;
 	p->sum.n_folded += p->n_prefolded;
 	if ((rc = plan_memory(p, d)) || (rc = plan_device(p, d)))
@@ -1426,6 +1441,26 @@ int exec_plan_new(const struct ir_model *m, const struct exec_values *inputs, co
 fail:
 	exec_plan_free(p);
 	return rc;
+}
+
+int exec_plan_new(const struct ir_model *m, const struct exec_values *inputs, const struct exec_plan_opts *o,
+		  struct exec_plan **out, struct ir_diag *d)
+{
+	return plan_new(m, inputs, o, false, out, d);
+}
+
+int exec_plan_place(const struct ir_model *m, const struct exec_values *inputs, struct exec_plan **out,
+		    struct ir_diag *d)
+{
+	return plan_new(m, inputs, NULL, true, out, d);
+}
+
+bool exec_plan_has_device(char *why, size_t size)
+{
+	if (plan_device_kind())
+		return true;
+	snprintf(why, size, "ogsh was built without CUDA");
+	return false;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -80,6 +80,27 @@ const struct sh_cmd sh_commands[] = {
 	  "Loop and Scan bodies (named nID.ATTR/VALUE). PATTERN filters names as in nodes. "
 	  "set-input-shape and every edit make the next shapes infer again.",
 	  "shapes --unknown", "--unknown --subgraphs --json", SH_C_VALUE, SH_F_JSON | SH_F_PURE, "inspect" },
+	{ "check", cmd_check, "[GROUP...] [--only=LIST] [--json]", "lint the model: what will not run, not vary, not fit float16",
+	  "Looks for problems and prints one line per finding, grouped, each with its severity (error: it "
+	  "will fail; warning: it likely hurts; info: worth knowing), the node (id and name) or value, what is "
+	  "wrong and, after the colon, what to do; then the counts (\"no findings\" when clean). GROUPs "
+	  "(or --only=ops,shapes,...) pick some; all by default. ops: nodes ogsh cannot run on its CPU "
+	  "reference, domains it does not know or the model does not import, attributes of another opset than "
+	  "the model imports, and the nodes the CUDA plan would leave on the CPU with the reason `plan` gives "
+	  "(the planner's own rules, with symbolic dims as 1; no GPU needed, but a build with CUDA; "
+	  "OGSH_DEVICE=cpu turns this part off). shapes: every symbolic or unknown input dim is bound to 1, 2 "
+	  "and 3 on a copy of the model and shapes inferred again: the first node that breaks at 2 or 3 fixes "
+	  "the dim (e.g. a Reshape whose constant shape an exporter wrote for a batch-1 dummy input), and a dim "
+	  "no output depends on is dropped somewhere; unknown dims without a name are listed too. precision: "
+	  "float32 weights and Constant values that overflow (|x| > 65504) or vanish in float16, float16 nodes "
+	  "known to lose accuracy (Pow, Exp, Softmax, ReduceSum/ReduceMean over more than 4,096 elements, "
+	  "LayerNormalization with stash_type=0), and with the session's calibration (calibrate) activations "
+	  "beyond float16's range. structure: unused initializers and inputs, nodes that reach no graph output, "
+	  "node names used more than once, inputs with an initializer (info), functions importing another "
+	  "opset than the model. The model is not changed. --json gives {groups, findings: [{group, severity, "
+	  "node_id, node, op, value, what, fix}], counts: {error, warning, info, total}}. The command succeeds "
+	  "whatever it finds: the findings are its result, not an error.",
+	  "check shapes", "--only= --json", SH_C_NONE, SH_F_JSON | SH_F_KEEP, "inspect" },
 	{ "stats", cmd_stats, "[A B] [--by=op|node] [--sort=COLUMN] [--top=N] [--json]",
 	  "parameters, MACs, FLOPs, bytes and activation memory",
 	  "Counts what every node of the main graph costs from the inferred shapes, and sums it: "

@@ -364,6 +364,7 @@ int cmd_ops(struct session *s, int argc, char **argv);
 int cmd_inputs(struct session *s, int argc, char **argv);
 int cmd_outputs(struct session *s, int argc, char **argv);
 int cmd_shapes(struct session *s, int argc, char **argv);
+int cmd_check(struct session *s, int argc, char **argv);
 int cmd_stats(struct session *s, int argc, char **argv);
 int cmd_cost(struct session *s, int argc, char **argv);
 int cmd_rm(struct session *s, int argc, char **argv);

@@ -8,6 +8,7 @@ files checked into the repository; each is deterministic (fixed names,
 fixed values) so the transcripts stay stable.
 """
 import os
+import shutil
 import sys
 
 import numpy as np
@@ -420,6 +421,171 @@ def quant_models(out):
         f.write("this is not a PNG image\n")
 
 
+# ---- check: the lint's models ----
+
+def _torch_like_cnn(batch_dummy):
+    """A small conv/linear net as torch.onnx.export writes it with
+    dynamic_axes={'x': {0: 'batch'}, 'y': {0: 'batch'}}: Conv -> Relu ->
+    flatten -> Gemm. The flatten is `x.view(B, -1)` with B traced from the
+    dummy input: for a batch-1 dummy the exporter bakes 1 into the Reshape's
+    constant shape; for a batch-2 dummy it computes B as
+    Shape -> Gather -> Unsqueeze -> Concat, so the dim stays dynamic."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, 8, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 10])
+    rng = np.random.default_rng(7)
+    w = numpy_helper.from_array((rng.standard_normal((4, 3, 3, 3)) * 0.2).astype(np.float32), "conv.weight")
+    b = numpy_helper.from_array(np.zeros(4, dtype=np.float32), "conv.bias")
+    fw = numpy_helper.from_array((rng.standard_normal((10, 256)) * 0.05).astype(np.float32), "fc.weight")
+    fb = numpy_helper.from_array(np.zeros(10, dtype=np.float32), "fc.bias")
+    nodes = [
+        helper.make_node("Conv", ["x", "conv.weight", "conv.bias"], ["/conv/Conv_output_0"], name="/conv/Conv",
+                         pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["/conv/Conv_output_0"], ["/relu/Relu_output_0"], name="/relu/Relu"),
+    ]
+    inits = [w, b, fw, fb]
+    if batch_dummy == 1:
+        shape = helper.make_tensor("value", TensorProto.INT64, [2], [1, 256])
+        nodes.append(helper.make_node("Constant", [], ["/Constant_output_0"], name="/Constant", value=shape))
+    else:
+        idx = helper.make_tensor("value", TensorProto.INT64, [], [0])
+        axes = helper.make_tensor("value", TensorProto.INT64, [1], [0])
+        rest = helper.make_tensor("value", TensorProto.INT64, [1], [-1])
+        nodes += [
+            helper.make_node("Shape", ["/relu/Relu_output_0"], ["/Shape_output_0"], name="/Shape"),
+            helper.make_node("Constant", [], ["/Constant_output_0"], name="/Constant", value=idx),
+            helper.make_node("Gather", ["/Shape_output_0", "/Constant_output_0"], ["/Gather_output_0"],
+                             name="/Gather", axis=0),
+            helper.make_node("Constant", [], ["/Constant_1_output_0"], name="/Constant_1", value=axes),
+            helper.make_node("Unsqueeze", ["/Gather_output_0", "/Constant_1_output_0"], ["/Unsqueeze_output_0"],
+                             name="/Unsqueeze"),
+            helper.make_node("Constant", [], ["/Constant_2_output_0"], name="/Constant_2", value=rest),
+            helper.make_node("Concat", ["/Unsqueeze_output_0", "/Constant_2_output_0"], ["/Concat_output_0"],
+                             name="/Concat", axis=0),
+        ]
+    shape_name = "/Constant_output_0" if batch_dummy == 1 else "/Concat_output_0"
+    nodes += [
+        helper.make_node("Reshape", ["/relu/Relu_output_0", shape_name], ["/Reshape_output_0"], name="/Reshape"),
+        helper.make_node("Gemm", ["/Reshape_output_0", "fc.weight", "fc.bias"], ["y"], name="/fc/Gemm", transB=1),
+    ]
+    g = helper.make_graph(nodes, "main_graph", [x], [y], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], producer_name="pytorch",
+                          producer_version="2.5.0")
+    m.ir_version = 8
+    return m
+
+
+def dyn_batch1_model():
+    return _torch_like_cnn(1)
+
+
+def dyn_batch2_model():
+    return _torch_like_cnn(2)
+
+
+def dyn_dims_model():
+    """A named dim no output depends on (a ReduceMean over it) and an
+    unknown dim without a name."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 8])
+    u = helper.make_tensor_value_info("u", TensorProto.FLOAT, [None, 4])
+    m_out = helper.make_tensor_value_info("mean", TensorProto.FLOAT, [8])
+    u_out = helper.make_tensor_value_info("u_relu", TensorProto.FLOAT, [None, 4])
+    nodes = [
+        helper.make_node("ReduceMean", ["x"], ["mean"], name="pool_rows", axes=[0], keepdims=0),
+        helper.make_node("Relu", ["u"], ["u_relu"], name="relu"),
+    ]
+    return model(helper.make_graph(nodes, "dims", [x, u], [m_out, u_out]))
+
+
+def check_clean_model():
+    """A model check finds nothing in: fixed shapes, every weight used and
+    in float16's range."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    w = numpy_helper.from_array((np.arange(12, dtype=np.float32) / 10).reshape(4, 3), "w")
+    b = numpy_helper.from_array(np.array([0.5, -0.5, 1.0], dtype=np.float32), "b")
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["xw"], name="matmul"),
+        helper.make_node("Add", ["xw", "b"], ["xwb"], name="add"),
+        helper.make_node("Relu", ["xwb"], ["y"], name="relu"),
+    ]
+    return model(helper.make_graph(nodes, "clean", [x], [y], [w, b]))
+
+
+def check_lint_model():
+    """One of each ops and structure finding: an op of an unknown domain, an
+    attribute newer than the opset imported, a function importing another
+    opset, an unused initializer and input, an input with an initializer, a
+    dead node, two nodes with one name."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])
+    extra = helper.make_tensor_value_info("extra", TensorProto.FLOAT, [1])
+    scale = helper.make_tensor_value_info("scale", TensorProto.FLOAT, [1])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])
+    z = helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 4])
+    h1 = helper.make_tensor_value_info("h1", TensorProto.FLOAT, [2, 2])
+    fn = helper.make_function("local", "Twice", ["a"], ["b"],
+                              [helper.make_node("Add", ["a", "a"], ["b"])],
+                              [helper.make_opsetid("", 16)])
+    nodes = [
+        helper.make_node("Mul", ["x", "scale"], ["xs"], name="dup"),
+        helper.make_node("Twice", ["xs"], ["y"], name="twice", domain="local"),
+        helper.make_node("Neg", ["x"], ["unused_neg"], name="dup"),
+        helper.make_node("FancyOp", ["x"], ["z"], name="fancy", domain="com.example"),
+        helper.make_node("Split", ["x"], ["h1", "h2"], name="split", axis=1, num_outputs=2),
+    ]
+    inits = [numpy_helper.from_array(np.array([2.0], dtype=np.float32), "scale"),
+             numpy_helper.from_array(np.ones(3, dtype=np.float32), "stale_weight")]
+    g = helper.make_graph(nodes, "lint", [x, extra, scale], [y, z, h1], inits)
+    return model(g, opsets=[helper.make_opsetid("", 17), helper.make_opsetid("local", 1),
+                            helper.make_opsetid("com.example", 1)], functions=[fn])
+
+
+def check_fp16_model():
+    """Precision findings: weights that overflow or vanish in float16, a
+    Constant that overflows, float16 Pow, Exp, a long ReduceSum and a
+    LayerNormalization with float16 statistics; `big` (x * 1e5) is an
+    activation beyond float16 once calibrated."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    t = helper.make_tensor_value_info("t", TensorProto.FLOAT16, [1, 8192])
+    outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 4]) for n in ("big", "p", "e")]
+    outs.append(helper.make_tensor_value_info("s", TensorProto.FLOAT16, [1, 1]))
+    outs.append(helper.make_tensor_value_info("ln", TensorProto.FLOAT16, [1, 8192]))
+    w = np.full((1, 4), 0.5, dtype=np.float32)
+    w[0, 0] = 1e5
+    w[0, 1] = 1e-9
+    inits = [numpy_helper.from_array(w, "w"),
+             numpy_helper.from_array(np.array([1e5], dtype=np.float32), "gain"),
+             numpy_helper.from_array(np.array([2.0], dtype=np.float16), "two"),
+             numpy_helper.from_array(np.array([1], dtype=np.int64), "axis1"),
+             numpy_helper.from_array(np.ones(8192, dtype=np.float16), "ln_scale")]
+    huge = helper.make_tensor("value", TensorProto.FLOAT, [1], [1e6])
+    nodes = [
+        helper.make_node("Mul", ["x", "gain"], ["big"], name="amplify"),
+        helper.make_node("Constant", [], ["huge"], name="huge_const", value=huge),
+        helper.make_node("Mul", ["x", "w"], ["xw"], name="weigh"),
+        helper.make_node("Add", ["xw", "huge"], ["xwh"], name="shift"),
+        helper.make_node("Cast", ["xwh"], ["xh"], name="to_half", to=TensorProto.FLOAT16),
+        helper.make_node("Pow", ["xh", "two"], ["ph"], name="square"),
+        helper.make_node("Cast", ["ph"], ["p"], name="p_back", to=TensorProto.FLOAT),
+        helper.make_node("Exp", ["xh"], ["eh"], name="exp"),
+        helper.make_node("Cast", ["eh"], ["e"], name="e_back", to=TensorProto.FLOAT),
+        helper.make_node("ReduceSum", ["t", "axis1"], ["s"], name="sum_long"),
+        helper.make_node("LayerNormalization", ["t", "ln_scale"], ["ln"], name="norm", stash_type=0),
+    ]
+    return model(helper.make_graph(nodes, "fp16", [x, t], outs, inits))
+
+
+def lesson_files(out):
+    """The lessons of scripts/lessons/ with their committed models, laid out
+    as in the repository, so a test runs them as a reader does (from the
+    repository root: paths like scripts/lessons/models/batch1.onnx)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    src = os.path.join(root, "scripts", "lessons")
+    for rel in ("dynamic-shapes.ogs", os.path.join("models", "batch1.onnx"), os.path.join("models", "batch2.onnx")):
+        dst = os.path.join(out, "scripts", "lessons", rel)
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        shutil.copyfile(os.path.join(src, rel), dst)
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -427,6 +593,11 @@ def main():
                      ("tensors", tensors_model), ("names", names_model), ("dynamic", dynamic_model),
                      ("functions", function_model), ("qdq", qdq_model), ("minus_one", minus_one_model)]:
         onnx.save_model(fn(), os.path.join(out, name + ".onnx"))
+    for name, fn in [("dyn_batch1", dyn_batch1_model), ("dyn_batch2", dyn_batch2_model), ("dyn_dims", dyn_dims_model),
+                     ("check_clean", check_clean_model), ("check_lint", check_lint_model),
+                     ("check_fp16", check_fp16_model)]:
+        onnx.save_model(fn(), os.path.join(out, name + ".onnx"))
+    lesson_files(out)
     external_model(out)
     # the same model without its data file
     os.makedirs(os.path.join(out, "nodata"), exist_ok=True)
