@@ -15,6 +15,7 @@
 #ifndef OGSH_IR_H
 #define OGSH_IR_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -48,6 +49,8 @@ struct ir_diag {
 
 void ir_diag_init(struct ir_diag *d);
 void ir_diag_clear(struct ir_diag *d);
+/* vsnprintf into a malloc'd string of the right size (NULL: no memory) */
+char *ir_vfmt(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 /* Records an error (the first one wins) and returns `code`. */
 int ir_diag_err(struct ir_diag *d, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

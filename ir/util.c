@@ -29,7 +29,7 @@ void ir_diag_clear(struct ir_diag *d)
 	d->max_warnings = max;
 }
 
-static char *vfmt(const char *fmt, va_list ap)
+char *ir_vfmt(const char *fmt, va_list ap)
 {
 	va_list aq;
 	va_copy(aq, ap);
@@ -47,7 +47,7 @@ char *ir_fmt(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	char *s = vfmt(fmt, ap);
+	char *s = ir_vfmt(fmt, ap);
 	va_end(ap);
 	return s;
 }
@@ -58,7 +58,7 @@ int ir_diag_err(struct ir_diag *d, int code, const char *fmt, ...)
 		return code;
 	va_list ap;
 	va_start(ap, fmt);
-	d->error = vfmt(fmt, ap);
+	d->error = ir_vfmt(fmt, ap);
 	va_end(ap);
 	return code;
 }
@@ -77,7 +77,7 @@ void ir_diag_warn(struct ir_diag *d, const char *fmt, ...)
 	d->warnings = w;
 	va_list ap;
 	va_start(ap, fmt);
-	char *s = vfmt(fmt, ap);
+	char *s = ir_vfmt(fmt, ap);
 	va_end(ap);
 	if (s)
 		d->warnings[d->n_warnings++] = s;
@@ -89,7 +89,7 @@ void ir_diag_prefix(struct ir_diag *d, const char *fmt, ...)
 		return;
 	va_list ap;
 	va_start(ap, fmt);
-	char *p = vfmt(fmt, ap);
+	char *p = ir_vfmt(fmt, ap);
 	va_end(ap);
 	if (!p)
 		return;

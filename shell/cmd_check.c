@@ -46,20 +46,6 @@ struct check {
 	bool oom;
 };
 
-static char *vfmt(const char *fmt, va_list ap)
-{
-	va_list ap2;
-	va_copy(ap2, ap);
-	int len = vsnprintf(NULL, 0, fmt, ap2);
-	va_end(ap2);
-	if (len < 0)
-		return NULL;
-	char *p = malloc((size_t)len + 1);
-	if (p)
-		vsnprintf(p, (size_t)len + 1, fmt, ap);
-	return p;
-}
-
 static char *dupz(const char *s)
 {
 	return s ? strdup(s) : NULL;
@@ -91,7 +77,7 @@ static void add(struct check *c, int group, int sev, const struct ir_node *n, co
 	f->node_id = n ? n->id : -1;
 	va_list ap;
 	va_start(ap, fmt);
-	f->what = vfmt(fmt, ap);
+	f->what = ir_vfmt(fmt, ap);
 	va_end(ap);
 	f->fix = dupz(fix);
 	f->value = dupz(value);
