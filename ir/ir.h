@@ -349,7 +349,7 @@ enum {
 };
 
 enum ir_op {
-#define IR_OP(name, dom, in_min, in_max, out_min, out_max, flags) IR_OP_##name,
+#define IR_OP(name, dom, in_min, in_max, out_min, out_max, flags, since) IR_OP_##name,
 #include "ops.def"
 #undef IR_OP
 	IR_OP_COUNT,
@@ -362,6 +362,7 @@ struct ir_op_info {
 	int in_min, in_max;   /* in_max -1: variadic */
 	int out_min, out_max;
 	unsigned flags;
+	int since;            /* the first opset of its domain that has the op */
 };
 
 extern const struct ir_op_info ir_ops[IR_OP_COUNT];

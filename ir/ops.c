@@ -6,8 +6,8 @@
 #include <stdio.h>
 
 const struct ir_op_info ir_ops[IR_OP_COUNT] = {
-#define IR_OP(id, dom, in_min, in_max, out_min, out_max, flags) \
-	[IR_OP_##id] = { #id, dom, in_min, in_max, out_min, out_max, flags },
+#define IR_OP(id, dom, in_min, in_max, out_min, out_max, flags, since) \
+	[IR_OP_##id] = { #id, dom, in_min, in_max, out_min, out_max, flags, since },
 #include "ops.def"
 #undef IR_OP
 };

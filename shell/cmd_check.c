@@ -188,6 +188,13 @@ static void check_node_op(struct check *c, const struct ir_node *n, const char *
 	if (n->op == IR_OP_UNKNOWN)
 		return;
 	int64_t opset = ir_model_opset(c->m, dom);
+	if (opset > 0 && !fn && ir_ops[n->op].since > opset) {
+		char fix[300];
+		snprintf(fix, sizeof(fix), "import opset %d (or later) of '%s', or replace the node with older ops",
+			 ir_ops[n->op].since, *dom ? sh_esc(dom) : "ai.onnx");
+		add(c, G_OPS, SEV_ERROR, n, NULL, fix, "%s%s: %s came in opset %d of '%s', but the model imports opset %" PRId64,
+		    nr, where, sh_esc(n->op_type), ir_ops[n->op].since, *dom ? sh_esc(dom) : "ai.onnx", opset);
+	}
 	for (int a = 0; opset > 0 && a < n->n_attrs; a++) {
 		const struct ir_attr_schema *sc = ir_op_attr(n->op, n->attrs[a].name, 0);
 		if (!sc || ir_attr_schema_at(sc, opset))

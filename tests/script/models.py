@@ -512,8 +512,9 @@ def check_clean_model():
 
 
 def check_lint_model():
-    """One of each ops and structure finding: an op of an unknown domain, an
-    attribute newer than the opset imported, a function importing another
+    """One of each ops and structure finding: an op of an unknown domain, one of
+    a domain not imported, an op and an attribute newer than the opset
+    imported, an attribute removed before it, a function importing another
     opset, an unused initializer and input, an input with an initializer, a
     dead node, two nodes with one name."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])
@@ -531,10 +532,16 @@ def check_lint_model():
         helper.make_node("Neg", ["x"], ["unused_neg"], name="dup"),
         helper.make_node("FancyOp", ["x"], ["z"], name="fancy", domain="com.example"),
         helper.make_node("Split", ["x"], ["h1", "h2"], name="split", axis=1, num_outputs=2),
+        # an op newer than the opset imported, an attribute removed before it,
+        # a domain not imported
+        helper.make_node("Gelu", ["x"], ["g"], name="gelu"),
+        helper.make_node("Abs", ["x"], ["a"], name="abs_v1", consumed_inputs=[0]),
+        helper.make_node("Thing", ["x"], ["t"], name="stray", domain="not.imported"),
     ]
     inits = [numpy_helper.from_array(np.array([2.0], dtype=np.float32), "scale"),
              numpy_helper.from_array(np.ones(3, dtype=np.float32), "stale_weight")]
-    g = helper.make_graph(nodes, "lint", [x, extra, scale], [y, z, h1], inits)
+    more = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 4]) for n in ("g", "a", "t")]
+    g = helper.make_graph(nodes, "lint", [x, extra, scale], [y, z, h1] + more, inits)
     return model(g, opsets=[helper.make_opsetid("", 17), helper.make_opsetid("local", 1),
                             helper.make_opsetid("com.example", 1)], functions=[fn])
 
