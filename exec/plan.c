@@ -209,22 +209,38 @@ static struct ir_tensor *fold_alloc(struct cpu_kctx *k, int slot, int dtype, int
 	return ir_tensor_new(dtype, rank, dims, k->d);
 }
 
+/* Nodes with subgraphs do not come here (cpu_node gives them to exec_run_node). */
 static int fold_run_graph(struct cpu_kctx *k, const struct ir_graph *g, int n_in, const struct kern_value *in,
 			  struct kern_value *out)
 {
 	(void)g, (void)n_in, (void)in, (void)out;
-	return ir_diag_err(k->d, IR_ERR, "subgraphs are not run by the GPU planner");
+	return ir_diag_err(k->d, IR_ERR, "a node without subgraphs asked to run one");
 }
 
-/* Runs node n on the CPU with host values `in`; fills out (n->n_outputs). */
-static int cpu_node(struct exec_plan *p, struct ir_node *n, struct kern_value *in, struct kern_value *out,
-		    struct ir_diag *d)
+/*
+ * Runs node n on the CPU with host values `in` (n->n_inputs) and, for a
+ * node with subgraphs (If, Loop, Scan, SequenceMap), `implicit` (the outer
+ * values its subgraphs read, n->n_implicit; the CPU reference executor
+ * runs the subgraphs); fills out (n->n_outputs).
+ */
+static int cpu_node(struct exec_plan *p, struct ir_node *n, struct kern_value *in, const struct kern_value *implicit,
+		    struct kern_value *out, struct ir_diag *d)
 {
 	struct cpu_exec_hooks hooks = { .alloc = fold_alloc, .run_graph = fold_run_graph, .arg = p };
 	for (int i = 0; i < n->n_outputs; i++) {
 		memset(&out[i], 0, sizeof(out[i]));
 		const struct ir_type *t = n->outputs[i] ? ir_value_type(n->outputs[i]) : NULL;
 		out[i].optional = t && t->kind == IR_TYPE_OPTIONAL;
+	}
+	if (has_subgraphs(n)) {
+		if (n->n_implicit && !implicit)
+			return ir_diag_err(d, IR_ERR, "the values its subgraphs read were not given");
+		/* the executor checks that every output that is not optional has a value */
+		int rc = exec_run_node(p->m, n, in, implicit, out, d);
+		if (rc)
+			for (int i = 0; i < n->n_outputs; i++)
+				kern_value_clear(&out[i]);
+		return rc;
 	}
 	struct cpu_kctx k = {
 		.node = n,
@@ -618,7 +634,7 @@ static int prefold(struct exec_plan *p, struct ir_diag *d)
 					if (n->inputs[i])
 						rc = host_const(ir_value_const(n->inputs[i]), &in[i], d);
 				if (!rc)
-					rc = cpu_node(p, n, in, out, d);
+					rc = cpu_node(p, n, in, NULL, out, d);
 				for (int i = 0; i < nin; i++)
 					kern_value_clear(&in[i]);
 				free(in);
@@ -793,10 +809,15 @@ static int place_nodes(struct exec_plan *p, const struct exec_values *inputs, st
 		exec_node_label(n, label, sizeof(label));
 		if (ir_interrupted)
 			return ir_diag_err(d, IR_EINTR, "stopped while planning (%d of %d nodes)", pos, p->n);
-		if (has_subgraphs(n))
-			return ir_diag_err(d, IR_ERR, "%s cannot run with --device cuda yet: it has subgraphs; use --device cpu",
-					   label);
+		/* a node with subgraphs (If, Loop, Scan, SequenceMap) runs on the CPU
+		 * reference, subgraphs and all, with its inputs and the outer values
+		 * its subgraphs read (implicit inputs) brought to the host */
+		bool sub = has_subgraphs(n);
 		bool cpu_ok = n->op != IR_OP_UNKNOWN && cpu_supports(n, why, sizeof(why));
+		if (sub && !cpu_ok)
+			return ir_diag_err(d, IR_ERR, "%s %s", label, why);
+		if (sub && !exec_node_runnable_at(p->m, n, 0, why, sizeof(why)))
+			return ir_diag_err(d, IR_ERR, "%s cannot run: its subgraph node %s", label, why);
 		/* cost figures */
 		struct ir_node_cost c;
 		if (!ir_node_cost(p->m, n, &c, NULL)) {
@@ -831,16 +852,22 @@ static int place_nodes(struct exec_plan *p, const struct exec_values *inputs, st
 		for (int i = 0; all_const && i < n->n_inputs; i++)
 			if (n->inputs[i] && p->pv[n->inputs[i]->idx].kind != VK_CONST)
 				all_const = false;
+		for (int i = 0; all_const && i < n->n_implicit; i++)
+			if (n->implicit[i] && (n->implicit[i]->graph != g || p->pv[n->implicit[i]->idx].kind != VK_CONST))
+				all_const = false;
 		if (all_const) {
-			int nin = n->n_inputs, nout = n->n_outputs;
-			struct kern_value *in = calloc((size_t)(nin ? nin : 1), sizeof(*in));
+			int nin = n->n_inputs, nout = n->n_outputs, nimp = n->n_implicit;
+			struct kern_value *in = calloc((size_t)(nin + nimp ? nin + nimp : 1), sizeof(*in));
 			struct kern_value *out = calloc((size_t)(nout ? nout : 1), sizeof(*out));
 			int rc = in && out ? 0 : ir_diag_err(d, IR_ENOMEM, "out of memory");
 			for (int i = 0; !rc && i < nin; i++)
 				if (n->inputs[i])
 					in[i] = p->pv[n->inputs[i]->idx].host;   /* borrowed */
+			for (int i = 0; !rc && i < nimp; i++)
+				if (n->implicit[i])
+					in[nin + i] = p->pv[n->implicit[i]->idx].host;   /* borrowed */
 			if (!rc)
-				rc = cpu_node(p, n, in, out, d);
+				rc = cpu_node(p, n, in, in + nin, out, d);
 			for (int i = 0; !rc && i < nout; i++) {
 				if (!n->outputs[i]) {
 					kern_value_clear(&out[i]);
@@ -870,7 +897,15 @@ static int place_nodes(struct exec_plan *p, const struct exec_values *inputs, st
 		/* the device */
 		bool gpu = false;
 		why[0] = 0;
-		if (!p->dev->has_kernel(n, why, sizeof(why))) {
+		if (sub) {
+			char names[100] = "";
+			size_t len = 0;
+			for (int a = 0; a < n->n_attrs && len < sizeof(names); a++)
+				if (n->attrs[a].type == IR_ATTR_GRAPH || n->attrs[a].type == IR_ATTR_GRAPHS)
+					len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s", len ? ", " : "",
+								n->attrs[a].name);
+			snprintf(why, sizeof(why), "it has subgraphs (%s): the CPU reference runs them", names);
+		} else if (!p->dev->has_kernel(n, why, sizeof(why))) {
 			if (!why[0])
 				snprintf(why, sizeof(why), "no GPU kernel for '%s'", n->op_type);
 		} else {
@@ -1109,14 +1144,14 @@ static int plan_memory(struct exec_plan *p, struct ir_diag *d)
 		struct exec_plan_node *pub = &p->pub[pos];
 		if (pub->place != EXEC_ON_CPU)
 			continue;
-		for (int i = 0; i < n->n_inputs; i++) {
-			struct ir_value *v = n->inputs[i];
-			if (!v)
+		for (int i = 0; i < n->n_inputs + n->n_implicit; i++) {
+			struct ir_value *v = i < n->n_inputs ? n->inputs[i] : n->implicit[i - n->n_inputs];
+			if (!v || v->graph != g)
 				continue;
 			struct pval *pv = &p->pv[v->idx];
 			bool dup = false;
 			for (int j = 0; j < i; j++)
-				dup |= n->inputs[j] == v;
+				dup |= (j < n->n_inputs ? n->inputs[j] : n->implicit[j - n->n_inputs]) == v;
 			if (!dup && pv->kind == VK_ACT && !pv->cpu_made && pv->on_dev && !pv->counted) {
 				/* downloaded once per run, by its first CPU reader */
 				pv->counted = true;
@@ -1517,28 +1552,30 @@ static const struct kern_value *host_value(struct exec_plan *p, const struct exe
 	}
 }
 
-/* Runs a CPU node: downloads its inputs, runs it, uploads what GPU nodes read. */
+/* Runs a CPU node: downloads its inputs (and the outer values its
+ * subgraphs read), runs it, uploads what GPU nodes read. */
 static int run_cpu_node(struct exec_plan *p, int pos, const struct exec_values *inputs, struct ir_diag *d)
 {
 	struct ir_node *n = p->pn[pos].node;
-	int nin = n->n_inputs, nout = n->n_outputs, rc = 0;
-	struct kern_value *in = calloc((size_t)(nin ? nin : 1), sizeof(*in));
+	int nin = n->n_inputs, nout = n->n_outputs, nimp = n->n_implicit, rc = 0;
+	struct kern_value *in = calloc((size_t)(nin + nimp ? nin + nimp : 1), sizeof(*in));
 	struct kern_value *out = calloc((size_t)(nout ? nout : 1), sizeof(*out));
 	if (!in || !out) {
 		rc = ir_diag_err(d, IR_ENOMEM, "out of memory");
 		goto out;
 	}
-	for (int i = 0; i < nin; i++) {
-		if (!n->inputs[i])
+	for (int i = 0; i < nin + nimp; i++) {
+		struct ir_value *v = i < nin ? n->inputs[i] : n->implicit[i - nin];
+		if (!v || v->graph != p->m->graph)
 			continue;
-		const struct kern_value *kv = host_value(p, inputs, n->inputs[i], d);
+		const struct kern_value *kv = host_value(p, inputs, v, d);
 		if (!kv) {
 			rc = IR_ERR;
 			goto out;
 		}
 		in[i] = *kv;   /* borrowed */
 	}
-	if ((rc = cpu_node(p, n, in, out, d)))
+	if ((rc = cpu_node(p, n, in, in + nin, out, d)))
 		goto out;
 	for (int i = 0; i < nout; i++) {
 		struct ir_value *v = n->outputs[i];
@@ -1568,9 +1605,9 @@ static int run_cpu_node(struct exec_plan *p, int pos, const struct exec_values *
 		}
 	}
 	/* host copies no later CPU node reads */
-	for (int i = 0; i < nin; i++) {
-		struct ir_value *v = n->inputs[i];
-		if (v && p->pv[v->idx].kind == VK_ACT && p->pv[v->idx].last_host == pos)
+	for (int i = 0; i < nin + nimp; i++) {
+		struct ir_value *v = i < nin ? n->inputs[i] : n->implicit[i - nin];
+		if (v && v->graph == p->m->graph && p->pv[v->idx].kind == VK_ACT && p->pv[v->idx].last_host == pos)
 			kern_value_clear(&p->hv[v->idx]);
 	}
 out:
