@@ -1371,6 +1371,139 @@ static bool island_supports(void *arg, const struct ir_model *m, const struct ir
 	return rc == 1;
 }
 
+/* The branch an If takes when its condition is a constant at plan time, or
+ * NULL (not constant, or a branch that itself has subgraphs: that If stays
+ * one node and runs on the CPU). */
+static const struct ir_graph *const_branch(const struct ir_node *n)
+{
+	if (n->op != IR_OP_If || n->n_inputs != 1 || !n->inputs[0])
+		return NULL;
+	const struct ir_tensor *c = ir_value_const(n->inputs[0]);
+	const void *data = c ? ir_tensor_data(c) : NULL;
+	if (!c || c->dtype != IR_BOOL || c->numel != 1 || !data)
+		return NULL;
+	const struct ir_attr *a = ir_node_attr(n, *(const uint8_t *)data ? "then_branch" : "else_branch");
+	if (!a || a->type != IR_ATTR_GRAPH || !a->g || a->g->n_inputs || a->g->n_outputs != n->n_outputs)
+		return NULL;
+	const struct ir_graph *b = a->g;
+	ir_for_each_node(b, bn) {
+		if (has_subgraphs(bn))
+			return NULL;
+		for (int i = 0; i < bn->n_inputs; i++)
+			if (bn->inputs[i] && bn->inputs[i]->graph != b)
+				return NULL;
+	}
+	for (size_t i = 0; i < b->n_values; i++) {
+		const struct ir_value *v = b->values[i];
+		if (v->sparse_init || (v->outer && v->outer->graph != n->graph))
+			return NULL;
+	}
+	for (int i = 0; i < b->n_outputs; i++)
+		if (!b->outputs[i] || b->outputs[i]->graph != b)
+			return NULL;
+	return b;
+}
+
+/*
+ * Puts the branch an If with a constant condition takes in its place: the
+ * branch's nodes go into the main graph before it (their values renamed
+ * fresh, the branch's captures read the outer values themselves, its
+ * initializers become the main graph's), and an Identity per output gives
+ * the If's output values their producer; the If goes. The branch's nodes
+ * are then placed like any other (on the GPU when it runs them). Returns
+ * how many Ifs went, or a negative error code.
+ */
+static int inline_const_ifs(struct exec_plan *p, struct ir_diag *d)
+{
+	struct ir_graph *g = p->m->graph;
+	int count = 0;
+	struct ir_node *next;
+	for (struct ir_node *n = g->first; n; n = next) {
+		next = n->next;
+		const struct ir_graph *b = const_branch(n);
+		if (!b)
+			continue;
+		struct ir_value **map = calloc(b->n_values ? b->n_values : 1, sizeof(*map));
+		if (!map)
+			return ir_diag_err(d, IR_ENOMEM, "out of memory");
+		int rc = 0;
+		for (size_t i = 0; !rc && i < b->n_values; i++) {
+			struct ir_value *v = b->values[i];
+			if (v->outer) {
+				map[i] = v->outer;
+			} else if (v->init) {
+				if (!(map[i] = ir_value_new(g, NULL, d)))
+					rc = IR_ENOMEM;
+				else
+					rc = ir_value_set_init(map[i], v->init, d);
+			}
+		}
+		ir_for_each_node(b, bn) {
+			if (rc)
+				break;
+			char name[300];
+			snprintf(name, sizeof(name), "%s/%s", n->name && *n->name ? n->name : "If",
+				 bn->name && *bn->name ? bn->name : bn->op_type);
+			struct ir_node *nn = ir_node_new(g, bn->op_type, bn->domain, name, bn->n_inputs, bn->n_outputs, n);
+			if (!nn) {
+				rc = ir_diag_err(d, IR_ENOMEM, "out of memory");
+				break;
+			}
+			for (int i = 0; !rc && i < bn->n_inputs; i++)
+				if (bn->inputs[i] && !(map[bn->inputs[i]->idx]))
+					rc = ir_diag_err(d, IR_ERR, "'%s' is read before it is made in the branch", bn->inputs[i]->name);
+				else if (bn->inputs[i] && ir_node_set_input(nn, i, map[bn->inputs[i]->idx]))
+					rc = ir_diag_err(d, IR_ENOMEM, "out of memory");
+			for (int i = 0; !rc && i < bn->n_outputs; i++) {
+				if (!bn->outputs[i])
+					continue;
+				struct ir_value *ov = ir_value_new(g, NULL, d);
+				if (!ov)
+					rc = IR_ENOMEM;
+				else if (!(rc = ir_node_set_output(nn, i, ov, d)))
+					map[bn->outputs[i]->idx] = ov;
+			}
+			for (int a = 0; !rc && a < bn->n_attrs; a++) {
+				struct ir_attr c;
+				if (ir_attr_copy(&c, &bn->attrs[a], g))
+					rc = ir_diag_err(d, IR_ENOMEM, "out of memory");
+				else
+					rc = ir_node_set_attr(nn, &c, d);
+			}
+		}
+		/* the If's outputs: made by an Identity of the branch's outputs */
+		for (int k = 0; !rc && k < n->n_outputs; k++) {
+			struct ir_value *ov = n->outputs[k], *src = map[b->outputs[k]->idx];
+			if (!ov)
+				continue;
+			if (!src) {
+				rc = ir_diag_err(d, IR_ERR, "branch output '%s' has no value", b->outputs[k]->name);
+				break;
+			}
+			char name[300];
+			snprintf(name, sizeof(name), "%s/output%d", n->name && *n->name ? n->name : "If", k);
+			struct ir_node *id = ir_node_new(g, "Identity", NULL, name, 1, 1, n);
+			if (!id)
+				rc = ir_diag_err(d, IR_ENOMEM, "out of memory");
+			else if (ir_node_set_input(id, 0, src))
+				rc = ir_diag_err(d, IR_ENOMEM, "out of memory");
+			else if (!(rc = ir_node_set_output(n, k, NULL, d)))
+				rc = ir_node_set_output(id, 0, ov, d);
+		}
+		free(map);
+		if (!rc)
+			rc = ir_node_remove(n, d);
+		if (rc) {
+			char label[300];
+			exec_node_label(n, label, sizeof(label));
+			ir_diag_prefix(d, "%s (its branch, the condition being constant)", label);
+			return rc;
+		}
+		count++;
+	}
+	return count;
+}
+
 static int plan_graph(struct exec_plan *p, const struct exec_values *inputs, struct ir_diag *d)
 {
 	int rc;
@@ -1389,7 +1522,29 @@ static int plan_graph(struct exec_plan *p, const struct exec_values *inputs, str
 	const char *qe = getenv("OGSH_QFUSE");
 	if (!(qe && !strcmp(qe, "0")) && (rc = exec_qfuse(p->m, island_supports, p, &p->qf, d)))
 		return rc;
-	return prefold(p, d);
+	if ((rc = prefold(p, d)))
+		return rc;
+	/* an If whose condition is constant now: its branch joins the graph
+	 * (then inference and folding again, for what the branch made known) */
+	for (int round = 0; round < 8; round++) {
+		int n = inline_const_ifs(p, d);
+		if (n < 0)
+			return n;
+		if (!n)
+			break;
+		p->sum.n_if_inlined += n;
+		ir_diag_init(&idg);
+		rc = ir_infer(p->m, &idg);
+		if (rc) {
+			rc = ir_diag_err(d, rc, "%s", idg.error ? idg.error : "shape inference failed");
+			ir_diag_clear(&idg);
+			return rc;
+		}
+		ir_diag_clear(&idg);
+		if ((rc = prefold(p, d)))
+			return rc;
+	}
+	return 0;
 }
 
 int exec_plan_new(const struct ir_model *m, const struct exec_values *inputs, const struct exec_plan_opts *o,

@@ -14,12 +14,17 @@ the node runs on the CPU; its outputs are read by GPU nodes again (uploaded).
 The condition of an If is computed on the GPU from the data, with a
 threshold that sends every run to one branch (a model per branch).
 
+One more model (if_const) has an If whose condition the planner knows
+(Size of an input whose dims are bound): the planner puts the branch taken
+in its place, so every node runs on the GPU and a CUDA graph is captured.
+
 --check passes a model when: the comparison with the CPU reference passes,
 the plan puts every node with subgraphs on the CPU with a reason that says
 so, at least `min_gpu` nodes run on the GPU (the work around the node) and,
 where the node's outputs are tensors whose shapes are known, a GPU node
 after it (`gpu_after`), and the plan says that no CUDA graph is captured
-because nodes run on the CPU. OGSH_CHECK_DEVICE=cpu runs both sides on the
+because nodes run on the CPU (if_const: no If left, `ifs_inlined` 1, no
+node on the CPU, a CUDA graph). OGSH_CHECK_DEVICE=cpu runs both sides on the
 CPU and checks only the comparison (to try this script without a GPU).
 """
 import concurrent.futures
@@ -84,6 +89,29 @@ def if_model(then_taken):
     ]
     inits = [w("W1", 8, 3, 3, 3), init("B1", np.linspace(-0.5, 0.5, 8).astype(np.float32)),
              w("W2", 8, 3, 3, 3), w("W3", 4, 8, 3, 3), init("thr", np.float32(thr))]
+    return model(nodes, [vi("x", F, [1, 3, 8, 8])], [vi("out", F, [1, 4, 8, 8])], inits)
+
+
+def if_const_model():
+    """An If whose condition the planner knows (Size(x) > 100, x's dims being
+    bound): its then branch (Conv, Add of a value read by name) joins the
+    graph and runs on the GPU; the model is then all GPU work."""
+    then_g = helper.make_graph(
+        [helper.make_node("Conv", ["y", "Wt"], ["t0"], pads=[1, 1, 1, 1]),
+         helper.make_node("Add", ["t0", "y"], ["then_out"])],
+        "then", [], [vi("then_out", F, [1, 8, 8, 8])], [w("Wt", 8, 8, 3, 3)])
+    else_g = helper.make_graph(
+        [helper.make_node("Neg", ["y"], ["else_out"])],
+        "else", [], [vi("else_out", F, [1, 8, 8, 8])])
+    nodes = [
+        helper.make_node("Conv", ["x", "W1"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["y"]),
+        helper.make_node("Size", ["x"], ["n"]),
+        helper.make_node("Greater", ["n", "hundred"], ["cond"]),
+        helper.make_node("If", ["cond"], ["b"], then_branch=then_g, else_branch=else_g),
+        helper.make_node("Conv", ["b", "W3"], ["out"], pads=[1, 1, 1, 1]),
+    ]
+    inits = [w("W1", 8, 3, 3, 3), w("W3", 4, 8, 3, 3), init("hundred", np.int64(100))]
     return model(nodes, [vi("x", F, [1, 3, 8, 8])], [vi("out", F, [1, 4, 8, 8])], inits)
 
 
@@ -185,8 +213,10 @@ def sequence_model():
 
 
 def cases():
-    # name, model, min_gpu (nodes on the GPU at least), gpu_after (an op that must run on the GPU after the node)
+    # name, model, min_gpu (nodes on the GPU at least), gpu_after (an op that must run on the GPU after the node);
+    # names starting "if_const" expect the If inlined (no node on the CPU, a CUDA graph)
     return [
+        ("if_const", if_const_model, 5, None),
         ("if_then", lambda: if_model(True), 5, "Add"),
         ("if_else", lambda: if_model(False), 5, "Add"),
         ("loop_state_scan", loop_model, 4, "MatMul"),
@@ -234,6 +264,15 @@ def check_one(ogsh, out, m, device):
         subs = [n for n in nodes if n.get("op") in SUBGRAPH_OPS]
         where = (f"gpu {plan.get('gpu')} cpu {plan.get('cpu')} folded {plan.get('folded')} copies "
                  f"{plan.get('copies')}; " + ", ".join(f"{n['op']}: {n['where']}" for n in subs))
+        if m["name"].startswith("if_const"):
+            where += f"If inlined: {plan.get('ifs_inlined')}; CUDA graph: {plan.get('graph')}"
+            if subs or plan.get("ifs_inlined") != 1 or plan.get("cpu") or not plan.get("graph"):
+                problems.append("the If with a constant condition was not replaced by its branch on the GPU "
+                                f"(ifs_inlined {plan.get('ifs_inlined')}, cpu {plan.get('cpu')}, graph "
+                                f"{plan.get('graph')} ({plan.get('graph_why')}))")
+            if plan.get("gpu", 0) < m["min_gpu"]:
+                problems.append(f"{plan.get('gpu')} nodes on the GPU, fewer than {m['min_gpu']}")
+            return m, not problems, mx, "; ".join(problems), where
         for n in subs:
             if n.get("where") != "cpu" or "subgraphs" not in (n.get("why") or ""):
                 problems.append(f"{n['op']} n{n['id']} is '{n.get('where')}' ({n.get('why')}), not on the cpu "
