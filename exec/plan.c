@@ -1376,7 +1376,8 @@ static bool island_supports(void *arg, const struct ir_model *m, const struct ir
  * one node and runs on the CPU). */
 static const struct ir_graph *const_branch(const struct ir_node *n)
 {
-	if (n->op != IR_OP_If || n->n_inputs != 1 || !n->inputs[0])
+	/* not a graph input with a default: the run may give another value */
+	if (n->op != IR_OP_If || n->n_inputs != 1 || !n->inputs[0] || n->inputs[0]->is_input)
 		return NULL;
 	const struct ir_tensor *c = ir_value_const(n->inputs[0]);
 	const void *data = c ? ir_tensor_data(c) : NULL;
