@@ -945,9 +945,15 @@ int exec_run_node(const struct ir_model *m, struct ir_node *n, const struct kern
 	for (int i = 0; !rc && i < n->n_inputs; i++)
 		if (n->inputs[i])
 			rc = bind_value(&f, n->inputs[i], &in[i], d);
-	for (int i = 0; !rc && i < n->n_implicit; i++)
-		if (n->implicit[i])
-			rc = bind_value(&f, n->implicit[i], &implicit[i], d);
+	for (int i = 0; !rc && i < n->n_implicit; i++) {
+		const struct ir_value *v = n->implicit[i];
+		if (!v)
+			continue;
+		if (implicit[i].kind != KV_NONE || implicit[i].optional || optional_type(v))
+			rc = bind_value(&f, v, &implicit[i], d);
+		else if (!v->init)   /* an initializer not given is read from the graph */
+			rc = ir_diag_err(d, IR_ERR, "'%s', which its subgraphs read, has no value", v->name);
+	}
 	if (!rc)
 		rc = run_node_in(&f, n, false);
 	for (int i = 0; !rc && i < n->n_outputs; i++) {
