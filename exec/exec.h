@@ -185,6 +185,7 @@ struct exec_plan_summary {
 	int tuned, tune_hits;              /* kernel choices timed now / found in the cache */
 	int n_nhwc;                        /* activations stored channels-last */
 	int n_views;                       /* view nodes sharing their input's memory (nothing launched) */
+	int n_if_inlined;                  /* Ifs whose condition was constant: their branch joined the graph */
 	int n_islands[3];                  /* quantized islands: int8, fp8, int4 */
 	int n_unfused;                     /* Q/DQ of activations left unfused */
 	int n_relu_moved;                  /* Q -> DQ -> Relu/Clip -> Q of one scale made Relu/Clip -> Q (qfuse) */

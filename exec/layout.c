@@ -85,7 +85,7 @@ bool exec_layout_refuse(const struct ir_node *n, struct layout_val *vals)
 {
 	bool changed = false;
 	for (int i = 0; i < n->n_inputs + n->n_implicit; i++)
-		changed |= demote(vals, n->inputs[i]);
+		changed |= demote(vals, i < n->n_inputs ? n->inputs[i] : n->implicit[i - n->n_inputs]);
 	for (int i = 0; i < n->n_outputs; i++)
 		changed |= demote(vals, n->outputs[i]);
 	return changed;

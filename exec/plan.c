@@ -209,22 +209,38 @@ static struct ir_tensor *fold_alloc(struct cpu_kctx *k, int slot, int dtype, int
 	return ir_tensor_new(dtype, rank, dims, k->d);
 }
 
+/* Nodes with subgraphs do not come here (cpu_node gives them to exec_run_node). */
 static int fold_run_graph(struct cpu_kctx *k, const struct ir_graph *g, int n_in, const struct kern_value *in,
 			  struct kern_value *out)
 {
 	(void)g, (void)n_in, (void)in, (void)out;
-	return ir_diag_err(k->d, IR_ERR, "subgraphs are not run by the GPU planner");
+	return ir_diag_err(k->d, IR_ERR, "a node without subgraphs asked to run one");
 }
 
-/* Runs node n on the CPU with host values `in`; fills out (n->n_outputs). */
-static int cpu_node(struct exec_plan *p, struct ir_node *n, struct kern_value *in, struct kern_value *out,
-		    struct ir_diag *d)
+/*
+ * Runs node n on the CPU with host values `in` (n->n_inputs) and, for a
+ * node with subgraphs (If, Loop, Scan, SequenceMap), `implicit` (the outer
+ * values its subgraphs read, n->n_implicit; the CPU reference executor
+ * runs the subgraphs); fills out (n->n_outputs).
+ */
+static int cpu_node(struct exec_plan *p, struct ir_node *n, struct kern_value *in, const struct kern_value *implicit,
+		    struct kern_value *out, struct ir_diag *d)
 {
 	struct cpu_exec_hooks hooks = { .alloc = fold_alloc, .run_graph = fold_run_graph, .arg = p };
 	for (int i = 0; i < n->n_outputs; i++) {
 		memset(&out[i], 0, sizeof(out[i]));
 		const struct ir_type *t = n->outputs[i] ? ir_value_type(n->outputs[i]) : NULL;
 		out[i].optional = t && t->kind == IR_TYPE_OPTIONAL;
+	}
+	if (has_subgraphs(n)) {
+		if (n->n_implicit && !implicit)
+			return ir_diag_err(d, IR_ERR, "the values its subgraphs read were not given");
+		/* the executor checks that every output that is not optional has a value */
+		int rc = exec_run_node(p->m, n, in, implicit, out, d);
+		if (rc)
+			for (int i = 0; i < n->n_outputs; i++)
+				kern_value_clear(&out[i]);
+		return rc;
 	}
 	struct cpu_kctx k = {
 		.node = n,
@@ -618,7 +634,7 @@ static int prefold(struct exec_plan *p, struct ir_diag *d)
 					if (n->inputs[i])
 						rc = host_const(ir_value_const(n->inputs[i]), &in[i], d);
 				if (!rc)
-					rc = cpu_node(p, n, in, out, d);
+					rc = cpu_node(p, n, in, NULL, out, d);
 				for (int i = 0; i < nin; i++)
 					kern_value_clear(&in[i]);
 				free(in);
@@ -793,10 +809,15 @@ static int place_nodes(struct exec_plan *p, const struct exec_values *inputs, st
 		exec_node_label(n, label, sizeof(label));
 		if (ir_interrupted)
 			return ir_diag_err(d, IR_EINTR, "stopped while planning (%d of %d nodes)", pos, p->n);
-		if (has_subgraphs(n))
-			return ir_diag_err(d, IR_ERR, "%s cannot run with --device cuda yet: it has subgraphs; use --device cpu",
-					   label);
+		/* a node with subgraphs (If, Loop, Scan, SequenceMap) runs on the CPU
+		 * reference, subgraphs and all, with its inputs and the outer values
+		 * its subgraphs read (implicit inputs) brought to the host */
+		bool sub = has_subgraphs(n);
 		bool cpu_ok = n->op != IR_OP_UNKNOWN && cpu_supports(n, why, sizeof(why));
+		if (sub && !cpu_ok)
+			return ir_diag_err(d, IR_ERR, "%s %s", label, why);
+		if (sub && !exec_node_runnable_at(p->m, n, 0, why, sizeof(why)))
+			return ir_diag_err(d, IR_ERR, "%s cannot run: its subgraph node %s", label, why);
 		/* cost figures */
 		struct ir_node_cost c;
 		if (!ir_node_cost(p->m, n, &c, NULL)) {
@@ -831,16 +852,22 @@ static int place_nodes(struct exec_plan *p, const struct exec_values *inputs, st
 		for (int i = 0; all_const && i < n->n_inputs; i++)
 			if (n->inputs[i] && p->pv[n->inputs[i]->idx].kind != VK_CONST)
 				all_const = false;
+		for (int i = 0; all_const && i < n->n_implicit; i++)
+			if (n->implicit[i] && (n->implicit[i]->graph != g || p->pv[n->implicit[i]->idx].kind != VK_CONST))
+				all_const = false;
 		if (all_const) {
-			int nin = n->n_inputs, nout = n->n_outputs;
-			struct kern_value *in = calloc((size_t)(nin ? nin : 1), sizeof(*in));
+			int nin = n->n_inputs, nout = n->n_outputs, nimp = n->n_implicit;
+			struct kern_value *in = calloc((size_t)(nin + nimp ? nin + nimp : 1), sizeof(*in));
 			struct kern_value *out = calloc((size_t)(nout ? nout : 1), sizeof(*out));
 			int rc = in && out ? 0 : ir_diag_err(d, IR_ENOMEM, "out of memory");
 			for (int i = 0; !rc && i < nin; i++)
 				if (n->inputs[i])
 					in[i] = p->pv[n->inputs[i]->idx].host;   /* borrowed */
+			for (int i = 0; !rc && i < nimp; i++)
+				if (n->implicit[i])
+					in[nin + i] = p->pv[n->implicit[i]->idx].host;   /* borrowed */
 			if (!rc)
-				rc = cpu_node(p, n, in, out, d);
+				rc = cpu_node(p, n, in, in + nin, out, d);
 			for (int i = 0; !rc && i < nout; i++) {
 				if (!n->outputs[i]) {
 					kern_value_clear(&out[i]);
@@ -870,7 +897,15 @@ static int place_nodes(struct exec_plan *p, const struct exec_values *inputs, st
 		/* the device */
 		bool gpu = false;
 		why[0] = 0;
-		if (!p->dev) {
+		if (sub) {
+			char names[100] = "";
+			size_t len = 0;
+			for (int a = 0; a < n->n_attrs && len < sizeof(names); a++)
+				if (n->attrs[a].type == IR_ATTR_GRAPH || n->attrs[a].type == IR_ATTR_GRAPHS)
+					len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s", len ? ", " : "",
+								n->attrs[a].name);
+			snprintf(why, sizeof(why), "it has subgraphs (%s): the CPU reference runs them", names);
+		} else if (!p->dev) {
 			snprintf(why, sizeof(why), "ogsh was built without CUDA");
 		} else if (!p->dev->has_kernel(n, why, sizeof(why))) {
 			if (!why[0])
@@ -1111,14 +1146,14 @@ static int plan_memory(struct exec_plan *p, struct ir_diag *d)
 		struct exec_plan_node *pub = &p->pub[pos];
 		if (pub->place != EXEC_ON_CPU)
 			continue;
-		for (int i = 0; i < n->n_inputs; i++) {
-			struct ir_value *v = n->inputs[i];
-			if (!v)
+		for (int i = 0; i < n->n_inputs + n->n_implicit; i++) {
+			struct ir_value *v = i < n->n_inputs ? n->inputs[i] : n->implicit[i - n->n_inputs];
+			if (!v || v->graph != g)
 				continue;
 			struct pval *pv = &p->pv[v->idx];
 			bool dup = false;
 			for (int j = 0; j < i; j++)
-				dup |= n->inputs[j] == v;
+				dup |= (j < n->n_inputs ? n->inputs[j] : n->implicit[j - n->n_inputs]) == v;
 			if (!dup && pv->kind == VK_ACT && !pv->cpu_made && pv->on_dev && !pv->counted) {
 				/* downloaded once per run, by its first CPU reader */
 				pv->counted = true;
@@ -1342,6 +1377,140 @@ static bool island_supports(void *arg, const struct ir_model *m, const struct ir
 	return rc == 1;
 }
 
+/* The branch an If takes when its condition is a constant at plan time, or
+ * NULL (not constant, or a branch that itself has subgraphs: that If stays
+ * one node and runs on the CPU). */
+static const struct ir_graph *const_branch(const struct ir_node *n)
+{
+	/* not a graph input with a default: the run may give another value */
+	if (n->op != IR_OP_If || n->n_inputs != 1 || !n->inputs[0] || n->inputs[0]->is_input)
+		return NULL;
+	const struct ir_tensor *c = ir_value_const(n->inputs[0]);
+	const void *data = c ? ir_tensor_data(c) : NULL;
+	if (!c || c->dtype != IR_BOOL || c->numel != 1 || !data)
+		return NULL;
+	const struct ir_attr *a = ir_node_attr(n, *(const uint8_t *)data ? "then_branch" : "else_branch");
+	if (!a || a->type != IR_ATTR_GRAPH || !a->g || a->g->n_inputs || a->g->n_outputs != n->n_outputs)
+		return NULL;
+	const struct ir_graph *b = a->g;
+	ir_for_each_node(b, bn) {
+		if (has_subgraphs(bn))
+			return NULL;
+		for (int i = 0; i < bn->n_inputs; i++)
+			if (bn->inputs[i] && bn->inputs[i]->graph != b)
+				return NULL;
+	}
+	for (size_t i = 0; i < b->n_values; i++) {
+		const struct ir_value *v = b->values[i];
+		if (v->sparse_init || (v->outer && v->outer->graph != n->graph))
+			return NULL;
+	}
+	for (int i = 0; i < b->n_outputs; i++)
+		if (!b->outputs[i] || b->outputs[i]->graph != b)
+			return NULL;
+	return b;
+}
+
+/*
+ * Puts the branch an If with a constant condition takes in its place: the
+ * branch's nodes go into the main graph before it (their values renamed
+ * fresh, the branch's captures read the outer values themselves, its
+ * initializers become the main graph's), and an Identity per output gives
+ * the If's output values their producer; the If goes. The branch's nodes
+ * are then placed like any other (on the GPU when it runs them). Returns
+ * how many Ifs went, or a negative error code.
+ */
+static int inline_const_ifs(struct exec_plan *p, struct ir_diag *d)
+{
+	struct ir_graph *g = p->m->graph;
+	int count = 0;
+	struct ir_node *next;
+	for (struct ir_node *n = g->first; n; n = next) {
+		next = n->next;
+		const struct ir_graph *b = const_branch(n);
+		if (!b)
+			continue;
+		struct ir_value **map = calloc(b->n_values ? b->n_values : 1, sizeof(*map));
+		if (!map)
+			return ir_diag_err(d, IR_ENOMEM, "out of memory");
+		int rc = 0;
+		for (size_t i = 0; !rc && i < b->n_values; i++) {
+			struct ir_value *v = b->values[i];
+			if (v->outer) {
+				map[i] = v->outer;
+			} else if (v->init) {
+				if (!(map[i] = ir_value_new(g, NULL, d)))
+					rc = IR_ENOMEM;
+				else
+					rc = ir_value_set_init(map[i], v->init, d);
+			}
+		}
+		ir_for_each_node(b, bn) {
+			if (rc)
+				break;
+			char name[300];
+			snprintf(name, sizeof(name), "%s/%s", n->name && *n->name ? n->name : "If",
+				 bn->name && *bn->name ? bn->name : bn->op_type);
+			struct ir_node *nn = ir_node_new(g, bn->op_type, bn->domain, name, bn->n_inputs, bn->n_outputs, n);
+			if (!nn) {
+				rc = ir_diag_err(d, IR_ENOMEM, "out of memory");
+				break;
+			}
+			for (int i = 0; !rc && i < bn->n_inputs; i++)
+				if (bn->inputs[i] && !(map[bn->inputs[i]->idx]))
+					rc = ir_diag_err(d, IR_ERR, "'%s' is read before it is made in the branch", bn->inputs[i]->name);
+				else if (bn->inputs[i] && ir_node_set_input(nn, i, map[bn->inputs[i]->idx]))
+					rc = ir_diag_err(d, IR_ENOMEM, "out of memory");
+			for (int i = 0; !rc && i < bn->n_outputs; i++) {
+				if (!bn->outputs[i])
+					continue;
+				struct ir_value *ov = ir_value_new(g, NULL, d);
+				if (!ov)
+					rc = IR_ENOMEM;
+				else if (!(rc = ir_node_set_output(nn, i, ov, d)))
+					map[bn->outputs[i]->idx] = ov;
+			}
+			for (int a = 0; !rc && a < bn->n_attrs; a++) {
+				struct ir_attr c;
+				if (ir_attr_copy(&c, &bn->attrs[a], g))
+					rc = ir_diag_err(d, IR_ENOMEM, "out of memory");
+				else
+					rc = ir_node_set_attr(nn, &c, d);
+			}
+		}
+		/* the If's outputs: made by an Identity of the branch's outputs */
+		for (int k = 0; !rc && k < n->n_outputs; k++) {
+			struct ir_value *ov = n->outputs[k], *src = map[b->outputs[k]->idx];
+			if (!ov)
+				continue;
+			if (!src) {
+				rc = ir_diag_err(d, IR_ERR, "branch output '%s' has no value", b->outputs[k]->name);
+				break;
+			}
+			char name[300];
+			snprintf(name, sizeof(name), "%s/output%d", n->name && *n->name ? n->name : "If", k);
+			struct ir_node *id = ir_node_new(g, "Identity", NULL, name, 1, 1, n);
+			if (!id)
+				rc = ir_diag_err(d, IR_ENOMEM, "out of memory");
+			else if (ir_node_set_input(id, 0, src))
+				rc = ir_diag_err(d, IR_ENOMEM, "out of memory");
+			else if (!(rc = ir_node_set_output(n, k, NULL, d)))
+				rc = ir_node_set_output(id, 0, ov, d);
+		}
+		free(map);
+		if (!rc)
+			rc = ir_node_remove(n, d);
+		if (rc) {
+			char label[300];
+			exec_node_label(n, label, sizeof(label));
+			ir_diag_prefix(d, "%s (its branch, the condition being constant)", label);
+			return rc;
+		}
+		count++;
+	}
+	return count;
+}
+
 static int plan_graph(struct exec_plan *p, const struct exec_values *inputs, struct ir_diag *d)
 {
 	int rc;
@@ -1360,7 +1529,29 @@ static int plan_graph(struct exec_plan *p, const struct exec_values *inputs, str
 	const char *qe = getenv("OGSH_QFUSE");
 	if (!(qe && !strcmp(qe, "0")) && (rc = exec_qfuse(p->m, island_supports, p, &p->qf, d)))
 		return rc;
-	return prefold(p, d);
+	if ((rc = prefold(p, d)))
+		return rc;
+	/* an If whose condition is constant now: its branch joins the graph
+	 * (then inference and folding again, for what the branch made known) */
+	for (int round = 0; round < 8; round++) {
+		int n = inline_const_ifs(p, d);
+		if (n < 0)
+			return n;
+		if (!n)
+			break;
+		p->sum.n_if_inlined += n;
+		ir_diag_init(&idg);
+		rc = ir_infer(p->m, &idg);
+		if (rc) {
+			rc = ir_diag_err(d, rc, "%s", idg.error ? idg.error : "shape inference failed");
+			ir_diag_clear(&idg);
+			return rc;
+		}
+		ir_diag_clear(&idg);
+		if ((rc = prefold(p, d)))
+			return rc;
+	}
+	return 0;
 }
 
 /* exec_plan_new, or with place_only exec_plan_place: the same steps up to
@@ -1552,28 +1743,30 @@ static const struct kern_value *host_value(struct exec_plan *p, const struct exe
 	}
 }
 
-/* Runs a CPU node: downloads its inputs, runs it, uploads what GPU nodes read. */
+/* Runs a CPU node: downloads its inputs (and the outer values its
+ * subgraphs read), runs it, uploads what GPU nodes read. */
 static int run_cpu_node(struct exec_plan *p, int pos, const struct exec_values *inputs, struct ir_diag *d)
 {
 	struct ir_node *n = p->pn[pos].node;
-	int nin = n->n_inputs, nout = n->n_outputs, rc = 0;
-	struct kern_value *in = calloc((size_t)(nin ? nin : 1), sizeof(*in));
+	int nin = n->n_inputs, nout = n->n_outputs, nimp = n->n_implicit, rc = 0;
+	struct kern_value *in = calloc((size_t)(nin + nimp ? nin + nimp : 1), sizeof(*in));
 	struct kern_value *out = calloc((size_t)(nout ? nout : 1), sizeof(*out));
 	if (!in || !out) {
 		rc = ir_diag_err(d, IR_ENOMEM, "out of memory");
 		goto out;
 	}
-	for (int i = 0; i < nin; i++) {
-		if (!n->inputs[i])
+	for (int i = 0; i < nin + nimp; i++) {
+		struct ir_value *v = i < nin ? n->inputs[i] : n->implicit[i - nin];
+		if (!v || v->graph != p->m->graph)
 			continue;
-		const struct kern_value *kv = host_value(p, inputs, n->inputs[i], d);
+		const struct kern_value *kv = host_value(p, inputs, v, d);
 		if (!kv) {
 			rc = IR_ERR;
 			goto out;
 		}
 		in[i] = *kv;   /* borrowed */
 	}
-	if ((rc = cpu_node(p, n, in, out, d)))
+	if ((rc = cpu_node(p, n, in, in + nin, out, d)))
 		goto out;
 	for (int i = 0; i < nout; i++) {
 		struct ir_value *v = n->outputs[i];
@@ -1603,9 +1796,9 @@ static int run_cpu_node(struct exec_plan *p, int pos, const struct exec_values *
 		}
 	}
 	/* host copies no later CPU node reads */
-	for (int i = 0; i < nin; i++) {
-		struct ir_value *v = n->inputs[i];
-		if (v && p->pv[v->idx].kind == VK_ACT && p->pv[v->idx].last_host == pos)
+	for (int i = 0; i < nin + nimp; i++) {
+		struct ir_value *v = i < nin ? n->inputs[i] : n->implicit[i - nin];
+		if (v && v->graph == p->m->graph && p->pv[v->idx].kind == VK_ACT && p->pv[v->idx].last_host == pos)
 			kern_value_clear(&p->hv[v->idx]);
 	}
 out:

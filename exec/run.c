@@ -582,7 +582,8 @@ static int call_function(struct frame *f, struct ir_node *n, const struct ir_fun
 	return rc;
 }
 
-static int run_node(struct frame *f, struct ir_node *n)
+/* Runs n in frame f; label: errors name the node (the main run), else the caller does. */
+static int run_node_in(struct frame *f, struct ir_node *n, bool label_errors)
 {
 	struct run *R = f->R;
 	struct ir_diag *d = R->d;
@@ -597,13 +598,15 @@ static int run_node(struct frame *f, struct ir_node *n)
 		fn = ir_model_find_function(R->m, n);
 	if (fn) {
 		int rc = call_function(f, n, fn);
-		if (rc) {
+		if (rc && label_errors) {
 			exec_node_label(n, label, sizeof(label));
 			ir_diag_prefix(d, "%s", label);
 		}
 		return rc;
 	}
 	if (!cpu_supports(n, why, sizeof(why))) {
+		if (!label_errors)
+			return ir_diag_err(d, IR_ERR, "%s", why);
 		exec_node_label(n, label, sizeof(label));
 		return ir_diag_err(d, IR_ERR, "%s %s", label, why);
 	}
@@ -663,8 +666,10 @@ static int run_node(struct frame *f, struct ir_node *n)
 	}
 	goto out;
 fail:
-	exec_node_label(n, label, sizeof(label));
-	ir_diag_prefix(d, "%s", label);
+	if (label_errors) {
+		exec_node_label(n, label, sizeof(label));
+		ir_diag_prefix(d, "%s", label);
+	}
 out:
 	if (out)
 		for (int i = 0; i < nout; i++)
@@ -672,6 +677,11 @@ out:
 	free(in);
 	free(out);
 	return rc;
+}
+
+static int run_node(struct frame *f, struct ir_node *n)
+{
+	return run_node_in(f, n, true);
 }
 
 /* Frees the values whose last reader is the node at `pos`. */
@@ -890,6 +900,75 @@ done:
 		R.node_ms = NULL;
 	}
 	free(R.node_ms);
+	return rc;
+}
+
+/* Binds v in frame f to a copy of kv (aligned: kernels read typed data);
+ * KV_NONE binds an absent optional value. */
+static int bind_value(struct frame *f, const struct ir_value *v, const struct kern_value *kv, struct ir_diag *d)
+{
+	struct kern_value *slot = &f->vals[v->idx];
+	run_drop(f->R, slot);
+	if (!kv || kv->kind == KV_NONE) {
+		slot->optional = true;
+		return 0;
+	}
+	if (kern_value_copy(slot, kv))
+		return ir_diag_err(d, IR_ENOMEM, "out of memory");
+	const void *data = slot->kind == KV_TENSOR ? ir_tensor_data(slot->t) : NULL;
+	if (data && ((uintptr_t)data % 16)) {
+		struct ir_tensor *t = slot->t, *c;
+		if (ir_tensor_check(t, d))
+			return IR_ERR;
+		if (!(c = ir_tensor_new(t->dtype, t->rank, t->dims, d)))
+			return IR_ENOMEM;
+		memcpy(ir_tensor_mutable(c), data, t->nbytes);
+		ir_tensor_unref(t);
+		slot->t = c;
+	}
+	return 0;
+}
+
+int exec_run_node(const struct ir_model *m, struct ir_node *n, const struct kern_value *in,
+		  const struct kern_value *implicit, struct kern_value *out, struct ir_diag *d)
+{
+	static const struct exec_opts dflt;
+	struct run R = { .m = m, .o = &dflt, .d = d, .max_live = machine_memory() / 2 };
+	struct frame f;
+	for (int i = 0; i < n->n_outputs; i++)
+		memset(&out[i], 0, sizeof(out[i]));
+	/* the node's own graph as the frame: its subgraphs' captures find the
+	 * implicit inputs there (by the captures' outer links) */
+	int rc = frame_init(&f, &R, n->graph, NULL, true);
+	if (rc)
+		return rc;
+	for (int i = 0; !rc && i < n->n_inputs; i++)
+		if (n->inputs[i])
+			rc = bind_value(&f, n->inputs[i], &in[i], d);
+	for (int i = 0; !rc && i < n->n_implicit; i++) {
+		const struct ir_value *v = n->implicit[i];
+		if (!v)
+			continue;
+		if (implicit[i].kind != KV_NONE || implicit[i].optional || optional_type(v))
+			rc = bind_value(&f, v, &implicit[i], d);
+		else if (!v->init)   /* an initializer not given is read from the graph */
+			rc = ir_diag_err(d, IR_ERR, "'%s', which its subgraphs read, has no value", v->name);
+	}
+	if (!rc)
+		rc = run_node_in(&f, n, false);
+	for (int i = 0; !rc && i < n->n_outputs; i++) {
+		struct ir_value *v = n->outputs[i];
+		if (!v)
+			continue;
+		out[i] = f.vals[v->idx];   /* moved: the frame lets go of it */
+		memset(&f.vals[v->idx], 0, sizeof(f.vals[v->idx]));
+		if (out[i].kind == KV_NONE)
+			out[i].optional = true;
+	}
+	frame_done(&f);
+	for (int i = 0; i < R.n_pool; i++)
+		ir_buffer_unref(R.pool[i]);
+	free(R.own);
 	return rc;
 }
 

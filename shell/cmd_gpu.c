@@ -344,6 +344,7 @@ int cmd_plan(struct session *s, int argc, char **argv)
 		sh_json_kint(&j, "tune_hits", sm.tune_hits);
 		sh_json_kint(&j, "nhwc_values", sm.n_nhwc);
 		sh_json_kint(&j, "views", sm.n_views);
+		sh_json_kint(&j, "ifs_inlined", sm.n_if_inlined);
 		sh_json_kint(&j, "islands_int8", sm.n_islands[0]);
 		sh_json_kint(&j, "islands_fp8", sm.n_islands[1]);
 		sh_json_kint(&j, "islands_int4", sm.n_islands[2]);
@@ -393,6 +394,9 @@ int cmd_plan(struct session *s, int argc, char **argv)
 	if (sm.n_views)
 		sh_printf(s, "views         %d node%s (Reshape, Flatten, Squeeze, Unsqueeze, Identity) share their input's "
 			  "memory: no copy\n", sm.n_views, sm.n_views == 1 ? "" : "s");
+	if (sm.n_if_inlined)
+		sh_printf(s, "branches      %d If%s with a constant condition: the branch taken runs in its place\n",
+			  sm.n_if_inlined, sm.n_if_inlined == 1 ? "" : "s");
 	if (sm.n_islands[0] || sm.n_islands[1] || sm.n_islands[2] || sm.n_unfused)
 		sh_printf(s, "quantized     %d int8, %d fp8, %d int4 island%s (one kernel each); %d Q/DQ of activations "
 			  "not fused (why: the last column)\n", sm.n_islands[0], sm.n_islands[1], sm.n_islands[2],

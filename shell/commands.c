@@ -214,14 +214,17 @@ const struct sh_cmd sh_commands[] = {
 	{ "plan", cmd_plan, "[--shape=NAME=DIMS]... [--json]", "where each node runs on the GPU, and the memory plan",
 	  "Plans the current stage for the GPU (random inputs' shapes, --shape as in run) and lists every "
 	  "node: where it runs (gpu; cpu, with why not the GPU: no GPU kernel, a type or attribute the "
-	  "kernel refuses, a shape known only when running; folded: its inputs are constant, so it ran "
-	  "once at plan time) and what computes it (the kernel, cuDNN algorithm or cuBLASLt choice). "
+	  "kernel refuses, a shape known only when running, subgraphs: If, Loop, Scan and SequenceMap run "
+	  "on the CPU reference with their inputs and the outer values their subgraphs read copied to the "
+	  "host; folded: its inputs are constant, so it ran once at plan time) and what computes it (the kernel, cuDNN algorithm or cuBLASLt choice). "
 	  "Then: nodes per place, the copies between CPU and GPU per run, the activation arena (values "
 	  "share memory when their lifetimes do not overlap) against every value in its own buffer, the "
 	  "weights and the workspace on the GPU, whether runs replay a CUDA graph (only when every node "
 	  "is on the GPU), how many activations are stored channels-last (float16/bfloat16 values between "
 	  "convolutions; OGSH_LAYOUT=nchw turns that off), how many views (Reshape, Flatten, Squeeze, "
-	  "Unsqueeze, Identity) share their input's memory instead of copying it, the kernel choices timed now or found in the "
+	  "Unsqueeze, Identity) share their input's memory instead of copying it, how many Ifs whose "
+	  "condition is constant at plan time were replaced by the branch they take (whose nodes are then "
+	  "placed like any other), the kernel choices timed now or found in the "
 	  "tuning cache, and the time planning took. run, time and profile reuse the plan.",
 	  "plan --shape=batch=8", "--shape= --json", SH_C_NONE, SH_F_JSON | SH_F_KEEP, "run" },
 	{ "time", cmd_time, "[--iters=N] [--warmup=N] [--batch=B] [--no-graph] [--with-copies] [--device=cpu|cuda] [--shape=NAME=DIMS]... [--json]",
