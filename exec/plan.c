@@ -1511,20 +1511,23 @@ static int inline_const_ifs(struct exec_plan *p, struct ir_diag *d)
 	return count;
 }
 
+/* Shape inference on the plan's model; its warnings are dropped */
+static int infer_plan(struct exec_plan *p, struct ir_diag *d)
+{
+	struct ir_diag idg;
+	ir_diag_init(&idg);
+	int rc = ir_infer(p->m, &idg);
+	if (rc)
+		rc = ir_diag_err(d, rc, "%s", idg.error ? idg.error : "shape inference failed");
+	ir_diag_clear(&idg);
+	return rc;
+}
+
 static int plan_graph(struct exec_plan *p, const struct exec_values *inputs, struct ir_diag *d)
 {
 	int rc;
-	if ((rc = bind_inputs(p->m, inputs, d)))
+	if ((rc = bind_inputs(p->m, inputs, d)) || (rc = infer_plan(p, d)))
 		return rc;
-	struct ir_diag idg;
-	ir_diag_init(&idg);
-	rc = ir_infer(p->m, &idg);
-	if (rc) {
-		rc = ir_diag_err(d, rc, "%s", idg.error ? idg.error : "shape inference failed");
-		ir_diag_clear(&idg);
-		return rc;
-	}
-	ir_diag_clear(&idg);
 	/* quantized islands (exec/qfuse.h); OGSH_QFUSE=0 leaves every Q/DQ as it is */
 	const char *qe = getenv("OGSH_QFUSE");
 	if (!(qe && !strcmp(qe, "0")) && (rc = exec_qfuse(p->m, island_supports, p, &p->qf, d)))
@@ -1540,15 +1543,7 @@ static int plan_graph(struct exec_plan *p, const struct exec_values *inputs, str
 		if (!n)
 			break;
 		p->sum.n_if_inlined += n;
-		ir_diag_init(&idg);
-		rc = ir_infer(p->m, &idg);
-		if (rc) {
-			rc = ir_diag_err(d, rc, "%s", idg.error ? idg.error : "shape inference failed");
-			ir_diag_clear(&idg);
-			return rc;
-		}
-		ir_diag_clear(&idg);
-		if ((rc = prefold(p, d)))
+		if ((rc = infer_plan(p, d)) || (rc = prefold(p, d)))
 			return rc;
 	}
 	return 0;
