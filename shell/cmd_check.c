@@ -300,6 +300,16 @@ static struct ir_model *bound_clone(const struct ir_model *m, const char *sym, i
 			dm->value = v;
 		}
 	}
+	/* what the ops imply, not what the exporter declared: the types of node
+	 * outputs in value_info (and of graph outputs) were written for the
+	 * dummy input, and would fill in a shape the op itself gives up on */
+	for (size_t i = 0; i < g->n_values; i++) {
+		struct ir_value *val = g->values[i];
+		if (!val->producer)
+			continue;
+		ir_type_clear(&val->type);
+		val->has_vinfo = val->has_type_proto = false;
+	}
 	struct ir_diag d;
 	ir_diag_init(&d);
 	ir_infer(mc, &d);

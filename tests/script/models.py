@@ -467,7 +467,13 @@ def _torch_like_cnn(batch_dummy):
         helper.make_node("Reshape", ["/relu/Relu_output_0", shape_name], ["/Reshape_output_0"], name="/Reshape"),
         helper.make_node("Gemm", ["/Reshape_output_0", "fc.weight", "fc.bias"], ["y"], name="/fc/Gemm", transB=1),
     ]
-    g = helper.make_graph(nodes, "main_graph", [x], [y], inits)
+    # like torch's default exporter, the types of the values in between, as
+    # the dummy input made them (1 for a batch-1 dummy: they must not hide
+    # the Reshape that cannot take another batch)
+    bdim = 1 if batch_dummy == 1 else "batch"
+    vinfo = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [bdim] + d) for n, d in (
+        ("/conv/Conv_output_0", [4, 8, 8]), ("/relu/Relu_output_0", [4, 8, 8]), ("/Reshape_output_0", [256]))]
+    g = helper.make_graph(nodes, "main_graph", [x], [y], inits, value_info=vinfo)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], producer_name="pytorch",
                           producer_version="2.5.0")
     m.ir_version = 8
