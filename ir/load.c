@@ -464,9 +464,10 @@ static int conv_shape(struct loader *L, struct ir_type *t, Onnx__TensorShapeProt
 			 * do not know; onnxruntime reads it so. Unknown here too (and
 			 * saved as unknown) */
 			if (!warned)
-				ir_diag_warn(L->d, "%s: dimension %zu is %" PRId64 ", read as unknown (older exporters write "
-					     "-1 for a dimension they do not know; save writes it as unknown); give it with "
-					     "set-input-shape or --shape", what, i, dm->dim_value);
+				ir_diag_warn(L->d, "%s: %s: dimension %zu is %" PRId64 ", read as unknown (older exporters "
+					     "write -1 for a dimension they do not know; save writes it as unknown); give it "
+					     "with set-input-shape or --shape",
+					     L->map && L->map->path ? L->map->path : "<memory>", what, i, dm->dim_value);
 			warned = true;
 		} else if (dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
 			o->kind = IR_DIM_VALUE;
