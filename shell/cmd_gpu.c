@@ -514,6 +514,7 @@ int cmd_time(struct session *s, int argc, char **argv)
 		sh_json_kint(&j, "batch", b);
 		sh_json_kbool(&j, "graph", r.graph);
 		sh_json_kbool(&j, "with_copies", gpu && sh_flag(&a, "with-copies"));
+		sh_json_kbool(&j, "tf32", gpu && s->tf32);
 		sh_json_knum(&j, "median_ms", r.median_ms);
 		sh_json_knum(&j, "p90_ms", r.p90_ms);
 		sh_json_knum(&j, "min_ms", r.min_ms);
@@ -524,9 +525,11 @@ int cmd_time(struct session *s, int argc, char **argv)
 		sh_json_end(&j);
 	}
 	if (jf != s->out) {
-		sh_printf(s, "%d runs on %s%s after %d warm-up, batch %" PRId64 "%s\n", r.iters, gpu ? "cuda" : "cpu",
+		sh_printf(s, "%d runs on %s%s after %d warm-up, batch %" PRId64 "%s%s\n", r.iters, gpu ? "cuda" : "cpu",
 			  gpu ? (r.graph ? " (CUDA graph)" : " (node by node)") : "", warmup, b,
-			  gpu && sh_flag(&a, "with-copies") ? ", copies included" : "");
+			  gpu && sh_flag(&a, "with-copies") ? ", copies included" : "",
+			  !gpu ? "" : s->tf32 ? "; float32 matrix math in TF32 (set tf32 on)" :
+						"; float32 matrix math in full float32 (set tf32 off)");
 		sh_printf(s, "median %.3f ms, p90 %.3f ms, min %.3f ms, max %.3f ms, mean %.3f ms\n", r.median_ms, r.p90_ms,
 			  r.min_ms, r.max_ms, r.mean_ms);
 		sh_printf(s, "throughput %.1f inferences/s\n", thr);
@@ -683,6 +686,7 @@ int cmd_profile(struct session *s, int argc, char **argv)
 		sh_json_obj(&j);
 		sh_json_kstr(&j, "device", gpu ? "cuda" : "cpu");
 		sh_json_kint(&j, "iters", iters);
+		sh_json_kbool(&j, "tf32", gpu && s->tf32);
 		sh_json_knum(&j, "total_ms", total);
 		sh_json_key(&j, "nodes");
 		sh_json_arr(&j);
@@ -749,8 +753,9 @@ int cmd_profile(struct session *s, int argc, char **argv)
 	if (!json) {
 		sh_table_print(s, &t, true);
 		sh_table_free(&t);
-		sh_printf(s, "%d node%s, %.3f ms in all (median of %d run%s per node, on %s)%s\n", n, n == 1 ? "" : "s",
+		sh_printf(s, "%d node%s, %.3f ms in all (median of %d run%s per node, on %s%s)%s\n", n, n == 1 ? "" : "s",
 			  total, iters, iters == 1 ? "" : "s", gpu ? "cuda" : "cpu",
+			  !gpu ? "" : s->tf32 ? "; float32 matrix math in TF32" : "; float32 matrix math in full float32",
 			  shown < n ? "; --top shows the slowest" : "");
 	}
 	ret = 0;

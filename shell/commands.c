@@ -235,7 +235,10 @@ const struct sh_cmd sh_commands[] = {
 	  "(batch / median). --batch binds the first dim of every input (its symbol, or the input's "
 	  "shape). On the GPU the runs replay a CUDA graph when the plan allows it (--no-graph launches "
 	  "node by node); inputs are uploaded once before, unless --with-copies, which times uploading "
-	  "the inputs and downloading the outputs too. Ctrl-C stops between runs.",
+	  "the inputs and downloading the outputs too. On the GPU it says whether float32 matrix "
+	  "products and convolutions ran in TF32 (`set tf32 on`, as PyTorch's convolutions, TensorRT "
+	  "and onnxruntime's CUDA provider do by default) or in full float32 (the default here); "
+	  "--json has it as tf32. Ctrl-C stops between runs.",
 	  "time --batch=8 --iters=200", "--iters= --warmup= --batch= --no-graph --with-copies --device= --shape= --json",
 	  SH_C_NONE, SH_F_JSON | SH_F_KEEP, "run" },
 	{ "profile", cmd_profile, "[--iters=N] [--top=N] [--device=cpu|cuda] [--shape=NAME=DIMS]... [--json]",
@@ -245,7 +248,8 @@ const struct sh_cmd sh_commands[] = {
 	  "and lists one row per node, slowest first: where it ran, what computed it, the median ms, its "
 	  "share of the total, the GFLOP/s and GB/s it reached (from the cost model, see `cost`) and the "
 	  "% of the GPU's peak (the larger of compute and memory bandwidth; peaks from `gpu`). --top=N "
-	  "keeps the N slowest. The times are kept for `dot --color-by time`.",
+	  "keeps the N slowest. The last line says whether float32 matrix math ran in TF32 (`set tf32`). "
+	  "The times are kept for `dot --color-by time`.",
 	  "profile --top=10", "--iters= --top= --device= --shape= --json", SH_C_NONE, SH_F_JSON | SH_F_KEEP, "run" },
 	{ "compare", cmd_compare, "A B [--atol=A] [--rtol=R] [--stages] [--json]",
 	  "compare two sets of tensors",
