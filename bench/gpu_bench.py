@@ -15,8 +15,10 @@ for each batch size times:
   - torch.compile(mode="reduce-overhead") after its compilation;
   - ogsh `time --json` on the exported model as loaded, and after `optimize`
     (one column per --levels entry; extended is optimize's default).
-BERT is exported with the torch.export-based exporter (opset 18), the CNNs
-with the TorchScript one (opset 17).
+The transformers (ViT-B/16 from torchvision; BERT-base and GPT-2 from
+transformers, 128 tokens) are exported with the default, torch.export-based
+exporter at opset 20 and a batch-2 example (so the batch dim stays dynamic);
+the CNNs with the TorchScript one (opset 17).
 Every figure is the median of ITERS runs timed with CUDA events after a
 warm-up, input upload excluded on both sides. Prints a Markdown table and
 writes OUT/gpu_bench.json.
@@ -42,6 +44,26 @@ def build(name, dtype):
         import torchvision
         m = torchvision.models.mobilenet_v2(weights=None)
         shape, kind = (1, 3, 224, 224), "image"
+    elif name == "vit":
+        import torchvision
+        m = torchvision.models.vit_b_16(weights=None)
+        shape, kind = (1, 3, 224, 224), "vit"
+    elif name == "gpt2":
+        import transformers
+        cfg = transformers.GPT2Config()   # GPT-2 small: 12 layers, hidden 768, 12 heads
+        cfg.use_cache = False
+        cfg.attn_implementation = "eager"
+        gpt = transformers.GPT2Model(cfg)
+
+        class WrapG(torch.nn.Module):
+            def __init__(self, g):
+                super().__init__()
+                self.g = g
+
+            def forward(self, input_ids):
+                return self.g(input_ids=input_ids, use_cache=False).last_hidden_state
+        m = WrapG(gpt)
+        shape, kind = (1, 128), "tokens"
     elif name == "bert":
         import transformers
         cfg = transformers.BertConfig()   # BERT-base: 12 layers, hidden 768, 12 heads
@@ -126,13 +148,15 @@ def export_dynamo(m, x, name, path, opset=18):
 
 def export(m, shape, kind, dtype, path):
     name = "input_ids" if kind == "tokens" else "input"
-    if kind == "tokens":
+    if kind in ("tokens", "vit"):
         # BERT through the torch.export-based exporter: the TorchScript one
         # writes Cast(to=float) on every float16 Linear weight (torch 2.11),
         # so its "float16" MatMuls run in float32. The example batch is 2: an
         # example dim of 1 is specialized (the batch would come out fixed).
+        # The transformers (ViT-B/16, BERT, GPT-2) go through the default
+        # exporter at opset 20, as a user exports them today.
         with torch.inference_mode():
-            export_dynamo(m, make_input(shape, kind, 2, dtype), name, path)
+            export_dynamo(m, make_input(shape, kind, 2, dtype), name, path, opset=20)
         return
     x = make_input(shape, kind, 1, dtype)
     with torch.inference_mode():
@@ -148,8 +172,10 @@ def export(m, shape, kind, dtype, path):
             export_dynamo(m, make_input(shape, kind, 2, dtype), name, path)
 
 
-def ogsh_time(ogsh, path, batch, iters, level, log):
+def ogsh_time(ogsh, path, batch, iters, level, log, tf32=False):
     cmds = [f"load {path}"]
+    if tf32:
+        cmds.append("set tf32 on")
     if level:
         cmds.append(f"optimize --level={level} --quiet")
     cmds.append(f"time --batch={batch} --iters={iters} --warmup=20 --json")
@@ -182,6 +208,9 @@ def main():
                     help="optimize levels timed after the model as loaded, one column each (extended is optimize's default)")
     ap.add_argument("--out", default=os.environ.get("OUT", "bench/out"))
     ap.add_argument("--export-only", metavar="DIR", help="only write DIR/MODEL_DTYPE.onnx for each model and dtype")
+    ap.add_argument("--tf32", action="store_true",
+                    help="float32 rows also with TF32 on both sides: torch.compile with allow_tf32 (matmul and cuDNN) "
+                         "and ogsh `set tf32 on` after optimize (two more columns)")
     a = ap.parse_args()
     if a.export_only:
         os.makedirs(a.export_only, exist_ok=True)
@@ -213,6 +242,14 @@ def main():
                 r["ogsh"], r["ogsh_err"] = ogsh_time(a.ogsh, path, b, a.iters, None, log)
                 for lv in levels:
                     r["ogsh_" + lv], r["ogsh_" + lv + "_err"] = ogsh_time(a.ogsh, path, b, a.iters, lv, log)
+                if a.tf32 and dt == "fp32":
+                    torch.backends.cuda.matmul.allow_tf32 = True
+                    torch.backends.cudnn.allow_tf32 = True
+                    r["compile_tf32"] = torch_times(m, x, ["compile"], a.iters).get("compile")
+                    torch.backends.cuda.matmul.allow_tf32 = False
+                    torch.backends.cudnn.allow_tf32 = False
+                    r["ogsh_tf32"], r["ogsh_tf32_err"] = ogsh_time(a.ogsh, path, b, a.iters, levels[0] if levels else None,
+                                                                   log, tf32=True)
                 rows.append(r)
                 print(json.dumps(r), flush=True)
             del m
@@ -223,14 +260,20 @@ def main():
     def f(v):
         return "-" if v is None else f"{v:.3f}"
     heads = "".join(" ogsh optimize" + ("" if lv == "extended" else f" --level={lv}") + " |" for lv in levels)
-    print("\n| model | dtype | batch | torch eager | torch graph | torch.compile | ogsh |" + heads)
-    print("|---|---|---:|---:|---:|---:|---:|" + "---:|" * len(levels))
+    tf = " torch.compile TF32 | ogsh optimize TF32 |" if a.tf32 else ""
+    print("\n| model | dtype | batch | torch eager | torch graph | torch.compile | ogsh |" + heads + tf +
+          " ogsh / best torch |")
+    print("|---|---|---:|---:|---:|---:|---:|" + "---:|" * len(levels) + ("---:|---:|" if a.tf32 else "") + "---:|")
     for r in rows:
+        best = min([v for v in (r.get("graph"), r.get("compile")) if v] or [0])
+        mine = r.get("ogsh_" + levels[0]) if levels else r.get("ogsh")
+        ratio = f"{mine / best:.2f}" if best and mine else "-"
         print(f"| {r['model']} | {r['dtype']} | {r['batch']} | {f(r.get('eager'))} | {f(r.get('graph'))} | "
-              f"{f(r.get('compile'))} | {f(r['ogsh'])} |" + "".join(f" {f(r['ogsh_' + lv])} |" for lv in levels))
+              f"{f(r.get('compile'))} | {f(r['ogsh'])} |" + "".join(f" {f(r['ogsh_' + lv])} |" for lv in levels) +
+              (f" {f(r.get('compile_tf32'))} | {f(r.get('ogsh_tf32'))} |" if a.tf32 else "") + f" {ratio} |")
     for r in rows:
-        for k in ["ogsh_err"] + ["ogsh_" + lv + "_err" for lv in levels]:
-            if r[k]:
+        for k in ["ogsh_err"] + ["ogsh_" + lv + "_err" for lv in levels] + ["ogsh_tf32_err"]:
+            if r.get(k):
                 print(f"{r['model']} {r['dtype']} b{r['batch']} {k}: {r[k]}")
 
 

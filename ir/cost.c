@@ -1088,7 +1088,7 @@ static void fused_conv(struct cx *c, const struct ir_node *n, const struct cx_en
 	conv_like(c, n, 1, 2, per + (z ? 1 : 0), text);
 }
 
-/* FusedGemm: the Gemm, + the activation per output element. */
+/* FusedGemm: the Gemm, + the residual Z and the activation per output element. */
 static void fused_gemm(struct cx *c, const struct ir_node *n, const struct cx_entry *e)
 {
 	NUMBUFS;
@@ -1099,11 +1099,15 @@ static void fused_gemm(struct cx *c, const struct ir_node *n, const struct cx_en
 		return;
 	}
 	gemm(c, n, e);
+	bool z = has_in(n, 3);
 	struct shp y;
-	if (c->unknown || !per || !out_shape(c, n, 0, &y))
+	if (c->unknown || (!per && !z) || !out_shape(c, n, 0, &y))
 		return;
-	c->flops += per * y.numel;
-	how(c, "%s activation: %s FLOP%s per output element", what, N1(per), per == 1 ? "" : "s");
+	c->flops += (per + (z ? 1 : 0)) * y.numel;
+	if (z)
+		how(c, "residual add: 1 FLOP per output element");
+	if (per)
+		how(c, "%s activation: %s FLOP%s per output element", what, N1(per), per == 1 ? "" : "s");
 }
 
 /*

@@ -711,7 +711,7 @@ static void fused_conv(struct ir_infer *x, struct ir_node *n)
 	conv(x, n);
 }
 
-/* ogsh's FusedGemm (A, B, C?): a Gemm's output. */
+/* ogsh's FusedGemm (A, B, C?, Z?): a Gemm's output; Z is added to it, not broadcast over it. */
 static void fused_gemm(struct ir_infer *x, struct ir_node *n)
 {
 	gemm(x, n);

@@ -226,7 +226,7 @@ static void build_fused(struct pass_fbody *b, void *arg)
 {
 	const struct fn_arg *f = arg;
 	static const char *const conv_in[] = { "X", "W", "B", "Z" };
-	static const char *const gemm_in[] = { "A", "B", "C" };
+	static const char *const gemm_in[] = { "A", "B", "C", "Z" };
 	struct ir_value *in[4] = { NULL };
 	for (int i = 0; i < f->n_in; i++)
 		in[i] = pass_fb_input(b, f->conv ? conv_in[i] : gemm_in[i]);
@@ -340,19 +340,22 @@ static const char *readers_text(const struct ir_value *v, char *buf, size_t size
 	return buf;
 }
 
-/* A zero bias of `m` elements for a Conv that has none (Z takes input slot 3). */
+/* A zero bias of `m` elements for a Conv or Gemm that has none (Z takes input slot 3): one per output
+ * channel of a Conv (W's first dim), per output column of a Gemm (B's second dim, its first with transB). */
 static struct ir_value *zero_bias(struct pass_ctx *c, const struct ir_node *conv, int dtype, char *why, size_t size)
 {
 	const struct ir_type *tw = ir_value_type(conv->inputs[1]);
 	const struct ir_tensor *w = ir_value_const(conv->inputs[1]);
+	int axis = conv->op == IR_OP_Gemm && !ir_node_attr_int(conv, "transB", 0) ? 1 : 0;
 	int64_t m = -1;
-	if (w && w->rank >= 1)
-		m = w->dims[0];
-	else if (tw && tw->kind == IR_TYPE_TENSOR && tw->rank >= 1 && tw->dims[0].kind == IR_DIM_VALUE)
-		m = tw->dims[0].value;
+	if (w && w->rank > axis)
+		m = w->dims[axis];
+	else if (tw && tw->kind == IR_TYPE_TENSOR && tw->rank > axis && tw->dims[axis].kind == IR_DIM_VALUE)
+		m = tw->dims[axis].value;
 	if (m < 0 || m > (1 << 24)) {
-		snprintf(why, size, "the conv has no bias and its number of output channels is not known (a zero bias "
-			 "is needed to put Z in input 4)");
+		snprintf(why, size, "the %s has no bias and its number of output %s is not known (a zero bias "
+			 "is needed to put Z in input 4)", conv->op == IR_OP_Gemm ? "Gemm" : "conv",
+			 conv->op == IR_OP_Gemm ? "columns" : "channels");
 		return NULL;
 	}
 	struct ir_tensor *t = ir_tensor_new(dtype, 1, &m, c->d);
@@ -378,6 +381,56 @@ static int copy_attr(struct ir_node *to, const struct ir_node *from, const char 
 }
 
 /*
+ * Whether Reshape rs only splits the rows of the 2-D [M, N] value y (its
+ * output is [..., N] with the same N): fuse-matmul-add's Reshape back to
+ * the MatMul's N-D shape. An activation or a residual after it then
+ * commutes with it. *n gets N.
+ */
+static bool rows_reshape(const struct ir_value *y, const struct ir_node *rs, int64_t *n)
+{
+	if (rs->op != IR_OP_Reshape || rs->n_inputs < 2 || rs->inputs[0] != y || rs->n_outputs != 1 || !rs->outputs[0] ||
+	    y->is_output)
+		return false;
+	const struct ir_type *ty = ir_value_type(y), *t2 = ir_value_type(rs->outputs[0]);
+	if (!ty || !t2 || ty->kind != IR_TYPE_TENSOR || t2->kind != IR_TYPE_TENSOR || ty->rank != 2 || t2->rank < 2)
+		return false;
+	const struct ir_dim *a = &ty->dims[1], *b = &t2->dims[t2->rank - 1];
+	if (a->kind != IR_DIM_VALUE || b->kind != IR_DIM_VALUE || a->value != b->value || a->value < 1)
+		return false;
+	*n = a->value;
+	return true;
+}
+
+/* A new Reshape before `before`: out = Reshape(x, shape), `out` a new value named after x. */
+static struct ir_value *add_reshape(struct pass_ctx *c, struct ir_value *x, struct ir_value *shape,
+				    struct ir_value *out, const char *node_base, struct ir_node *before)
+{
+	struct ir_graph *g = c->m->graph;
+	char *vname = NULL;
+	if (!out) {
+		char base[300];
+		snprintf(base, sizeof(base), "%s_2d", x->name);
+		if (!(vname = pass_unique_name(g, base)) || !(out = ir_value_new(g, vname, c->d))) {
+			free(vname);
+			if (!c->d || !c->d->error)
+				ir_diag_err(c->d, IR_ENOMEM, "out of memory");
+			return NULL;
+		}
+		free(vname);
+	}
+	char *name = pass_unique_name(g, node_base);
+	struct ir_node *r = name ? ir_node_new(g, "Reshape", NULL, name, 2, 1, before) : NULL;
+	free(name);
+	if (!r || ir_node_set_input(r, 0, x) || ir_node_set_input(r, 1, shape)) {
+		ir_diag_err(c->d, IR_ENOMEM, "out of memory");
+		return NULL;
+	}
+	if (ir_node_set_output(r, 0, out, c->d))
+		return NULL;
+	return out;
+}
+
+/*
  * Looks at Conv or Gemm node p. Returns 0 (rewritten, rejected, or not a
  * match: the report says which) or an error code.
  */
@@ -389,7 +442,18 @@ static int try_fuse(struct pass_ctx *c, struct ir_node *p)
 	if (p->n_outputs != 1 || !p->outputs[0] || p->n_inputs < 2 || p->n_inputs > 3 || !p->inputs[0] ||
 	    !p->inputs[1])
 		return 0;
-	struct ir_value *y = p->outputs[0];
+	struct ir_value *y0 = p->outputs[0], *y = y0;
+	/* a Gemm reshaped back to N-D by fuse-matmul-add: the pattern reads the Reshape's output, and the
+	 * Reshape moves after the fused node (it only splits rows, which the residual and activation keep) */
+	struct ir_node *rs = NULL;
+	int64_t n_cols = 0;
+	if (!conv) {
+		struct ir_node *only = pass_only_reader(y0);
+		if (only && rows_reshape(y0, only, &n_cols) && pattern_reader(only->outputs[0])) {
+			rs = only;
+			y = rs->outputs[0];
+		}
+	}
 	struct ir_node *r = pattern_reader(y);
 	if (!r)
 		return 0;
@@ -419,16 +483,11 @@ static int try_fuse(struct pass_ctx *c, struct ir_node *p)
 		return 0;
 	}
 
-	struct ir_node *nodes[3] = { p, NULL, NULL };
+	struct ir_node *nodes[4] = { p, NULL, NULL, NULL };
 	int k = 1;
 	struct ir_value *z = NULL;
 	struct ir_node *a = NULL;
 	if (add) {
-		if (!conv) {
-			pass_rejected(c, r, "a residual Add is fused after a Conv only: FusedGemm has no Z input "
-				      "(fuse-matmul-add folds a constant bias into the Gemm)");
-			return 0;
-		}
 		if (r->n_inputs != 2 || r->n_outputs != 1 || !r->outputs[0]) {
 			pass_rejected(c, r, "the Add does not have two inputs and one output");
 			return 0;
@@ -439,8 +498,9 @@ static int try_fuse(struct pass_ctx *c, struct ir_node *p)
 			return 0;
 		}
 		if (ir_value_is_const(z)) {
-			pass_rejected(c, r, "the Add's other input '%s' is a constant, not a residual: fuse-conv-add folds "
-				      "a per-channel constant into the bias", z->name);
+			pass_rejected(c, r, "the Add's other input '%s' is a constant, not a residual: %s", z->name,
+				      conv ? "fuse-conv-add folds a per-channel constant into the bias"
+					   : "fuse-matmul-add folds a constant bias into the Gemm");
 			return 0;
 		}
 		if (elem_of(z) != dtype) {
@@ -453,6 +513,11 @@ static int try_fuse(struct pass_ctx *c, struct ir_node *p)
 			return 0;
 		}
 		bool known;
+		if (!conv && !same_shape(z, y, &known)) {
+			pass_rejected(c, r, "the Add's other input '%s' is not known to have the shape of %s's output: "
+				      "FusedGemm's Z is the residual itself, not a broadcast", z->name, pn);
+			return 0;
+		}
 		if (!same_shape(y, r->outputs[0], &known)) {
 			char ta[200], tb[200];
 			if (known)
@@ -504,6 +569,22 @@ static int try_fuse(struct pass_ctx *c, struct ir_node *p)
 		return 0;
 	}
 	const char *op = conv ? "FusedConv" : "FusedGemm";
+	/* through a Reshape: Z is reshaped to [-1, N] for the fused node (a view on the GPU) */
+	struct ir_value *zin = z;
+	if (rs && z) {
+		char base[300];
+		int64_t sh[2] = { -1, n_cols }, two = 2;
+		struct ir_tensor *t = ir_tensor_new(IR_INT64, 1, &two, c->d);
+		if (!t)
+			return IR_ERR;
+		memcpy(ir_tensor_mutable(t), sh, sizeof(sh));
+		snprintf(base, sizeof(base), "%s.shape_2d", z->name);
+		struct ir_value *zs = pass_new_init(g, base, t, c->d);
+		ir_tensor_unref(t);
+		snprintf(base, sizeof(base), "%s_reshape_2d", z->name);
+		if (!zs || !(zin = add_reshape(c, z, zs, NULL, base, last)))
+			return IR_ERR;
+	}
 	char *name = pass_new_node_name(g, p, op);
 	if (!name)
 		return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
@@ -512,7 +593,7 @@ static int try_fuse(struct pass_ctx *c, struct ir_node *p)
 	free(name);
 	if (!f)
 		return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
-	struct ir_value *ins[4] = { p->inputs[0], p->inputs[1], bias, z };
+	struct ir_value *ins[4] = { p->inputs[0], p->inputs[1], bias, zin };
 	int rc = 0;
 	for (int i = 0; i < n_in && !rc; i++)
 		rc = ir_node_set_input(f, i, ins[i]);
@@ -565,24 +646,50 @@ static int try_fuse(struct pass_ctx *c, struct ir_node *p)
 	pass_set_from(f, nodes, k);
 	if (k == 1)
 		return ir_diag_err(c->d, IR_ERR, "internal error: nothing to fuse");
+	if (rs)
+		pass_add_from(f, rs);
 	char what[600];
 	if (add && a)
 		snprintf(what, sizeof(what), "fused with the residual Add '%s' and %s '%s' into %s '%s' (activation=%s)",
 			 rn, a->op_type, pass_node_name(a, an, sizeof(an)), op, f->name, act.name);
 	else if (add)
-		snprintf(what, sizeof(what), "fused with the residual Add '%s' into %s '%s' (Y = Conv(X, W, B) + Z)", rn,
-			 op, f->name);
+		snprintf(what, sizeof(what), "fused with the residual Add '%s' into %s '%s' (Y = %s + Z)", rn, op, f->name,
+			 conv ? "Conv(X, W, B)" : "Gemm(A, B, C)");
 	else
 		snprintf(what, sizeof(what), "fused with %s '%s' into %s '%s' (activation=%s)", a->op_type, rn, op,
 			 f->name, act.name);
 	if (z && !(p->n_inputs > 2 && p->inputs[2]))
 		snprintf(what + strlen(what), sizeof(what) - strlen(what), "; a zero bias '%s' holds input 3's place",
 			 bias->name);
+	if (rs)
+		snprintf(what + strlen(what), sizeof(what) - strlen(what),
+			 "; the Reshape '%s' back to %d-D now follows it%s", pass_node_name(rs, an, sizeof(an)),
+			 ir_value_type(rs->outputs[0])->rank, z ? ", and Z is reshaped to [-1," : "");
+	if (rs && z)
+		snprintf(what + strlen(what), sizeof(what) - strlen(what), "%lld]", (long long)n_cols);
 	pass_rewrote(c, p, "%s", what);
 
-	/* rewire: f produces the pattern's output (its name is kept) */
-	if ((rc = ir_node_set_output(last, 0, NULL, c->d)) || (rc = ir_node_set_output(f, 0, out, c->d)))
+	/* rewire: f produces the pattern's output (its name is kept), or a 2-D value the Reshape reads */
+	if ((rc = ir_node_set_output(last, 0, NULL, c->d)))
 		return rc;
+	if (rs) {
+		char rbase[300];
+		snprintf(rbase, sizeof(rbase), "%s", rs->name && *rs->name ? rs->name : "reshape_out");
+		struct ir_value *f2 = NULL;
+		char *vn = pass_unique_name(g, y0->name);
+		if (!vn || !(f2 = ir_value_new(g, vn, c->d))) {
+			free(vn);
+			return c->d && c->d->error ? IR_ERR : ir_diag_err(c->d, IR_ENOMEM, "out of memory");
+		}
+		free(vn);
+		if ((rc = ir_node_set_output(f, 0, f2, c->d)))
+			return rc;
+		if (!add_reshape(c, f2, rs->inputs[1], out, rbase, last))
+			return IR_ERR;
+		nodes[k++] = rs;
+	} else if ((rc = ir_node_set_output(f, 0, out, c->d))) {
+		return rc;
+	}
 	/* Clip's bounds are attributes now: they go when nothing else reads them */
 	struct ir_value *consts[2] = { NULL, NULL };
 	if (a && a->op == IR_OP_Clip)
@@ -619,7 +726,7 @@ static int run(struct pass_ctx *c)
 
 const struct pass pass_fuse_activation = {
 	.name = "fuse-activation",
-	.summary = "fuse a Conv or Gemm with the activation after it (and a Conv with a residual Add) into one ogsh FusedConv/FusedGemm",
+	.summary = "fuse a Conv or Gemm with the activation after it (and with a residual Add) into one ogsh FusedConv/FusedGemm",
 	.explain =
 		"A convolution writes its whole output to memory, and the activation after it reads it all back "
 		"to apply one cheap function per element. Fused, the activation runs on each output while it is "
@@ -633,6 +740,13 @@ const struct pass pass_fuse_activation = {
 		"(a conv without a bias gets a zero bias to keep input 3's place). Without an activation after the "
 		"Add, the residual alone fuses (activation=\"\"). The Add must not broadcast the conv's output to a "
 		"larger shape (both shapes must be known), and Z must not depend on the conv's output.\n\n"
+		"A transformer's projection, Gemm -> Add(residual) as in every encoder layer, fuses the same way: "
+		"Y = act(Gemm(A, B, C) + Z) as FusedGemm with Z its fourth input, which must have the output's "
+		"shape (on the GPU the product, the bias and Z are one cuBLASLt call: Z is its C, with beta 1). "
+		"fuse-matmul-add turns a MatMul of N-D activations into Reshape -> Gemm -> Reshape back; the "
+		"Reshape back only splits rows, so an activation or a residual after it commutes with it: the "
+		"pass fuses them into the Gemm, reshapes Z to [-1, N] (a view, no copy) and puts the Reshape back "
+		"after the fused node.\n\n"
 		"The fused node keeps the Conv's attributes (auto_pad, dilations, group, kernel_shape, pads, strides) "
 		"or the Gemm's (alpha, beta, transA, transB) and adds activation (the op's name) and "
 		"activation_params: Clip's [min, max], LeakyRelu's [alpha], HardSigmoid's [alpha, beta], Gelu's "
@@ -645,8 +759,8 @@ const struct pass pass_fuse_activation = {
 		"It does not apply when: the conv's output is read by another node or is a graph output (the others "
 		"need the value before the activation); the output is not a float type; Clip's min or max is not a "
 		"constant scalar, or Gelu's approximate is unknown; the Add's other input is a constant (that is "
-		"fuse-conv-add's job), depends on the conv, or broadcasts the output; the Add follows a Gemm "
-		"(FusedGemm has no residual input); or the model's ONNX opset is below 9. Subgraphs are left alone.",
+		"fuse-conv-add's job), depends on the conv, or broadcasts the output; after a Gemm, Z does not have "
+		"the output's shape; or the model's ONNX opset is below 9. Subgraphs are left alone.",
 	.level = PASS_LEVEL_EXTENDED,
 	.run = run,
 };

@@ -8,6 +8,8 @@
 #                                  libraries and Graphviz plugins a bare
 #                                  machine lacks
 #   scripts/gpu.sh ogsh [ARG...]   runs the bundle's ogsh with its libraries
+#   scripts/gpu.sh exec BIN [ARG...]
+#                                  runs another program of the bundle (a test)
 #   scripts/gpu.sh run [OUT] [STEP...]
 #                                  (on the GPU machine, from the repo root,
 #                                  gpu-bundle/ present) runs the steps and
@@ -75,9 +77,32 @@ do_bundle() {
 	# meson (1.0) gives nvcc no dependency file, so ninja does not see the
 	# headers a .cu includes (kernels/cuda/*.h): a header newer than a CUDA
 	# object (a struct shared with the C side, say) would leave a stale
-	# object that reads the struct the old way. Rebuild those objects then.
+	# object that reads the struct the old way. Rebuild those objects then:
+	# each object's own source and the headers it includes, transitively.
 	stale=$(find build-gpu -name '*.cu.o' 2>/dev/null | while read -r o; do
-		find kernels -name '*.h' -newer "$o" 2>/dev/null | head -n 1 | grep -q . && echo "$o"
+		src=kernels/cuda/$(basename "$o" .cu.o | sed 's/^cuda_//').cu
+		if [ ! -f "$src" ]; then
+			echo "$o"
+			continue
+		fi
+		seen=" $src "
+		todo=$src
+		while [ -n "$todo" ]; do
+			next=""
+			for f in $todo; do
+				for h in $(sed -n 's/^#include "\(.*\.h\)".*/\1/p' "$f"); do
+					[ -f "$h" ] || h=$(dirname "$f")/$h
+					[ -f "$h" ] || continue
+					case "$seen" in *" $h "*) continue ;; esac
+					seen="$seen$h "
+					next="$next $h"
+				done
+			done
+			todo=$next
+		done
+		for f in $seen; do
+			[ "$f" -nt "$o" ] && { echo "$o"; break; }
+		done
 	done)
 	if [ -n "$stale" ]; then
 		echo "gpu.sh: headers changed since $(echo "$stale" | wc -l) CUDA objects were built: rebuilding them"
@@ -440,8 +465,18 @@ ogsh)
 	FONTS_CONF=/dev/null
 	bx "$B/bin/ogsh" "$@"
 	;;
+exec)
+	# another bundle binary with the bundle's libraries: scripts/gpu.sh exec test_backend_ops --filter Attention
+	shift
+	[ $# -gt 0 ] && [ -x "$B/bin/$1" ] || die "usage: scripts/gpu.sh exec BINARY [ARG...] (a program in $B/bin)"
+	bin=$1
+	shift
+	CUDA_DIRS=$(cuda_lib_dirs)
+	FONTS_CONF=/dev/null
+	bx "$B/bin/$bin" "$@"
+	;;
 *)
-	echo "usage: scripts/gpu.sh bundle | run [OUT] [ops|conformance|check...] | ogsh [ARG...]" >&2
+	echo "usage: scripts/gpu.sh bundle | run [OUT] [ops|conformance|check...] | ogsh [ARG...] | exec BINARY [ARG...]" >&2
 	exit 2
 	;;
 esac

@@ -181,7 +181,7 @@ static int k_fusedconv(struct cpu_kctx *k)
 static int k_fusedgemm(struct cpu_kctx *k)
 {
 	int rc = run_as(k, IR_OP_Gemm, 3);
-	return rc ? rc : finish(k, -1);
+	return rc ? rc : finish(k, 3);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -23,8 +23,11 @@
  * Gemm's C is a bias epilogue when it is [N] or [1, N] and beta is 1, else
  * it is copied into Y (broadcast, our kernel) and cuBLASLt adds beta * Y.
  * FusedGemm's Relu and tanh-Gelu become cuBLASLt epilogues when C is not
- * copied in; other activations run after as our kernel. When cuBLASLt has
- * no algorithm for the fused form, prepare falls back to the plainer one.
+ * copied in; other activations run after as our kernel. FusedGemm's
+ * residual Z (input 3, Y's shape) is cuBLASLt's C with beta 1 when Gemm's C
+ * is not copied in (D = act(A B + bias + Z) in one call), else our kernel
+ * adds it after the product. When cuBLASLt has no algorithm for the fused
+ * form, prepare falls back to the plainer one.
  *
  * Choice. prepare asks for up to 8 heuristics (32 MiB workspace); when the
  * plan is being tuned it times them on scratch buffers and remembers the
@@ -62,6 +65,7 @@ struct gemm_shape {
 	float alpha, beta;
 	bool has_c;                    /* C given and beta != 0 */
 	int64_t cm, cn;                /* C's shape as [cm, cn], broadcast to [M, N] */
+	bool has_z;                    /* FusedGemm's residual Z (input 3), of Y's shape */
 	struct act act;
 };
 
@@ -254,6 +258,14 @@ static bool shape_of_gemm(const struct cuda_kctx *k, bool fused, struct gemm_sha
 	g->act.kind = GEMM_ACT_NONE;
 	if (fused && !act_of(n, &g->act, why, size))
 		return false;
+	if (fused && in_given(k, 3)) {
+		if (cuda_numel(&k->in[3]) != g->M * g->N) {
+			snprintf(why, size, "Z does not have the output's shape [%lld,%lld] (a broadcast Z is not "
+				 "supported on the GPU)", (long long)g->M, (long long)g->N);
+			return false;
+		}
+		g->has_z = true;
+	}
 	return true;
 }
 
@@ -294,8 +306,10 @@ struct gemm_state {
 	bool skip_mm;                        /* K == 0: Y is beta * C (or 0) */
 	bool fill;                           /* Y = C broadcast before the product */
 	bool bias;                           /* C is the epilogue's bias */
+	bool zc;                             /* Z is cuBLASLt's C (beta 1) */
+	bool zpost;                          /* Z added by our kernel after the product */
 	int post;                            /* our activation after (GEMM_ACT_*) */
-	float beta;                          /* cuBLASLt's: beta when C was filled in, else 0 */
+	float beta;                          /* cuBLASLt's: beta when C was filled in or Z is its C, else 0 */
 };
 
 static void release_gemm(void *p)
@@ -437,7 +451,9 @@ static bool plan_level(struct gemm_state *st, int level)
 		return false;   /* level 0 was this, or level 2 is */
 	st->bias = bias;
 	st->fill = fill;
-	st->beta = fill ? g->beta : 0;
+	st->zc = g->has_z && !fill;
+	st->zpost = g->has_z && fill;
+	st->beta = fill ? g->beta : st->zc ? 1.0f : 0;
 	st->post = fuse ? GEMM_ACT_NONE : g->act.kind;
 	if (fuse && g->act.kind == GEMM_ACT_RELU)
 		st->ep = bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
@@ -451,15 +467,18 @@ static bool plan_level(struct gemm_state *st, int level)
 static void tune_key(const struct cuda_kctx *k, const struct gemm_state *st, char *key, size_t size)
 {
 	const struct gemm_shape *g = &st->g;
-	snprintf(key, size, "cublaslt %s m=%lld n=%lld k=%lld batch=%lld sa=%lld ta=%d tb=%d ep=%u tf32=%d",
+	snprintf(key, size, "cublaslt %s m=%lld n=%lld k=%lld batch=%lld sa=%lld ta=%d tb=%d ep=%u tf32=%d%s",
 		 ir_dtype_name(g->dt), (long long)g->M, (long long)g->N, (long long)g->K, (long long)g->batch,
-		 (long long)g->sa, g->ta, g->tb, (unsigned)st->ep, g->dt == IR_FLOAT && k->ctx->tf32);
+		 (long long)g->sa, g->ta, g->tb, (unsigned)st->ep, g->dt == IR_FLOAT && k->ctx->tf32,
+		 st->beta != 0 ? " beta" : "");
 }
 
-static int launch_mm(struct gemm_state *st, const void *a, const void *b, void *y, const cublasLtMatmulAlgo_t *algo,
-		     void *ws, size_t ws_bytes, cudaStream_t stream, cublasStatus_t *status)
+/* D = Y; cuBLASLt's C is c (Y itself, or Z) */
+static int launch_mm(struct gemm_state *st, const void *a, const void *b, const void *c, void *y,
+		     const cublasLtMatmulAlgo_t *algo, void *ws, size_t ws_bytes, cudaStream_t stream,
+		     cublasStatus_t *status)
 {
-	*status = st->lt->Matmul(st->h, st->desc, &st->g.alpha, b, st->la, a, st->lb, &st->beta, y, st->ly, y, st->ly,
+	*status = st->lt->Matmul(st->h, st->desc, &st->g.alpha, b, st->la, a, st->lb, &st->beta, c, st->ly, y, st->ly,
 				 algo, ws, ws_bytes, stream);
 	return *status == CUBLAS_STATUS_SUCCESS ? 0 : IR_ERR;
 }
@@ -489,9 +508,11 @@ static int time_algos(struct cuda_kctx *k, struct gemm_state *st, const cublasLt
 	    (st->bias && cudaMalloc(&bias, nbias * es)) || (ws && cudaMalloc(&w, ws)) ||
 	    cudaEventCreate(&e0) || cudaEventCreate(&e1))
 		goto out;
-	/* zeros: timings do not depend on the values, NaNs would only slow things */
-	if (cudaMemsetAsync(a, 0, na * es, s) || cudaMemsetAsync(b, 0, nb * es, s) ||
-	    cudaMemsetAsync(y, 0, ny * es, s) || (bias && cudaMemsetAsync(bias, 0, nbias * es, s)))
+	/* values in [-1, 1], not zeros: the tensor cores run faster on zeros than on
+	 * real data, which would favour the wrong algorithm; no NaNs either */
+	if (ogsh_gemm_fill_scratch(g->dt, a, (int64_t)na, 1, s) || ogsh_gemm_fill_scratch(g->dt, b, (int64_t)nb, 2, s) ||
+	    ogsh_gemm_fill_scratch(g->dt, y, (int64_t)ny, 3, s) ||
+	    (bias && ogsh_gemm_fill_scratch(g->dt, bias, (int64_t)nbias, 4, s)))
 		goto out;
 	if (set_epilogue(k, st, bias))
 		goto out;
@@ -499,13 +520,13 @@ static int time_algos(struct cuda_kctx *k, struct gemm_state *st, const cublasLt
 	for (int i = 0; i < n; i++) {
 		cublasStatus_t status;
 		/* a warm-up run, then the timed ones */
-		if (launch_mm(st, a, b, y, &res[i].algo, w, res[i].workspaceSize, s, &status))
+		if (launch_mm(st, a, b, y, y, &res[i].algo, w, res[i].workspaceSize, s, &status))
 			continue;
 		if (cudaEventRecord(e0, s))
 			break;
 		bool ok = true;
 		for (int r = 0; r < GEMM_TIME_RUNS && ok; r++)
-			ok = !launch_mm(st, a, b, y, &res[i].algo, w, res[i].workspaceSize, s, &status);
+			ok = !launch_mm(st, a, b, y, y, &res[i].algo, w, res[i].workspaceSize, s, &status);
 		float ms = 0;
 		if (cudaEventRecord(e1, s) || cudaEventSynchronize(e1) || cudaEventElapsedTime(&ms, e0, e1))
 			break;
@@ -541,7 +562,7 @@ static void set_impl(struct cuda_kctx *k, const struct gemm_state *st)
 		return;
 	}
 	if (st->skip_mm) {
-		snprintf(k->impl, sizeof(k->impl), "ogsh gemm k=0%s%s", st->post ? " + " : "",
+		snprintf(k->impl, sizeof(k->impl), "ogsh gemm k=0%s%s%s", st->zpost ? " + Z" : "", st->post ? " + " : "",
 			 st->post ? act_name(st->post) : "");
 		return;
 	}
@@ -554,8 +575,9 @@ static void set_impl(struct cuda_kctx *k, const struct gemm_state *st)
 	case CUBLASLT_EPILOGUE_GELU_BIAS: fused = "+bias+gelu"; break;
 	default: break;
 	}
-	snprintf(k->impl, sizeof(k->impl), "%scublasLt gemm%s%s%s%s", st->fill ? "ogsh fill C, " : "",
-		 st->g.batch > 1 ? " batched" : "", fused, st->post ? ", ogsh " : "", st->post ? act_name(st->post) : "");
+	snprintf(k->impl, sizeof(k->impl), "%scublasLt gemm%s%s%s%s%s%s", st->fill ? "ogsh fill C, " : "",
+		 st->g.batch > 1 ? " batched" : "", st->zc ? "+residual" : "", fused, st->zpost ? ", ogsh add Z" : "",
+		 st->post ? ", ogsh " : "", st->post ? act_name(st->post) : "");
 }
 
 static int prepare_gemm(struct cuda_kctx *k)
@@ -575,9 +597,10 @@ static int prepare_gemm(struct cuda_kctx *k)
 		return 0;
 	}
 	if (g->K == 0) {
-		/* no product: Y = act(beta * C), or act(0) */
+		/* no product: Y = act(beta * C + Z), or act(Z), or act(0) */
 		st->skip_mm = true;
 		st->fill = true;
+		st->zpost = g->has_z;
 		st->post = g->act.kind;
 		set_impl(k, st);
 		return 0;
@@ -648,17 +671,19 @@ static int run_gemm(struct cuda_kctx *k)
 	}
 	if (!st->skip_mm) {
 		const void *a = k->in[0].data, *b = k->in[1].data;
-		if (!aligned(a) || !aligned(b) || !aligned(y) || (st->bias && !aligned(c)))
+		const void *cc = st->zc ? k->in[3].data : y;
+		if (!aligned(a) || !aligned(b) || !aligned(y) || (st->bias && !aligned(c)) || !aligned(cc))
 			return ir_diag_err(k->d, IR_ERR, "cublasLt gemm needs buffers aligned to %u bytes", GEMM_ALIGN);
 		if (set_epilogue(k, st, c))
 			return IR_ERR;
 		cublasStatus_t status;
-		if (launch_mm(st, a, b, y, &st->algo, k->ws, k->ws_bytes, s, &status))
+		if (launch_mm(st, a, b, cc, y, &st->algo, k->ws, k->ws_bytes, s, &status))
 			return cuda_lt_check(status, "cublasLtMatmul", k->d);
 	}
-	if (st->post) {
-		if (cuda_check(ogsh_gemm_act(g->dt, y, cuda_numel(&k->out[0]), st->post, g->act.p0, g->act.p1, s),
-			       "ogsh_gemm_act", k->d))
+	if (st->zpost || st->post) {
+		if (cuda_check(ogsh_gemm_epi(g->dt, y, st->zpost ? k->in[3].data : NULL, cuda_numel(&k->out[0]), st->post,
+					     g->act.p0, g->act.p1, s),
+			       "ogsh_gemm_epi", k->d))
 			return IR_ERR;
 	}
 	return 0;

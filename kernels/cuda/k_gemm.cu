@@ -1,11 +1,13 @@
 // k_gemm.cu - CUDA kernels and launchers of the gemm family (entries in k_gemm.c):
-// Gemm's C broadcast into the output and the activations cuBLASLt has no
-// epilogue for. Both are memory-bound grid-stride loops; values are computed
-// in float and rounded once when stored.
+// Gemm's C broadcast into the output, FusedGemm's residual and the
+// activations cuBLASLt's epilogue did not do, and the scratch fill kernel
+// choices are timed on. All are memory-bound grid-stride loops; values are
+// computed in float and rounded once when stored.
 #include "kernels/cuda/k_gemm.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <stdint.h>
 
 namespace {
 
@@ -68,12 +70,31 @@ __device__ __forceinline__ float act_of(int act, float v, float p0, float p1)
 	}
 }
 
+// y = act(y + z): V elements (16 bytes) a step where the pointers allow it (vec), the rest one by one
+template <typename T> struct alignas(16) V16 {
+	T v[16 / sizeof(T)];
+};
+
 template <typename T>
-__global__ void act_kernel(T *y, int64_t n, int act, float p0, float p1)
+__global__ void epi_kernel(T *__restrict__ y, const T *__restrict__ z, int64_t n, int act, float p0, float p1, bool vec)
 {
-	for (int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; idx < n;
-	     idx += (int64_t)gridDim.x * blockDim.x)
-		st(y, idx, act_of(act, ld(y, idx), p0, p1));
+	constexpr int V = 16 / sizeof(T);
+	const int64_t nv = vec ? n / V : 0, step = (int64_t)gridDim.x * blockDim.x;
+	for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < nv; i += step) {
+		V16<T> a = reinterpret_cast<const V16<T> *>(y)[i], b;
+		if (z)
+			b = reinterpret_cast<const V16<T> *>(z)[i];
+#pragma unroll
+		for (int j = 0; j < V; j++) {
+			float v = ld(a.v, j);
+			if (z)
+				v += ld(b.v, j);
+			st(a.v, j, act_of(act, v, p0, p1));
+		}
+		reinterpret_cast<V16<T> *>(y)[i] = a;
+	}
+	for (int64_t i = nv * V + (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step)
+		st(y, i, act_of(act, ld(y, i) + (z ? ld(z, i) : 0.0f), p0, p1));
 }
 
 template <typename T>
@@ -84,10 +105,26 @@ cudaError_t fill_c_t(void *y, const void *c, int64_t M, int64_t N, int64_t cm, i
 	return cudaGetLastError();
 }
 
-template <typename T>
-cudaError_t act_t(void *y, int64_t n, int act, float p0, float p1, cudaStream_t stream)
+// element i of the scratch fill: a 32-bit mix of (i, seed) mapped to [-1, 1]
+template <typename T> __global__ void scratch_kernel(T *y, int64_t n, uint32_t seed)
 {
-	act_kernel<T><<<blocks_for(n), THREADS, 0, stream>>>((T *)y, n, act, p0, p1);
+	for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+		uint32_t h = (uint32_t)i * 0x9E3779B1u ^ (uint32_t)(i >> 32) ^ seed;
+		h ^= h >> 16;
+		h *= 0x7FEB352Du;
+		h ^= h >> 15;
+		h *= 0x846CA68Bu;
+		h ^= h >> 16;
+		st(y, i, (float)(h >> 8) * (2.0f / 16777216.0f) - 1.0f);
+	}
+}
+
+template <typename T>
+cudaError_t epi_t(void *y, const void *z, int64_t n, int act, float p0, float p1, cudaStream_t stream)
+{
+	const bool vec = (uintptr_t)y % 16 == 0 && (uintptr_t)z % 16 == 0;
+	const int64_t units = vec ? n / (16 / (int64_t)sizeof(T)) + 1 : n;
+	epi_kernel<T><<<blocks_for(units), THREADS, 0, stream>>>((T *)y, (const T *)z, n, act, p0, p1, vec);
 	return cudaGetLastError();
 }
 
@@ -108,14 +145,30 @@ extern "C" cudaError_t ogsh_gemm_fill_c(int dtype, void *y, const void *c, int64
 	}
 }
 
-extern "C" cudaError_t ogsh_gemm_act(int dtype, void *y, int64_t n, int act, float p0, float p1, cudaStream_t stream)
+extern "C" cudaError_t ogsh_gemm_epi(int dtype, void *y, const void *z, int64_t n, int act, float p0, float p1,
+				     cudaStream_t stream)
 {
-	if (n <= 0 || act == GEMM_ACT_NONE)
+	if (n <= 0 || (act == GEMM_ACT_NONE && !z))
 		return cudaSuccess;
 	switch (dtype) {
-	case DT_F32: return act_t<float>(y, n, act, p0, p1, stream);
-	case DT_F16: return act_t<__half>(y, n, act, p0, p1, stream);
-	case DT_BF16: return act_t<__nv_bfloat16>(y, n, act, p0, p1, stream);
+	case DT_F32: return epi_t<float>(y, z, n, act, p0, p1, stream);
+	case DT_F16: return epi_t<__half>(y, z, n, act, p0, p1, stream);
+	case DT_BF16: return epi_t<__nv_bfloat16>(y, z, n, act, p0, p1, stream);
 	default: return cudaErrorInvalidValue;
 	}
+}
+
+extern "C" cudaError_t ogsh_gemm_fill_scratch(int dtype, void *y, int64_t n, uint32_t seed, cudaStream_t stream)
+{
+	if (n <= 0)
+		return cudaSuccess;
+	switch (dtype) {
+	case DT_F32: scratch_kernel<float><<<blocks_for(n), THREADS, 0, stream>>>((float *)y, n, seed); break;
+	case DT_F16: scratch_kernel<__half><<<blocks_for(n), THREADS, 0, stream>>>((__half *)y, n, seed); break;
+	case DT_BF16:
+		scratch_kernel<__nv_bfloat16><<<blocks_for(n), THREADS, 0, stream>>>((__nv_bfloat16 *)y, n, seed);
+		break;
+	default: return cudaErrorInvalidValue;
+	}
+	return cudaGetLastError();
 }

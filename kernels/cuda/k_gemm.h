@@ -35,11 +35,21 @@ cudaError_t ogsh_gemm_fill_c(int dtype, void *y, const void *c, int64_t M, int64
 			     float scale, cudaStream_t stream);
 
 /*
- * y = act(y) in place over n elements. p0, p1: Clip's min and max,
+ * y = act(y + z) in place over n elements (z NULL: act(y)); what cuBLASLt's
+ * epilogue did not do: FusedGemm's residual Z when Gemm's C was copied in,
+ * and the activations it has none for. p0, p1: Clip's min and max,
  * LeakyRelu's alpha, HardSigmoid's alpha and beta, Gelu's approximate
- * (0: erf, 1: tanh).
+ * (0: erf, 1: tanh). 16 bytes a load where y and z are 16-byte aligned.
  */
-cudaError_t ogsh_gemm_act(int dtype, void *y, int64_t n, int act, float p0, float p1, cudaStream_t stream);
+cudaError_t ogsh_gemm_epi(int dtype, void *y, const void *z, int64_t n, int act, float p0, float p1,
+			  cudaStream_t stream);
+
+/*
+ * Fills n elements of y with values spread over [-1, 1] (a hash of the
+ * index and seed, not zeros: tensor-core products of zeros run faster
+ * than of real data, so kernel choices are timed on these).
+ */
+cudaError_t ogsh_gemm_fill_scratch(int dtype, void *y, int64_t n, uint32_t seed, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

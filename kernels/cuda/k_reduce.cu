@@ -834,16 +834,38 @@ __global__ void __launch_bounds__(BS) rownorm(const T *x, T *y, int64_t rows, in
 // one warp per row held in registers: each lane loads VPL vectors of 16
 // bytes once (cols % (16 / sizeof(T)) == 0, at most 32 * VPL vectors per
 // row), the mean and the variance from the registers, then the output;
-// scale and bias are [cols] (nd 0)
-template <typename T, int VPL>
+// scale and bias are [cols] (nd 0). PV: scale (and bias) have the rows'
+// type and 16-byte aligned rows, so each lane loads its vectors of them
+// once, before its first row, instead of element by element per row. A
+// block is blockDim.x / 32 warps (64 threads where rows are few, so the
+// rows spread over more multiprocessors).
+// the rd_* number of a row type
+template <typename T> static int host_dtype();
+template <> int host_dtype<float>() { return RD_F32; }
+template <> int host_dtype<__half>() { return RD_F16; }
+template <> int host_dtype<__nv_bfloat16>() { return RD_BF16; }
+
+template <typename T, int VPL, bool PV>
 __global__ void __launch_bounds__(BS) rownorm_reg(const T *__restrict__ x, T *__restrict__ y, int64_t rows, int cols,
 						  float eps, bool rms, rd_param sc, rd_param bi, void *mean_out,
 						  void *inv_out, int sdt)
 {
 	const int W = 16 / sizeof(T);
-	const int lane = threadIdx.x % 32, nvec = cols / W;
-	const int64_t warps = (int64_t)gridDim.x * (BS / 32);
-	for (int64_t r = (int64_t)blockIdx.x * (BS / 32) + threadIdx.x / 32; r < rows; r += warps) {
+	const int lane = threadIdx.x % 32, nvec = cols / W, wpb = blockDim.x / 32;
+	const int64_t warps = (int64_t)gridDim.x * wpb;
+	Vec16<T> gs[PV ? VPL : 1], gb[PV ? VPL : 1];
+	if (PV) {
+#pragma unroll
+		for (int k = 0; k < VPL; k++) {
+			const int c = lane + 32 * k;
+			if (c < nvec) {
+				gs[k] = reinterpret_cast<const Vec16<T> *>(sc.p)[c];
+				if (bi.p)
+					gb[k] = reinterpret_cast<const Vec16<T> *>(bi.p)[c];
+			}
+		}
+	}
+	for (int64_t r = (int64_t)blockIdx.x * wpb + threadIdx.x / 32; r < rows; r += warps) {
 		const Vec16<T> *xr = reinterpret_cast<const Vec16<T> *>(x + r * cols);
 		Vec16<T> *yr = reinterpret_cast<Vec16<T> *>(y + r * cols);
 		float v[VPL][W];
@@ -883,9 +905,16 @@ __global__ void __launch_bounds__(BS) rownorm_reg(const T *__restrict__ x, T *__
 				Vec16<T> t;
 #pragma unroll
 				for (int j = 0; j < W; j++) {
-					float o = (v[k][j] - mean) * inv * ldf(sc.p, sc.dtype, (int64_t)c * W + j);
-					if (bi.p)
-						o += ldf(bi.p, bi.dtype, (int64_t)c * W + j);
+					float o;
+					if (PV) {
+						o = (v[k][j] - mean) * inv * tof(gs[k].v[j]);
+						if (bi.p)
+							o += tof(gb[k].v[j]);
+					} else {
+						o = (v[k][j] - mean) * inv * ldf(sc.p, sc.dtype, (int64_t)c * W + j);
+						if (bi.p)
+							o += ldf(bi.p, bi.dtype, (int64_t)c * W + j);
+					}
 					t.v[j] = fromf<T>(o);
 				}
 				yr[c] = t;
@@ -898,8 +927,17 @@ template <typename T, int VPL>
 static void rownorm_reg_launch(bool rms, int64_t rows, int64_t cols, float eps, const void *x, void *y,
 			       const rd_param *sc, const rd_param *bi, void *mean, void *inv, int sdt, cudaStream_t s)
 {
-	rownorm_reg<T, VPL><<<grid_for(rows, BS / 32), BS, 0, s>>>((const T *)x, (T *)y, rows, (int)cols, eps, rms, *sc,
-								   *bi, mean, inv, sdt);
+	// 64 threads a block below about 16 rows per multiprocessor of the largest GPUs
+	const int threads = rows < 2048 ? 64 : BS;
+	const int dt = host_dtype<T>();
+	const bool pv = ((uintptr_t)sc->p % 16) == 0 && sc->dtype == dt &&
+			(!bi->p || (((uintptr_t)bi->p % 16) == 0 && bi->dtype == dt));
+	if (pv)
+		rownorm_reg<T, VPL, true><<<grid_for(rows, threads / 32), threads, 0, s>>>(
+			(const T *)x, (T *)y, rows, (int)cols, eps, rms, *sc, *bi, mean, inv, sdt);
+	else
+		rownorm_reg<T, VPL, false><<<grid_for(rows, threads / 32), threads, 0, s>>>(
+			(const T *)x, (T *)y, rows, (int)cols, eps, rms, *sc, *bi, mean, inv, sdt);
 }
 
 template <typename T>
@@ -1274,18 +1312,33 @@ template <> struct Mma<__nv_bfloat16> {
 	}
 };
 
-// a tile of FM_KT rows of D elements (row stride ss) into shared rows of D + 8; rows past n are zeros
+// a tile of FM_KT rows of D elements (row stride ss) into shared rows of D + 8; rows past n are zeros.
+// The copies are cp.async (16 bytes each, zero-filled past n): every one of the thread's copies is in
+// flight at once, and the caller overlaps them with arithmetic (fm_commit, then fm_wait before reading)
 template <typename T, int D, int NT>
 __device__ __forceinline__ void fm_tile(T *dst, const T *src, int64_t ss, int64_t n, int tid)
 {
 	constexpr int C = D / 8;   // 16-byte chunks per row
+#pragma unroll 4
 	for (int e = tid; e < FM_KT * C; e += NT) {
 		const int j = e / C, c = e - j * C;
-		uint4 v = make_uint4(0, 0, 0, 0);
-		if (j < n)
-			v = *reinterpret_cast<const uint4 *>(src + j * ss + c * 8);
-		*reinterpret_cast<uint4 *>(dst + j * (D + 8) + c * 8) = v;
+		const bool in = j < n;
+		const T *p = in ? src + j * ss + c * 8 : src;
+		const uint32_t d = (uint32_t)__cvta_generic_to_shared(dst + j * (D + 8) + c * 8);
+		asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(p), "r"(in ? 16 : 0));
 	}
+}
+
+// closes the group of copies issued since the last one (an empty group when none was)
+__device__ __forceinline__ void fm_commit()
+{
+	asm volatile("cp.async.commit_group;\n" ::);
+}
+
+// waits until at most N of this thread's groups are still in flight
+template <int N> __device__ __forceinline__ void fm_wait()
+{
+	asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
 template <typename T, int D, int NW> __global__ void __launch_bounds__(NW * 32)
@@ -1322,11 +1375,18 @@ attention_mma(const T *q, const T *k, const T *v, T *y, rd_attn a)
 		if (last < tend)
 			tend = last;
 	}
+	// K and V tiles are copied one step ahead of their use: groups are committed in the order K0, V0,
+	// K1, V1...; K(t+1) is copied while the softmax and P.V of tile t run, V(t+1) while Q.K^T of t+1 does
 	const T *kb = k + b * a.k_sb + hk * a.k_sh, *vb = v + b * a.v_sb + hk * a.v_sh;
+	if (tend > 0) {
+		fm_tile<T, D, NW * 32>(ks, kb, a.k_ss, a.T, tid);
+		fm_commit();
+		fm_tile<T, D, NW * 32>(vs, vb, a.v_ss, a.T, tid);
+		fm_commit();
+	}
 	for (int64_t t0 = 0; t0 < tend; t0 += FM_KT) {
-		__syncthreads();
-		fm_tile<T, D, NW * 32>(ks, kb + t0 * a.k_ss, a.k_ss, a.T - t0, tid);
-		fm_tile<T, D, NW * 32>(vs, vb + t0 * a.v_ss, a.v_ss, a.T - t0, tid);
+		const bool more = t0 + FM_KT < tend;
+		fm_wait<1>();   // K(t) is here; V(t) may not be
 		__syncthreads();
 		// S = Q K^T for 16 rows x 64 keys
 		float s[FM_KT / 8][4];
@@ -1339,6 +1399,10 @@ attention_mma(const T *q, const T *k, const T *v, T *y, rd_attn a)
 				Mma<T>::run(s[j], qa[kk], *reinterpret_cast<const uint32_t *>(kr + kk * 16),
 					    *reinterpret_cast<const uint32_t *>(kr + kk * 16 + 8));
 		}
+		__syncthreads();   // every warp is done with ks: copy the next K tile into it
+		if (more)
+			fm_tile<T, D, NW * 32>(ks, kb + (t0 + FM_KT) * a.k_ss, a.k_ss, a.T - t0 - FM_KT, tid);
+		fm_commit();
 		// scale, masks, the tile's row maxima
 		float mx[2] = { -INFINITY, -INFINITY };
 #pragma unroll
@@ -1377,6 +1441,8 @@ attention_mma(const T *q, const T *k, const T *v, T *y, rd_attn a)
 				l[e >> 1] += p;
 				s[j][e] = p;
 			}
+		fm_wait<1>();   // V(t) is here; K(t+1) may not be
+		__syncthreads();
 		// O += P V, 16 keys a step
 #pragma unroll
 		for (int kc = 0; kc < FM_KT / 16; kc++) {
@@ -1396,7 +1462,12 @@ attention_mma(const T *q, const T *k, const T *v, T *y, rd_attn a)
 				Mma<T>::run(o[2 * nd + 1], pa, r2, r3);
 			}
 		}
+		__syncthreads();   // every warp is done with vs: copy the next V tile into it
+		if (more)
+			fm_tile<T, D, NW * 32>(vs, vb + (t0 + FM_KT) * a.v_ss, a.v_ss, a.T - t0 - FM_KT, tid);
+		fm_commit();
 	}
+	fm_wait<0>();
 	// the rows' sums over their 4 lanes; a row masked everywhere (sum 0) or with a NaN (sum NaN)
 	// is NaN, or zeros with nan_zero
 #pragma unroll

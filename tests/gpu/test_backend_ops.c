@@ -275,6 +275,8 @@ static const struct spec specs[] = {
 	{ "LayerNormalization", F, "epsilon=1e-5", { "3x5x7|300x257|4x8x768", "7|257|768", "7|257|768" }, .tol = 10 },
 	{ "LayerNormalization", F, "axis=1", { "3x5x7", "5x7" }, .tol = 10 },
 	{ "LayerNormalization", F, "", { "16x40|5x2048|3x8", "40|2048|8" }, .tol = 10 },
+	/* rows in registers: 64-thread blocks below 2048 rows, scale and bias as vectors once a warp */
+	{ "LayerNormalization", F, "", { "4100x768|33x128x64|197x768", "768|64|!768", "768|64|!768" }, .tol = 10 },
 	{ "LayerNormalization", F, "", { "3x5x7|2x2x4096", "!7|!4096", "!7|!4096" }, .tol = 10 },
 	{ "RMSNormalization", F, "", { "3x5x7|300x257|4x8x768", "7|257|768" }, .tol = 10, .opset = 23 },
 	{ "RMSNormalization", F, "axis=1;epsilon=0.001", { "3x5x7", "5x7" }, .tol = 10, .opset = 23 },
@@ -307,6 +309,16 @@ static const struct spec specs[] = {
 				"2x3x130x64|1x2x20x32|1x2x65x128|8x16x128x64" }, .tol = 10, .opset = 23 },
 	{ "Attention", F, "is_causal=1", { "1x2x100x64|2x32x100x64", "1x2x100x64|2x32x100x64", "1x2x100x64|2x32x100x64" },
 	  .tol = 10, .opset = 23 },
+	/* the key/value tiles copied a step ahead (cp.async): batch 1 and 33, odd sequence lengths (ViT's
+	 * 197, 1 to 4 key tiles and a tail), head sizes 64 and 128, masks and causal */
+	{ "Attention", F, "", { "1x12x197x64|33x2x77x128|1x4x64x64|33x3x129x64",
+				"1x12x197x64|33x2x77x128|1x4x64x64|33x3x255x64",
+				"1x12x197x64|33x2x77x128|1x4x64x64|33x3x255x64" }, .tol = 10, .opset = 23 },
+	{ "Attention", F, "is_causal=1", { "33x2x129x128|1x12x197x64", "33x2x129x128|1x12x197x64",
+					   "33x2x129x128|1x12x197x64" }, .tol = 10, .opset = 23 },
+	{ "ai.ogsh:FusedAttention", F, "layout='BSHD';nan_to_zero=1",
+	  { "33x197x2x64|1x128x12x64", "33x197x2x64|1x128x12x64", "33x197x2x64|1x128x12x64",
+	    "33x1x1x197|1x1x1x128" }, .tol = 10 },
 	/* the flash kernel with 4 queries a warp (grids of 256+ blocks that neither kernel above takes) */
 	{ "Attention", F, "", { "4x16x200x32|2x16x300x80", "4x16x150x32|2x16x170x80", "4x16x150x32|2x16x170x80" },
 	  .tol = 10, .opset = 23 },
@@ -392,6 +404,12 @@ static const struct spec specs[] = {
 	{ "ai.ogsh:FusedGemm", F, "activation='Gelu';activation_params=[1.0]", { "17x33", "33x9", "9" }, .tol = 10 },
 	{ "ai.ogsh:FusedGemm", F, "alpha=0.5;beta=0.5;activation='Tanh'", { "17x33", "33x9", "17x9" }, .tol = 10 },
 	{ "ai.ogsh:FusedGemm", F, "activation='HardSigmoid';activation_params=[0.3,0.4]", { "17x33", "33x9" }, .tol = 10 },
+	/* the residual Z: cuBLASLt's C with beta 1 (bias epilogue, exact Gelu after), or added after a C copied in */
+	{ "ai.ogsh:FusedGemm", F, "activation='Gelu'", { "17x33|4100x64", "33x9|64x768", "9|768", "17x9|4100x768" },
+	  .tol = 10 },
+	{ "ai.ogsh:FusedGemm", F, "transB=1;activation=''", { "17x33|128x768", "!9x33|!768x768", "!9|!768", "17x9|128x768" },
+	  .tol = 10 },
+	{ "ai.ogsh:FusedGemm", F, "beta=0.5;activation='Relu'", { "17x33", "33x9", "17x9", "17x9" }, .tol = 10 },
 	/* ---- quantization: exact (integers and float8 codes bit for bit, floats equal); the
 	 * output type comes from the zero point's type, from output_dtype, else uint8 ---- */
 	/* per tensor, each type (from the zero point's), odd sizes: 105, 1000003, 1, 3, scalar */

@@ -328,6 +328,53 @@ def activation_cases():
                init("lo", np.float32(0)), init("hi", np.float32(6))])
     case("act residual of two convs", m, x4, A, rewritten=1, ops={"FusedConv": 1, "Conv": 1})
 
+    # residuals after a Gemm: Y = act(Gemm(A, B, C) + Z); their data from a generator of their own, so
+    # the cases after them keep theirs
+    rng2 = np.random.default_rng(11)
+
+    def g32(*shape):
+        return rng2.normal(size=shape).astype(np.float32)
+
+    m = model([h.make_node("Gemm", ["a", "w"], ["y"], name="fc"),
+               h.make_node("Add", ["y", "r"], ["s"], name="add1"),
+               h.make_node("Relu", ["s"], ["out"], name="relu1")],
+              [vi("a", [4, 5]), vi("r", [4, 6])], [vi("out", None)], [init("w", g32(5, 6))])
+    case("act gemm residual relu, no C (zero bias added)", m, dict(a, r=g32(4, 6)), A, rewritten=1,
+         ops={"FusedGemm": 1}, inputs_of={"FusedGemm": 4}, attrs={"activation": "Relu"},
+         extra=lambda r: (overloads(r) == ["Relu_Z"], overloads(r)))
+    m = model([h.make_node("Gemm", ["a", "wt", "c"], ["y"], name="fc", transB=1, beta=0.5),
+               h.make_node("Add", ["r", "y"], ["out"], name="add1")],
+              [vi("a", [4, 5]), vi("r", [4, 6])], [vi("out", None)], [init("wt", g32(6, 5)), init("c", g32(6))])
+    case("act gemm residual alone (transB, beta)", m, dict(a, r=g32(4, 6)), A, rewritten=1, ops={"FusedGemm": 1},
+         inputs_of={"FusedGemm": 4}, attrs={"activation": "", "beta": 0.5})
+    # fuse-matmul-add's form: MatMul of [B, S, K] + bias -> Reshape, Gemm, Reshape back; the residual and
+    # the Gelu after the Reshape back fuse into the Gemm, Z reshaped to [-1, N], the Reshape after it
+    x3 = {"x": g32(2, 3, 5), "r": g32(2, 3, 6)}
+    m = model([h.make_node("MatMul", ["x", "w"], ["mm"], name="proj"),
+               h.make_node("Add", ["mm", "b"], ["y"], name="bias"),
+               h.make_node("Add", ["y", "r"], ["s"], name="res"),
+               h.make_node("Gelu", ["s"], ["out"], name="ge")],
+              [vi("x", ["batch", 3, 5]), vi("r", ["batch", 3, 6])], [vi("out", None)],
+              [init("w", g32(5, 6)), init("b", g32(6))], opset=20)
+    case("act gemm through fuse-matmul-add's reshape: residual and gelu", m, x3,
+         "apply fuse-matmul-add; apply fuse-activation", rewritten=2,
+         ops={"FusedGemm": 1, "Reshape": 3}, inputs_of={"FusedGemm": 4},
+         attrs={"activation": "Gelu"})
+    m = model([h.make_node("MatMul", ["x", "w"], ["mm"], name="proj"),
+               h.make_node("Add", ["mm", "b"], ["y"], name="bias"),
+               h.make_node("Relu", ["y"], ["out"], name="relu1")],
+              [vi("x", ["batch", 3, 5])], [vi("out", None)], [init("w", g32(5, 6)), init("b", g32(6))])
+    case("act gemm through fuse-matmul-add's reshape: relu", m, {"x": g32(2, 3, 5)},
+         "apply fuse-matmul-add; apply fuse-activation", rewritten=2,
+         ops={"FusedGemm": 1, "Reshape": 2}, inputs_of={"FusedGemm": 3})
+    m = model([h.make_node("MatMul", ["x", "w"], ["mm"], name="proj"),
+               h.make_node("Add", ["mm", "b"], ["y"], name="bias"),
+               h.make_node("Add", ["y", "r"], ["out"], name="res")],
+              [vi("x", ["batch", 3, 5]), vi("r", [3, 6])], [vi("out", None)], [init("w", g32(5, 6)), init("b", g32(6))])
+    case("act reject: gemm residual broadcast over the batch", m, {"x": g32(2, 3, 5), "r": g32(3, 6)},
+         "apply fuse-matmul-add; apply fuse-activation", rewritten=1, ops={"Gemm": 1, "Add": 1, "Reshape": 2},
+         rejected=["res: the Add's other input 'r' is not known to have the shape of proj's output"])
+
     # rejections
     m = conv_act([h.make_node("Relu", ["y"], ["out"], name="relu1"), h.make_node("Neg", ["y"], ["o2"], name="neg")])
     m.graph.output.append(vi("o2", None))
@@ -364,11 +411,15 @@ def activation_cases():
     case("act reject: add of the conv output to itself", m, x, A, rewritten=0, changed=False,
          rejected=["add1: both inputs of the Add are conv1's output"])
     m = model([h.make_node("Gemm", ["a", "w"], ["y"], name="fc"),
-               h.make_node("Add", ["y", "r"], ["s"], name="add1"),
-               h.make_node("Relu", ["s"], ["out"], name="relu1")],
-              [vi("a", [4, 5]), vi("r", [4, 6])], [vi("out", None)], [init("w", f32(5, 6))])
-    case("act reject: residual after a gemm", m, dict(a, r=f32(4, 6)), A, rewritten=0, changed=False,
-         rejected=["add1: a residual Add is fused after a Conv only"])
+               h.make_node("Add", ["y", "r"], ["s"], name="add1")],
+              [vi("a", [4, 5]), vi("r", ["n", 6])], [vi("s", None)], [init("w", f32(5, 6))])
+    case("act reject: gemm residual that may broadcast", m, dict(a, r=f32(4, 6)), A, rewritten=0, changed=False,
+         rejected=["add1: the Add's other input 'r' is not known to have the shape of fc's output"])
+    m = model([h.make_node("Gemm", ["a", "w"], ["y"], name="fc"),
+               h.make_node("Add", ["y", "k"], ["s"], name="add1")],
+              [vi("a", [4, 5])], [vi("s", None)], [init("w", g32(5, 6)), init("k", g32(6))])
+    case("act reject: gemm add of a constant", m, a, A, rewritten=0, changed=False,
+         rejected=["add1: the Add's other input 'k' is a constant, not a residual: fuse-matmul-add folds"])
     m = conv_act([h.make_node("Relu", ["y"], ["out"], name="relu1")], opset=8)
     case("act reject: opset 8", m, x, A, rewritten=0, changed=False,
          rejected=["relu1: the model imports ONNX opset 8: the fused op's function needs 9 or later"])
