@@ -25,9 +25,12 @@
 /* Small helpers                                                              */
 /* ------------------------------------------------------------------------ */
 
+/* a equals the textbook constant b: within TOL, or b rounded to float16 or
+ * bfloat16 (the constant a float16/bfloat16 model stores for it) */
 static bool near(double a, double b)
 {
-	return fabs(a - b) <= TOL;
+	return fabs(a - b) <= TOL || a == (double)ir_f16_to_f32(ir_f32_to_f16((float)b)) ||
+	       a == (double)ir_bf16_to_f32(ir_f32_to_bf16((float)b));
 }
 
 static int set_attr_str(struct ir_node *n, const char *name, const char *val, struct ir_diag *d)
@@ -369,7 +372,9 @@ const struct pass pass_fuse_gelu = {
 		"approximation (GPT-2's gelu_new): 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))), with x^3 "
 		"as Pow(x, 3) or x * x * x. It becomes Gelu(x, approximate=\"tanh\"), which computes the same "
 		"approximation, so the numbers do not move beyond rounding. Constants must equal the textbook ones "
-		"within 1e-6.\n\n"
+		"within 1e-6, or be them rounded to float16 or bfloat16, as a float16 or bfloat16 model stores them "
+		"(0.044708252 for 0.044715 in float16): Gelu then uses the exact constants, a change far below the "
+		"rounding of the model's own type.\n\n"
 		"Nothing is fused when a value inside the pattern is read by anything else (another node, a "
 		"subgraph, or as a graph output): the Gelu node would not produce it, so those nodes would have to "
 		"stay and nothing would be saved. Nothing is fused either when the model imports an opset older "

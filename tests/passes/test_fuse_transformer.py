@@ -210,6 +210,21 @@ def test_gelu():
         check(bool(g) and any(a.name == "approximate" and a.s == b"tanh" for a in g[0].attribute),
               "gelu_tanh: Gelu has approximate=tanh")
     apply_and_check("gelu_tanh2", p4, ["fuse-gelu"], {"Gelu": 1}, ["Tanh", "Mul", "Add"], feeds)
+    # float16 (GPT-2 exported in float16): the constants are the textbook ones rounded to float16
+    # (0.044708252, 0.7978515625); the fused Gelu rounds once, so the numbers agree within float16's rounding
+    th = [n for n in onnx.load(p3).graph.node]
+    h16 = [const(c.name, numpy_helper.to_array(c), np.float16) for c in onnx.load(p3).graph.initializer]
+    p5 = save_model("gelu_tanh_f16", th, [vi("x", [2, 3, 8], TensorProto.FLOAT16)],
+                    [vi("y", [2, 3, 8], TensorProto.FLOAT16)], h16)
+    check(any(c.name == "c" and float(numpy_helper.to_array(c)) == float(np.float16(0.044715)) != 0.044715 for c in h16),
+          "gelu_tanh_f16: the cubic factor is rounded to float16")
+    f16 = {"x": np.random.default_rng(3).normal(size=(2, 3, 8)).astype(np.float16)}
+    inp, ref = os.path.join(TMP, "gelu_f16_in.npz"), os.path.join(TMP, "gelu_f16_ref.npz")
+    np.savez(inp, **f16)
+    rc, text = ogsh(p5, f"run --inputs={inp} --save-outputs={ref}; apply fuse-gelu; "
+                        f"run --inputs={inp} --expect={ref} --rtol=2e-3 --atol=1e-3; ops")
+    check(rc == 0 and "Gelu" in text and "Tanh" not in text.split("ops")[-1],
+          "gelu_tanh_f16: fused into Gelu(tanh), numbers within float16's rounding", text[-1500:])
     # rejections
     p = save_model("gelu_old", erf, [X], [Y], cs, opset=14)
     reject_case("gelu_old_opset", p, "fuse-gelu", "the model imports opset 14; Gelu needs 20", "Erf")
