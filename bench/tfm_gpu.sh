@@ -7,7 +7,7 @@
 #            float16 (and float32 with TFM_FP32=1) into $TFM_MODELS (default
 #            /tmp/tfm; kept while the machine stays up)
 #   profile  ogsh `optimize` then `plan` and `profile` of each model at batch
-#            1 and 32                                   -> OUT/profile.txt
+#            1 and 32                  -> OUT/profile.txt, by op: OUT/profile_sum.txt
 #   nodes    `optimize`, `nodes` and `shapes` of each model    -> OUT/nodes.txt
 #   torch    bench/torch_kernels.py: PyTorch's kernels for the same rows
 #                                                       -> OUT/torch.txt
@@ -59,9 +59,19 @@ for s in $steps; do
 		for m in $models; do
 			for b in $bl; do
 				echo "#### $m fp16 batch $b" >>"$OUT/profile.txt"
-				timeout -k 10 300 $og -c "load $M/${m}_fp16.onnx; optimize --quiet; plan --shape=batch=$b; profile --shape=batch=$b --top=40; time --batch=$b --iters=100" \
-					>>"$OUT/profile.txt" 2>&1
-				echo "== profile $m b$b ($?): $(grep -E '^median|ms median|median' "$OUT/profile.txt" | tail -n 1)"
+				timeout -k 10 300 $og -c "load $M/${m}_fp16.onnx; optimize --quiet; plan --shape=batch=$b; profile --shape=batch=$b --top=5000; time --batch=$b --iters=100" \
+					>"$OUT/p.txt" 2>&1
+				cat "$OUT/p.txt" >>"$OUT/profile.txt"
+				# the profile's time by op and kernel (the ms column is the first of the form 0.123)
+				{
+					echo "#### $m fp16 batch $b: $(grep -E '^median' "$OUT/p.txt" | tail -n 1)"
+					awk '$1 ~ /^n[0-9]+$/ && $4 == "gpu" { for (i = 5; i <= NF; i++) if ($i ~ /^[0-9]+\.[0-9][0-9][0-9]$/) break;
+						impl = ""; for (j = 5; j < i; j++) impl = impl " " $j; t[$3 " |" impl] += $i; c[$3 " |" impl]++; tot += $i }
+						END { for (k in t) printf "%8.3f %4d %s\n", t[k], c[k], k; printf "%8.3f total (per-node medians)\n", tot }' \
+						"$OUT/p.txt" | sort -rn | head -n 16
+				} >>"$OUT/profile_sum.txt"
+				rm -f "$OUT/p.txt"
+				echo "== profile $m b$b: $(grep -E '^median' "$OUT/profile.txt" | tail -n 1)"
 			done
 		done
 		;;
