@@ -135,6 +135,10 @@ int cpu_default_threads(void);
 bool cpu_threads_env_ok(void);
 /* The cores this process may run on (its affinity mask), at least 1. */
 int cpu_machine_cores(void);
+/* For tests: caps every kernel's grain (the least work a thread takes) at
+ * `cap` indexes, so that even small tensors are split among the threads
+ * and range edges fall everywhere; 0 restores the kernels' own grains. */
+void cpu_set_grain_cap(int64_t cap);
 /* Stops and joins the pool's threads, if any (also done at exit); the next
  * parallel kernel starts them again. */
 void cpu_pool_stop(void);

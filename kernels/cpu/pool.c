@@ -48,6 +48,7 @@ static bool pool_busy;          /* a job is running (a second caller runs serial
 static bool pool_atexit;
 static struct pool_job pool_job;
 
+static _Atomic int64_t grain_cap;   /* cpu_set_grain_cap; 0: none */
 static _Thread_local bool tl_inside; /* this thread is running a range */
 static _Thread_local int tl_worker;
 
@@ -239,12 +240,19 @@ int cpu_set_threads(int n)
 	return 0;
 }
 
+void cpu_set_grain_cap(int64_t cap)
+{
+	atomic_store(&grain_cap, cap > 0 ? cap : 0);
+}
+
 void cpu_parallel_for(int64_t n, int64_t grain, cpu_range_fn fn, void *ctx)
 {
-	int64_t n_chunks, chunk, most;
+	int64_t n_chunks, chunk, most, cap = atomic_load(&grain_cap);
 	int threads;
 	if (n <= 0)
 		return;
+	if (cap && grain > cap)
+		grain = cap;
 	if (grain < 1)
 		grain = 1;
 	if (tl_inside || n <= grain) {
