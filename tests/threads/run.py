@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The thread-count bit-identity test of the CPU kernels.
 
-    run.py THREAD_IDENT MODELDIR [--quick]
+    run.py THREAD_IDENT MODELDIR
 
 Runs thread_ident (next to this file) with 1 and 3 threads over the ONNX
 backend test data inside the onnx package of this Python (node, simple,
@@ -9,9 +9,7 @@ pytorch-converted, pytorch-operator, light) and over the generated
 ResNet-50 and BERT-base (batch 1, sequence 128), made in MODELDIR by
 tests/models/make_models.py when missing (the costs tests share them).
 Every value the models compute must have the same bits; the 3-thread runs
-split even small tensors (thread_ident --small-ranges). --quick (the
-sanitizer build) keeps the backend test data and ResNet-50 and leaves
-BERT-base out.
+split even small tensors (thread_ident --small-ranges).
 """
 import os
 import subprocess
@@ -23,11 +21,10 @@ SUITES = ["node", "simple", "pytorch-converted", "pytorch-operator", "light"]
 
 
 def main():
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    args = sys.argv[1:]
     if len(args) != 2:
         raise SystemExit(__doc__)
-    driver, modeldir = args
-    quick = "--quick" in sys.argv
+    driver, modeldir = args[0], os.path.abspath(args[1])
     import onnx
     data = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data")
     paths = [os.path.join(data, s) for s in SUITES]
@@ -42,8 +39,7 @@ def main():
     env = dict(os.environ)
     env.pop("OGSH_THREADS", None)
     with tempfile.TemporaryDirectory() as tmp:
-        if not quick:
-            paths.append(bert_test(modeldir, tmp))
+        paths.append(bert_test(modeldir, tmp))
         p = subprocess.run([driver, "3", "--small-ranges"] + paths, env=env, capture_output=True, text=True)
     sys.stdout.write(p.stdout)
     sys.stderr.write(p.stderr[-5000:])

@@ -195,7 +195,8 @@ static int run_path(const char *path, int threads)
 		names[n++] = strdup(e->d_name);
 	}
 	closedir(dp);
-	qsort(names, (size_t)n, sizeof(*names), cmp_str);
+	if (n)
+		qsort(names, (size_t)n, sizeof(*names), cmp_str);
 	for (int i = 0; i < n; i++) {
 		if (names[i]) {
 			snprintf(sub, sizeof(sub), "%s/%s", path, names[i]);
