@@ -5,10 +5,13 @@
  * them: worker 0 is the calling thread, workers 1..T-1 wait on a condition
  * variable for the next job. A job is [0, n) cut into contiguous chunks of
  * at least `grain` indexes; every thread takes the next chunk from an
- * atomic counter until none is left, and the call returns once every
- * worker has checked in. Which thread computes a chunk varies from run to
- * run; what a chunk computes does not, since kernels split by output
- * elements.
+ * atomic counter until none is left. The caller does not wait for workers
+ * that have not woken up yet (on a loaded machine one may not run for a
+ * while): once every chunk is taken it closes the job and waits only for
+ * the workers that joined it to finish their chunks; a worker that wakes
+ * after that leaves the job alone. Which thread computes a chunk varies
+ * from run to run; what a chunk computes does not, since kernels split by
+ * output elements.
  *
  * The thread count is OGSH_THREADS or the cores this process may run on,
  * until cpu_set_threads changes it (which stops the pool; the next call
@@ -42,7 +45,8 @@ static int n_started;           /* threads of the running pool, the caller count
 static int n_wanted;            /* the thread count; 0: not decided yet */
 static uint64_t pool_gen;       /* bumped for each job */
 static uint64_t pool_start_gen; /* pool_gen when the workers were started */
-static int pool_pending;        /* workers that have not checked in for this job */
+static int pool_active;         /* workers that joined the current job and are not done */
+static bool pool_open;          /* the current job may still be joined */
 static bool pool_stopping;
 static bool pool_busy;          /* a job is running (a second caller runs serially) */
 static bool pool_atexit;
@@ -130,10 +134,13 @@ static void *pool_main(void *arg)
 		if (pool_stopping)
 			break;
 		seen = pool_gen;
+		if (!pool_open)
+			continue;   /* woke too late: the caller finished the job */
+		pool_active++;
 		pthread_mutex_unlock(&pool_mu);
 		pool_take(&pool_job, id);
 		pthread_mutex_lock(&pool_mu);
-		if (--pool_pending == 0)
+		if (--pool_active == 0)
 			pthread_cond_signal(&pool_done);
 	}
 	pthread_mutex_unlock(&pool_mu);
@@ -191,7 +198,8 @@ static void pool_fork_child(void)
 	pool_tids = NULL;
 	n_started = 0;
 	pool_busy = false;
-	pool_pending = 0;
+	pool_open = false;
+	pool_active = 0;
 	pthread_mutex_unlock(&pool_mu);
 }
 
@@ -289,7 +297,7 @@ void cpu_parallel_for(int64_t n, int64_t grain, cpu_range_fn fn, void *ctx)
 	pool_job.n_chunks = n_chunks;
 	atomic_store(&pool_job.next, 0);
 	pool_busy = true;
-	pool_pending = threads - 1;
+	pool_open = true;
 	pool_gen++;
 	pthread_cond_broadcast(&pool_work);
 	pthread_mutex_unlock(&pool_mu);
@@ -300,7 +308,8 @@ void cpu_parallel_for(int64_t n, int64_t grain, cpu_range_fn fn, void *ctx)
 	tl_inside = false;
 
 	pthread_mutex_lock(&pool_mu);
-	while (pool_pending > 0)
+	pool_open = false;
+	while (pool_active > 0)
 		pthread_cond_wait(&pool_done, &pool_mu);
 	pool_busy = false;
 	pthread_mutex_unlock(&pool_mu);
