@@ -284,7 +284,7 @@ void cpu_parallel_for(int64_t n, int64_t grain, cpu_range_fn fn, void *ctx)
 		return;
 	}
 	/* chunks of at least grain, about POOL_CHUNKS_PER_THREAD a thread */
-	most = (n + grain - 1) / grain;
+	most = n / grain;
 	n_chunks = (int64_t)threads * POOL_CHUNKS_PER_THREAD;
 	if (n_chunks > most)
 		n_chunks = most;
