@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
-"""CPU backend speed: ogsh `run` against onnxruntime, both on one core.
+"""CPU backend speed: ogsh `run` against onnxruntime, on the same cores.
 
-    cpu_bench.py [--ogsh build/shell/ogsh] [--runs 11] [--models resnet50,...] [--out DIR]
+    cpu_bench.py [--ogsh build/shell/ogsh] [--runs 11] [--models resnet50,...] [--threads N] [--out DIR]
 
 Builds the models with tests/models/make_models.py (ResNet-50 and
 MobileNetV2 at 1x3x224x224, BERT-base and GPT-2 at batch 1 with 128 tokens),
-makes one set of inputs per model, and times, pinned to CPU 0 with taskset:
-  - ogsh: one process runs `run --inputs=...` 1 + RUNS times; the figure is
+makes one set of inputs per model, and times, pinned to CPUs 0..N-1 with
+taskset (N = --threads, default 1):
+  - ogsh: one process runs `set threads N`, then `run --inputs=...` 1 + RUNS times; the figure is
     the in-process run time ogsh prints ("ran N nodes on cpu in X ms"), the
     first run a warm-up; median and min of the rest;
-  - onnxruntime: one InferenceSession with intra_op_num_threads=1 and
+  - onnxruntime: one InferenceSession with intra_op_num_threads=N and
     inter_op_num_threads=1, the same inputs, 1 warm-up then RUNS timed runs
     (perf_counter), median and min.
 The outputs of both are compared (max abs error) so the timing is of a
@@ -44,17 +45,24 @@ def make_inputs(model_path, seq):
     return feeds
 
 
-def time_ogsh(ogsh, model, inputs, outputs, runs):
-    cmd = "; ".join([f"run --inputs={inputs}"] * runs + [f"run --inputs={inputs} --save-outputs={outputs}"])
-    p = subprocess.run(["taskset", "-c", "0", ogsh, model, "-c", cmd], capture_output=True, text=True, check=True)
+def cpus(threads):
+    """The taskset CPU list of the first `threads` CPUs."""
+    return "0" if threads == 1 else f"0-{threads - 1}"
+
+
+def time_ogsh(ogsh, model, inputs, outputs, runs, threads=1):
+    cmd = "; ".join([f"set threads {threads}"] + [f"run --inputs={inputs}"] * runs +
+                    [f"run --inputs={inputs} --save-outputs={outputs}"])
+    p = subprocess.run(["taskset", "-c", cpus(threads), ogsh, model, "-c", cmd], capture_output=True, text=True,
+                       check=True)
     ms = [float(x) for x in re.findall(r"ran \d+ nodes on cpu in ([0-9.]+) ms", p.stdout)]
     return ms[1:]
 
 
-def time_ort(model, feeds, runs):
+def time_ort(model, feeds, runs, threads=1):
     import onnxruntime as ort
     so = ort.SessionOptions()
-    so.intra_op_num_threads = 1
+    so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
     s = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
     s.run(None, feeds)
@@ -73,9 +81,12 @@ def main():
     ap.add_argument("--models", default="resnet50,mobilenetv2,bert,gpt2")
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--threads", type=int, default=1)
     a = ap.parse_args()
     if a.runs < 1:
         ap.error("--runs must be at least 1")
+    if a.threads < 1 or a.threads > (os.cpu_count() or 1):
+        ap.error(f"--threads must be from 1 to the machine's {os.cpu_count()} CPUs")
     out = a.out or tempfile.mkdtemp(prefix="ogsh-cpu-bench-")
     names = a.models.split(",")
     subprocess.run([sys.executable, os.path.join(ROOT, "tests", "models", "make_models.py"), out, *names],
@@ -88,12 +99,12 @@ def main():
         inp = os.path.join(out, n + "_in.npz")
         np.savez(inp, **feeds)
         outs = os.path.join(out, n + "_ogsh.npz")
-        og = time_ogsh(a.ogsh, model, inp, outs, a.runs)
+        og = time_ogsh(a.ogsh, model, inp, outs, a.runs, a.threads)
         ort_py = (f"import sys; sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r}); "
                   f"import cpu_bench as b, numpy as np, json; f=dict(np.load({inp!r})); "
-                  f"ms, out = b.time_ort({model!r}, f, {a.runs}); np.savez({os.path.join(out, n + '_ort.npz')!r}, *out); "
+                  f"ms, out = b.time_ort({model!r}, f, {a.runs}, {a.threads}); np.savez({os.path.join(out, n + '_ort.npz')!r}, *out); "
                   f"print(json.dumps(ms))")
-        p = subprocess.run(["taskset", "-c", "0", sys.executable, "-c", ort_py], capture_output=True, text=True,
+        p = subprocess.run(["taskset", "-c", cpus(a.threads), sys.executable, "-c", ort_py], capture_output=True, text=True,
                            check=True)
         import json
         om = json.loads(p.stdout.strip().splitlines()[-1])
@@ -101,6 +112,7 @@ def main():
         ref = np.load(os.path.join(out, n + "_ort.npz"))
         err = max(float(np.max(np.abs(mine[k] - ref[f"arr_{i}"]))) for i, k in enumerate(mine.files))
         rows.append((n, statistics.median(og), min(og), statistics.median(om), min(om), err))
+    print(f"{a.threads} thread{'s' if a.threads > 1 else ''}, CPUs {cpus(a.threads)}\n")
     print(f"| model | ogsh median ms | ogsh min ms | onnxruntime median ms | onnxruntime min ms | ogsh/ort | max abs diff |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for n, a1, a2, b1, b2, e in rows:

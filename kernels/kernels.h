@@ -117,4 +117,30 @@ cpu_kernel_fn cpu_kernel(int op);
 /* Runs the node's kernel; IR_ERR naming what is missing if there is none. */
 int cpu_run_node(struct cpu_kctx *k);
 
+/*
+ * The CPU kernels' threads (kernels/cpu/pool.c). Results do not depend on
+ * the count: kernels split their work by output elements.
+ */
+/* The thread count the kernels use (>= 1): set by cpu_set_threads, else
+ * cpu_default_threads(). */
+int cpu_threads(void);
+/* Sets the thread count: n >= 1, or 0 for cpu_default_threads(). Stops
+ * the pool's threads (the next parallel kernel starts them again). 0, or
+ * IR_ERR when n < 0 or a kernel is running on the pool. */
+int cpu_set_threads(int n);
+/* OGSH_THREADS from the environment when it is a number >= 1, else
+ * cpu_machine_cores(). */
+int cpu_default_threads(void);
+/* False when OGSH_THREADS is set but not a number >= 1 (then ignored). */
+bool cpu_threads_env_ok(void);
+/* The cores this process may run on (its affinity mask), at least 1. */
+int cpu_machine_cores(void);
+/* For tests: caps every kernel's grain (the least work a thread takes) at
+ * `cap` indexes, so that even small tensors are split among the threads
+ * and range edges fall everywhere; 0 restores the kernels' own grains. */
+void cpu_set_grain_cap(int64_t cap);
+/* Stops and joins the pool's threads, if any (also done at exit); the next
+ * parallel kernel starts them again. */
+void cpu_pool_stop(void);
+
 #endif

@@ -515,6 +515,7 @@ int cmd_time(struct session *s, int argc, char **argv)
 		sh_json_kbool(&j, "graph", r.graph);
 		sh_json_kbool(&j, "with_copies", gpu && sh_flag(&a, "with-copies"));
 		sh_json_kbool(&j, "tf32", gpu && s->tf32);
+		sh_json_kint(&j, "threads", cpu_threads());
 		sh_json_knum(&j, "median_ms", r.median_ms);
 		sh_json_knum(&j, "p90_ms", r.p90_ms);
 		sh_json_knum(&j, "min_ms", r.min_ms);
@@ -525,8 +526,11 @@ int cmd_time(struct session *s, int argc, char **argv)
 		sh_json_end(&j);
 	}
 	if (jf != s->out) {
+		char nthr[48] = "";
+		if (!gpu)
+			snprintf(nthr, sizeof(nthr), " (%d thread%s)", cpu_threads(), cpu_threads() == 1 ? "" : "s");
 		sh_printf(s, "%d runs on %s%s after %d warm-up, batch %" PRId64 "%s%s\n", r.iters, gpu ? "cuda" : "cpu",
-			  gpu ? (r.graph ? " (CUDA graph)" : " (node by node)") : "", warmup, b,
+			  gpu ? (r.graph ? " (CUDA graph)" : " (node by node)") : nthr, warmup, b,
 			  gpu && sh_flag(&a, "with-copies") ? ", copies included" : "",
 			  !gpu ? "" : s->tf32 ? "; float32 matrix math in TF32 (set tf32 on)" :
 						"; float32 matrix math in full float32 (set tf32 off)");
@@ -687,6 +691,7 @@ int cmd_profile(struct session *s, int argc, char **argv)
 		sh_json_kstr(&j, "device", gpu ? "cuda" : "cpu");
 		sh_json_kint(&j, "iters", iters);
 		sh_json_kbool(&j, "tf32", gpu && s->tf32);
+		sh_json_kint(&j, "threads", cpu_threads());
 		sh_json_knum(&j, "total_ms", total);
 		sh_json_key(&j, "nodes");
 		sh_json_arr(&j);
@@ -751,11 +756,14 @@ int cmd_profile(struct session *s, int argc, char **argv)
 		sh_json_end(&j);
 	}
 	if (!json) {
+		char thr[48] = "";
+		if (!gpu)
+			snprintf(thr, sizeof(thr), "; %d thread%s", cpu_threads(), cpu_threads() == 1 ? "" : "s");
 		sh_table_print(s, &t, true);
 		sh_table_free(&t);
 		sh_printf(s, "%d node%s, %.3f ms in all (median of %d run%s per node, on %s%s)%s\n", n, n == 1 ? "" : "s",
 			  total, iters, iters == 1 ? "" : "s", gpu ? "cuda" : "cpu",
-			  !gpu ? "" : s->tf32 ? "; float32 matrix math in TF32" : "; float32 matrix math in full float32",
+			  !gpu ? thr : s->tf32 ? "; float32 matrix math in TF32" : "; float32 matrix math in full float32",
 			  shown < n ? "; --top shows the slowest" : "");
 	}
 	ret = 0;

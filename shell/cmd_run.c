@@ -804,7 +804,7 @@ static int cmp_prof_name(const void *a, const void *b)
 
 /* Time per op type over the main graph's nodes (rep->node_ms is in node order). */
 static void print_profile(struct session *s, const struct ir_model *m, const struct exec_report *rep,
-			  struct sh_json *j)
+			  struct sh_json *j, bool gpu)
 {
 	struct prof_row *rows = calloc((size_t)(rep->n_node_ms ? rep->n_node_ms : 1), sizeof(*rows));
 	int n = 0, pos = 0;
@@ -827,6 +827,8 @@ static void print_profile(struct session *s, const struct ir_model *m, const str
 	/* the table: most time first; JSON: by op name (stable for scripts) */
 	qsort(rows, (size_t)n, sizeof(*rows), j ? cmp_prof_name : cmp_prof);
 	if (j) {
+		if (!gpu)
+			sh_json_kint(j, "threads", cpu_threads());
 		sh_json_key(j, "profile");
 		sh_json_arr(j);
 		for (int r = 0; r < n; r++) {
@@ -850,6 +852,8 @@ static void print_profile(struct session *s, const struct ir_model *m, const str
 		sh_printf(s, "\n");
 		sh_table_print(s, &t, true);
 		sh_table_free(&t);
+		if (!gpu)
+			sh_printf(s, "(the CPU kernels ran on %d thread%s)\n", cpu_threads(), cpu_threads() == 1 ? "" : "s");
 	}
 	free(rows);
 }
@@ -1078,7 +1082,7 @@ int cmd_run(struct session *s, int argc, char **argv)
 			json_value(&j, out.a[i].name, &out.a[i].v);
 		sh_json_arr_end(&j);
 		if (profile)
-			print_profile(s, m, &rep, &j);
+			print_profile(s, m, &rep, &j, gpu);
 		sh_json_obj_end(&j);
 		sh_json_end(&j);
 		if (json) {
@@ -1104,7 +1108,7 @@ int cmd_run(struct session *s, int argc, char **argv)
 				  sh_bytes(rep.peak_bytes, b1, sizeof(b1)), sh_bytes(rep.total_bytes, b2, sizeof(b2)),
 				  rep.n_allocs, rep.n_reused, all ? "; every value kept for compare" : "");
 		if (profile)
-			print_profile(s, m, &rep, NULL);
+			print_profile(s, m, &rep, NULL, gpu);
 	}
 	if (want.n) {
 		if (!json)

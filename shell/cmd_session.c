@@ -3,6 +3,8 @@
  */
 #include "shell.h"
 
+#include <errno.h>
+
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -197,6 +199,41 @@ static int parse_bool(struct session *s, const char *name, const char *v, bool *
 	return 0;
 }
 
+int sh_threads_set(const struct session *s)
+{
+	if (s->threads)
+		return s->threads;
+	return cpu_threads_env_ok() && getenv("OGSH_THREADS") && *getenv("OGSH_THREADS") ? cpu_threads() : 0;
+}
+
+/* "threads   N" and where N comes from */
+static void print_threads(struct session *s)
+{
+	const char *env = getenv("OGSH_THREADS");
+	sh_printf(s, "threads   %d%s\n", cpu_threads(),
+		  s->threads ? "" : env && *env && cpu_threads_env_ok() ? " (OGSH_THREADS)" : " (auto: the cores ogsh may use)");
+}
+
+static int set_threads(struct session *s, const char *v)
+{
+	long n = 0;
+	char *end = NULL;
+	if (strcmp(v, "auto") != 0) {
+		errno = 0;
+		n = strtol(v, &end, 10);
+		if (end == v || *end || errno || n < 0 || n > 1024)
+			return sh_error(s, "set threads: expected a number from 1 to 1024, 0 or auto, not '%s'", sh_esc(v));
+	}
+	if (n == 0) {
+		/* the machine's cores, not OGSH_THREADS */
+		n = cpu_machine_cores();
+	}
+	if (cpu_set_threads((int)n))
+		return sh_error(s, "set threads: cannot change the thread count now");
+	s->threads = (int)n;
+	return 0;
+}
+
 int cmd_set(struct session *s, int argc, char **argv)
 {
 	struct sh_args a;
@@ -205,6 +242,7 @@ int cmd_set(struct session *s, int argc, char **argv)
 	if (a.npos == 0) {
 		sh_printf(s, "on-error  %s\ntimer     %s\ncolor     %s\ntf32      %s\n",
 			  s->on_error_continue ? "continue" : "stop", on_off(s->timer), on_off(s->color), on_off(s->tf32));
+		print_threads(s);
 		return 0;
 	}
 	const char *name = a.pos[0], *v = a.npos > 1 ? a.pos[1] : NULL;
@@ -246,7 +284,14 @@ int cmd_set(struct session *s, int argc, char **argv)
 		}
 		return parse_bool(s, name, v, &s->tf32);
 	}
-	return sh_error(s, "unknown setting '%s' (settings: on-error, timer, color, tf32)", sh_esc(name));
+	if (strcmp(name, "threads") == 0) {
+		if (!v) {
+			print_threads(s);
+			return 0;
+		}
+		return set_threads(s, v);
+	}
+	return sh_error(s, "unknown setting '%s' (settings: on-error, timer, color, tf32, threads)", sh_esc(name));
 }
 
 int cmd_quit(struct session *s, int argc, char **argv)

@@ -199,7 +199,8 @@ const struct sh_cmd sh_commands[] = {
 	  "node's largest difference is kept for `dot --color-by error`. --save-outputs writes the "
 	  "outputs as NAME.npy files in a folder, or one .npz. --all-tensors keeps every intermediate "
 	  "value (saved too with --save-outputs), so `compare last FILE` can check them. --profile times "
-	  "every node and lists the time per op type, most first. Ctrl-C stops the run between nodes; "
+	  "every node and lists the time per op type, most first (on the CPU, with the thread count). "
+	  "Ctrl-C stops the run between nodes; "
 	  "progress shows after a second.",
 	  "run --device=cuda --check=cpu",
 	  "--device= --check= --inputs= --seed= --shape= --expect= --atol= --rtol= --save-outputs= --all-tensors --profile --backend= --json",
@@ -238,7 +239,8 @@ const struct sh_cmd sh_commands[] = {
 	  "the inputs and downloading the outputs too. On the GPU it says whether float32 matrix "
 	  "products and convolutions ran in TF32 (`set tf32 on`, as PyTorch's convolutions, TensorRT "
 	  "and onnxruntime's CUDA provider do by default) or in full float32 (the default here); "
-	  "--json has it as tf32. Ctrl-C stops between runs.",
+	  "--json has it as tf32. On the CPU it says how many threads the kernels ran on (`set threads`); "
+	  "--json has it as threads. Ctrl-C stops between runs.",
 	  "time --batch=8 --iters=200", "--iters= --warmup= --batch= --no-graph --with-copies --device= --shape= --json",
 	  SH_C_NONE, SH_F_JSON | SH_F_KEEP, "run" },
 	{ "profile", cmd_profile, "[--iters=N] [--top=N] [--device=cpu|cuda] [--shape=NAME=DIMS]... [--json]",
@@ -248,7 +250,8 @@ const struct sh_cmd sh_commands[] = {
 	  "and lists one row per node, slowest first: where it ran, what computed it, the median ms, its "
 	  "share of the total, the GFLOP/s and GB/s it reached (from the cost model, see `cost`) and the "
 	  "% of the GPU's peak (the larger of compute and memory bandwidth; peaks from `gpu`). --top=N "
-	  "keeps the N slowest. The last line says whether float32 matrix math ran in TF32 (`set tf32`). "
+	  "keeps the N slowest. The last line says whether float32 matrix math ran in TF32 (`set tf32`), "
+	  "or on the CPU the thread count (`set threads`). "
 	  "The times are kept for `dot --color-by time`.",
 	  "profile --top=10", "--iters= --top= --device= --shape= --json", SH_C_NONE, SH_F_JSON | SH_F_KEEP, "run" },
 	{ "compare", cmd_compare, "A B [--atol=A] [--rtol=R] [--stages] [--json]",
@@ -481,7 +484,9 @@ const struct sh_cmd sh_commands[] = {
 	  "Settings: on-error stop|continue (what a script does after an error), timer on|off "
 	  "(print each command's wall time), color auto|on|off, tf32 on|off (TF32 tensor cores for "
 	  "float32 matrix products and convolutions on the GPU: faster, about 1e-3 relative error; off "
-	  "by default). With no argument, lists them.",
+	  "by default), threads N (the CPU kernels' thread count, 1 or more; 0 or auto: the cores ogsh "
+	  "may use, the default unless OGSH_THREADS says otherwise; results do not depend on it). With "
+	  "no argument, lists them.",
 	  "set on-error continue", "", SH_C_SETTING, 0, "session" },
 	{ "quit", cmd_quit, "[--force]", "leave ogsh",
 	  "Leaves the shell. At a terminal, asks first when there are unsaved changes "

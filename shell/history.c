@@ -248,6 +248,7 @@ void sh_history_settings(struct session *s)
 	s->hist_started = true;
 	s->hist_on_error = s->on_error_continue;
 	s->hist_tf32 = s->tf32;
+	s->hist_threads = sh_threads_set(s);
 }
 
 void sh_history_free(struct session *s)
@@ -320,6 +321,9 @@ static int save_history(struct session *s, const char *path)
 	fprintf(f, "# the settings the session started with\nset on-error %s\nset tf32 %s\n",
 		(s->hist_started ? s->hist_on_error : s->on_error_continue) ? "continue" : "stop",
 		(s->hist_started ? s->hist_tf32 : s->tf32) ? "on" : "off");
+	int threads = s->hist_started ? s->hist_threads : sh_threads_set(s);
+	if (threads)
+		fprintf(f, "set threads %d\n", threads);
 	fprintf(f, "# %d command%s that succeeded (help, history, source and failed commands are left out)\n", n_saved,
 		n_saved == 1 ? "" : "s");
 	for (int i = 0; i < n; i++)

@@ -157,6 +157,9 @@ int main(int argc, char **argv)
 	}
 
 	sh_install_signals();
+	if (!cpu_threads_env_ok())
+		fprintf(stderr, "ogsh: warning: OGSH_THREADS='%s' is not a whole number of 1 or more: using %d threads\n",
+			sh_esc(getenv("OGSH_THREADS")), cpu_machine_cores());
 	if (model_path) {
 		struct ir_diag d;
 		ir_diag_init(&d);

@@ -109,6 +109,8 @@ static const struct {
 			 "CPU reference, and gpu says so." },
 	{ "OGSH_CPU_ISA", "generic, avx2 or avx512: the most the CPU kernels may use (generic gives the same float "
 			  "rounding on every CPU; the golden tests set it)." },
+	{ "OGSH_THREADS", "the number of threads the CPU kernels use (a whole number, 1 or more; default: the "
+			  "cores this process may run on); `set threads` changes it. Results do not depend on it." },
 	{ "OGSH_HISTORY", "the file of the interactive shell's command history (default ~/.ogsh_history); set "
 			  "and empty, no history is read or written." },
 	{ "OGSH_LAYOUT", "nchw keeps every GPU activation in NCHW (no channels-last float16 values), for "

@@ -83,6 +83,7 @@ struct session {
 	struct sh_node_values node_time;   /* from `profile` */
 	struct sh_node_values node_err;    /* from `run --check` */
 	bool tf32;             /* `set tf32 on`: TF32 tensor cores for float32 on the GPU */
+	int threads;           /* `set threads N`: the CPU kernels' thread count; 0: not set (auto) */
 	/* the GPU plan of the current stage (sh_gpu_plan), dropped by sh_run_forget */
 	struct exec_plan *plan;
 	const struct ir_model *plan_model;
@@ -124,6 +125,7 @@ struct session {
 	int n_cmds, cap_cmds;
 	char *start_path;      /* the model the session started on (absolute), NULL: the demo */
 	bool hist_started, hist_on_error, hist_tf32;   /* settings before the first command */
+	int hist_threads;      /* the thread count then, when set (OGSH_THREADS or set threads); 0: auto */
 };
 
 /* ---- the command table (commands.c) ---- */
@@ -184,6 +186,9 @@ void sh_history_add(struct session *s, char *text, const char *cmd, int rc);
 void sh_history_start(struct session *s, const char *model_path);
 /* Notes the settings before the session's first command (called before each command) */
 void sh_history_settings(struct session *s);
+/* The CPU thread count when the user chose it (set threads, or OGSH_THREADS);
+ * 0 when it is the default (the machine's cores). */
+int sh_threads_set(const struct session *s);
 void sh_history_free(struct session *s);
 int sh_sha256_file(const char *path, char hex[65], int *err);
 void sh_sha256_hex(const void *data, size_t n, char hex[65]);

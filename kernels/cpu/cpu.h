@@ -11,6 +11,7 @@
 #define OGSH_KERNELS_CPU_H
 
 #include "kernels/kernels.h"
+#include "kernels/cpu/pool.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -51,6 +52,24 @@ extern const struct cpu_kernel cpu_kernels_fused[];
 int kerr(struct cpu_kctx *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* IR_EINTR (with a message) when the user pressed Ctrl-C, else 0. */
 int kstop(struct cpu_kctx *k);
+
+/* --- threads (see pool.h: split by output elements only) --- */
+
+/*
+ * Runs fn over [0, n) on the pool, in slabs of a few dozen grains run one
+ * after the other with kstop between them, so Ctrl-C stops a long kernel
+ * (a slab in flight completes). fn must not call kstop or kerr. 0 or
+ * IR_EINTR.
+ */
+int kpar(struct cpu_kctx *k, int64_t n, int64_t grain, cpu_range_fn fn, void *ctx);
+
+/* A grain for kpar: indexes of about `cost` element operations each, so
+ * a range holds at least KPAR_WORK of them. */
+#define KPAR_WORK 16384
+static inline int64_t kgrain(int64_t cost)
+{
+	return cost >= KPAR_WORK ? 1 : KPAR_WORK / (cost > 0 ? cost : 1);
+}
 
 /* --- inputs and outputs --- */
 
@@ -134,6 +153,8 @@ void kiter_init(struct kiter *it, int rank, const int64_t *dims);
 int kiter_add(struct kiter *it, const int64_t *strides);
 /* Moves to the next index (row-major); offsets follow. */
 void kiter_next(struct kiter *it);
+/* Moves to the row-major index `flat` (from anywhere); offsets follow. */
+void kiter_seek(struct kiter *it, int64_t flat);
 
 /* A shape as "[2,3,4]" in a static per-thread buffer (for messages). */
 const char *kshape(const struct ir_tensor *t);

@@ -112,6 +112,105 @@ static int attn_view(struct cpu_kctx *k, const struct ir_tensor *t, const char *
 	return 0;
 }
 
+struct attn_job {
+	const struct ir_tensor *Q, *M;
+	const struct attn_view *q;
+	int qt;
+	const double *pk, *pv;   /* present key and value, (B, Hkv, T, D or Dv) */
+	int64_t D, Dv, T, Lq, Hq, Hkv, group, P;
+	double scale, softcap;
+	const int64_t *mdims, *mstr;
+	bool mbool;
+	int is_causal;
+	const int64_t *nonpad;
+	void *yd, *qkout;
+	int64_t mode;
+	bool nan_zero;
+	int yrank;
+	bool bshd;
+	double *scratch;         /* per worker: D + 3 T doubles */
+};
+
+/* the (batch, head) pairs [p0, p1) of an attention */
+static void attn_heads(void *ctx, int64_t p0, int64_t p1, int worker)
+{
+	const struct attn_job *jb = ctx;
+	const struct ir_tensor *Q = jb->Q, *M = jb->M;
+	const struct attn_view q = *jb->q;
+	const int qt = jb->qt;
+	const double *pk = jb->pk, *pv = jb->pv;
+	const int64_t D = jb->D, Dv = jb->Dv, T = jb->T, Lq = jb->Lq, Hq = jb->Hq, Hkv = jb->Hkv;
+	const int64_t group = jb->group, P = jb->P, mode = jb->mode;
+	const double scale = jb->scale, softcap = jb->softcap;
+	const int64_t *mdims = jb->mdims, *mstr = jb->mstr, *nonpad = jb->nonpad;
+	const bool mbool = jb->mbool, nan_zero = jb->nan_zero, bshd = jb->bshd;
+	const int is_causal = jb->is_causal, yrank = jb->yrank;
+	void *yd = jb->yd, *qkout = jb->qkout;
+	double *qv = jb->scratch + (size_t)worker * (size_t)(D + 3 * T);
+	double *row = qv + D, *raw = row + T, *cap = raw + T;
+	for (int64_t p = p0; p < p1; p++) {
+		const int64_t b = p / Hq, h = p % Hq;
+		const int64_t hk = h / group;
+		const double *kb = pk + (b * Hkv + hk) * T * D, *vb = pv + (b * Hkv + hk) * T * Dv;
+		for (int64_t i = 0; i < Lq; i++) {
+			uint64_t qo = (uint64_t)(b * q.sb + h * q.sh + i * q.ss);
+			for (int64_t d = 0; d < D; d++)
+				qv[d] = kld(qt, kdata(Q), qo + (uint64_t)d);
+			for (int64_t j = 0; j < T; j++) {
+				double acc = 0;
+				const double *kr = kb + j * D;
+				for (int64_t d = 0; d < D; d++)
+					acc += qv[d] * kr[d];
+				raw[j] = acc * scale;
+				/* softcap comes before the mask, so -inf stays -inf */
+				cap[j] = softcap > 0 ? softcap * tanh(raw[j] / softcap) : raw[j];
+				double bias = 0;
+				if (M) {
+					if (j >= mdims[3]) {
+						bias = -INFINITY;
+					} else {
+						uint64_t mo = (uint64_t)(b * mstr[0] + h * mstr[1] + i * mstr[2] + j * mstr[3]);
+						if (mbool)
+							bias = kldi(IR_BOOL, kdata(M), mo) ? 0 : -INFINITY;
+						else
+							bias = kld(M->dtype, kdata(M), mo);
+					}
+				}
+				if (is_causal && j > i + P)
+					bias = -INFINITY;
+				if (nonpad && j >= nonpad[b])
+					bias = -INFINITY;
+				row[j] = cap[j] + bias;
+			}
+			uint64_t qko = (uint64_t)(((b * Hq + h) * Lq + i) * T);
+			if (qkout && mode == 0)
+				for (int64_t j = 0; j < T; j++)
+					kst(qt, qkout, qko + (uint64_t)j, raw[j]);
+			if (qkout && mode == 1)
+				for (int64_t j = 0; j < T; j++)
+					kst(qt, qkout, qko + (uint64_t)j, cap[j]);
+			if (qkout && mode == 2)
+				for (int64_t j = 0; j < T; j++)
+					kst(qt, qkout, qko + (uint64_t)j, row[j]);
+			softmax_row(row, T);
+			for (int64_t j = 0; nan_zero && j < T; j++)
+				if (isnan(row[j]))
+					row[j] = 0;
+			if (qkout && mode == 3)
+				for (int64_t j = 0; j < T; j++)
+					kst(qt, qkout, qko + (uint64_t)j, row[j]);
+			for (int64_t d = 0; d < Dv; d++) {
+				double acc = 0;
+				for (int64_t j = 0; j < T; j++)
+					acc += row[j] * vb[j * Dv + d];
+				uint64_t yo = yrank == 4 && !bshd ? (uint64_t)(((b * Hq + h) * Lq + i) * Dv + d)
+							 : (uint64_t)((b * Lq + i) * Hq * Dv + h * Dv + d);
+				kst(qt, yd, yo, acc);
+			}
+		}
+	}
+}
+
 /*
  * Attention, and ai.ogsh FusedAttention (Q, K, V, mask?): the same with
  * the mask broadcast as numpy's (a last axis of 1 spans every key) and,
@@ -245,10 +344,8 @@ static int k_attention(struct cpu_kctx *k)
 	    !mul_ok(&nv, Hkv) || !mul_ok(&nv, T) || !mul_ok(&nv, Dv))
 		return kerr(k, "key/value cache is too large");
 	int rc = IR_ERR;
-	double *pk = NULL, *pv = NULL, *qv = NULL, *row = NULL, *raw = NULL, *cap = NULL;
-	if (!(pk = alloc_f64(k, nk)) || !(pv = alloc_f64(k, nv)) || !(qv = alloc_f64(k, (uint64_t)D)) ||
-	    !(row = alloc_f64(k, (uint64_t)T)) || !(raw = alloc_f64(k, (uint64_t)T)) ||
-	    !(cap = alloc_f64(k, (uint64_t)T)))
+	double *pk = NULL, *pv = NULL;
+	if (!(pk = alloc_f64(k, nk)) || !(pv = alloc_f64(k, nv)))
 		goto out;
 	if (NP && !(nonpad = malloc(sizeof(int64_t) * (size_t)(B + 1)))) {
 		rc = ir_diag_err(k->d, IR_ENOMEM, "out of memory");
@@ -283,78 +380,21 @@ static int k_attention(struct cpu_kctx *k)
 		for (uint64_t i = 0; i < nv; i++)
 			kst(tpv->dtype, kwdata(tpv), i, pv[i]);
 
-	void *yd = kwdata(ty), *qkout = tqk ? kwdata(tqk) : NULL;
-	for (int64_t b = 0; b < B; b++)
-		for (int64_t h = 0; h < Hq; h++) {
-			if ((rc = kstop(k)))
-				goto out;
-			const int64_t hk = h / group;
-			const double *kb = pk + (b * Hkv + hk) * T * D, *vb = pv + (b * Hkv + hk) * T * Dv;
-			for (int64_t i = 0; i < Lq; i++) {
-				uint64_t qo = (uint64_t)(b * q.sb + h * q.sh + i * q.ss);
-				for (int64_t d = 0; d < D; d++)
-					qv[d] = kld(qt, kdata(Q), qo + (uint64_t)d);
-				for (int64_t j = 0; j < T; j++) {
-					double acc = 0;
-					const double *kr = kb + j * D;
-					for (int64_t d = 0; d < D; d++)
-						acc += qv[d] * kr[d];
-					raw[j] = acc * scale;
-					/* softcap comes before the mask, so -inf stays -inf */
-					cap[j] = softcap > 0 ? softcap * tanh(raw[j] / softcap) : raw[j];
-					double bias = 0;
-					if (M) {
-						if (j >= mdims[3]) {
-							bias = -INFINITY;
-						} else {
-							uint64_t mo = (uint64_t)(b * mstr[0] + h * mstr[1] + i * mstr[2] + j * mstr[3]);
-							if (mbool)
-								bias = kldi(IR_BOOL, kdata(M), mo) ? 0 : -INFINITY;
-							else
-								bias = kld(M->dtype, kdata(M), mo);
-						}
-					}
-					if (is_causal && j > i + P)
-						bias = -INFINITY;
-					if (nonpad && j >= nonpad[b])
-						bias = -INFINITY;
-					row[j] = cap[j] + bias;
-				}
-				uint64_t qko = (uint64_t)(((b * Hq + h) * Lq + i) * T);
-				if (qkout && mode == 0)
-					for (int64_t j = 0; j < T; j++)
-						kst(qt, qkout, qko + (uint64_t)j, raw[j]);
-				if (qkout && mode == 1)
-					for (int64_t j = 0; j < T; j++)
-						kst(qt, qkout, qko + (uint64_t)j, cap[j]);
-				if (qkout && mode == 2)
-					for (int64_t j = 0; j < T; j++)
-						kst(qt, qkout, qko + (uint64_t)j, row[j]);
-				softmax_row(row, T);
-				for (int64_t j = 0; nan_zero && j < T; j++)
-					if (isnan(row[j]))
-						row[j] = 0;
-				if (qkout && mode == 3)
-					for (int64_t j = 0; j < T; j++)
-						kst(qt, qkout, qko + (uint64_t)j, row[j]);
-				for (int64_t d = 0; d < Dv; d++) {
-					double acc = 0;
-					for (int64_t j = 0; j < T; j++)
-						acc += row[j] * vb[j * Dv + d];
-					uint64_t yo = yrank == 4 && !bshd ? (uint64_t)(((b * Hq + h) * Lq + i) * Dv + d)
-								 : (uint64_t)((b * Lq + i) * Hq * Dv + h * Dv + d);
-					kst(qt, yd, yo, acc);
-				}
-			}
-		}
+	struct attn_job j = { Q, M, &q, qt, pk, pv, D, Dv, T, Lq, Hq, Hkv, group, P, scale, softcap, mdims, mstr,
+			      mbool, is_causal, nonpad, kwdata(ty), tqk ? kwdata(tqk) : NULL, mode, nan_zero, yrank,
+			      bshd, NULL };
+	uint64_t per = (uint64_t)D + 3 * (uint64_t)T, nscr = (uint64_t)cpu_threads();
+	if (!mul_ok(&nscr, (int64_t)per) || !(j.scratch = alloc_f64(k, nscr)))
+		goto out;
+	/* one (batch, head) pair a range at least: each writes its own rows of the outputs */
+	rc = kpar(k, B * Hq, kgrain(Lq * T * (D + Dv)), attn_heads, &j);
+	free(j.scratch);
+	if (rc)
+		goto out;
 	rc = 0;
 out:
 	free(pk);
 	free(pv);
-	free(qv);
-	free(row);
-	free(raw);
-	free(cap);
 	free(nonpad);
 	return rc;
 }

@@ -337,6 +337,49 @@ static int set_string(struct cpu_kctx *k, struct ir_bytes *b, const char *s)
 	return 0;
 }
 
+/* Numeric casts split the elements into blocks of CAST_BLOCK, at least
+ * CAST_GRAIN blocks a thread. */
+#define CAST_BLOCK 64
+#define CAST_GRAIN (16384 / CAST_BLOCK)
+
+struct cast_job {
+	int xd, to;
+	bool saturate;
+	int rmode;
+	const void *src;
+	void *y;
+	uint64_t n;
+};
+
+static void cast_blocks(void *ctx, int64_t b, int64_t e, int worker)
+{
+	const struct cast_job *j = ctx;
+	int xd = j->xd, to = j->to;
+	const void *src = j->src;
+	void *y = j->y;
+	uint64_t lo = (uint64_t)b * CAST_BLOCK, hi = (uint64_t)e * CAST_BLOCK;
+	(void)worker;
+	if (hi > j->n)
+		hi = j->n;
+	if (is_intlike(xd) && is_intlike(to)) {
+		/* exact, wrapping to the target's width (bool: != 0) */
+		for (uint64_t i = lo; i < hi; i++)
+			ksti(to, y, i, kldi(xd, src, i));
+	} else if (to == IR_FLOAT && (xd == IR_INT64 || xd == IR_UINT64)) {
+		/* one rounding, not two through a double */
+		float *yf = y;
+		for (uint64_t i = lo; i < hi; i++)
+			yf[i] = xd == IR_INT64 ? (float)((const int64_t *)src)[i] : (float)((const uint64_t *)src)[i];
+	} else if (xd == IR_FLOAT && to == IR_FLOAT16) {
+		const float *xf = src;
+		for (uint64_t i = lo; i < hi; i++)
+			((uint16_t *)y)[i] = ir_f32_to_f16(xf[i]);
+	} else {
+		for (uint64_t i = lo; i < hi; i++)
+			cast_store(to, y, i, kld(xd, src, i), j->saturate, j->rmode);
+	}
+}
+
 static int cast_to(struct cpu_kctx *k, const struct ir_tensor *x, int to, bool saturate, int rmode)
 {
 	if (!ir_dtype_valid(to))
@@ -386,31 +429,13 @@ static int cast_to(struct cpu_kctx *k, const struct ir_tensor *x, int to, bool s
 	}
 	if (!n)
 		return 0;
-	if (is_intlike(xd) && is_intlike(to)) {
-		/* exact, wrapping to the target's width (bool: != 0) */
-		for (uint64_t i = 0; i < n; i++)
-			ksti(to, y, i, kldi(xd, src, i));
+	struct cast_job j = { xd, to, saturate, rmode, src, y, n };
+	if (ir_dtype_bits(xd) < 8 || ir_dtype_bits(to) < 8) {
+		/* sub-byte elements share bytes: one thread */
+		cast_blocks(&j, 0, (int64_t)((n + CAST_BLOCK - 1) / CAST_BLOCK), 0);
 		return 0;
 	}
-	if (to == IR_FLOAT && (xd == IR_INT64 || xd == IR_UINT64)) {
-		/* one rounding, not two through a double */
-		float *yf = y;
-		for (uint64_t i = 0; i < n; i++)
-			yf[i] = xd == IR_INT64 ? (float)KI64(x)[i] : (float)((const uint64_t *)src)[i];
-		return 0;
-	}
-	if (xd == IR_FLOAT && to == IR_FLOAT16) {
-		const float *xf = src;
-		for (uint64_t i = 0; i < n; i++)
-			((uint16_t *)y)[i] = ir_f32_to_f16(xf[i]);
-		return 0;
-	}
-	for (uint64_t i = 0; i < n; i++) {
-		if (!(i & 0xffff) && kstop(k))
-			return IR_EINTR;
-		cast_store(to, y, i, kld(xd, src, i), saturate, rmode);
-	}
-	return 0;
+	return kpar(k, (int64_t)((n + CAST_BLOCK - 1) / CAST_BLOCK), CAST_GRAIN, cast_blocks, &j);
 }
 
 /* The saturate and round_mode attributes, checked. */

@@ -120,38 +120,77 @@ static void plan_make(struct plan *p, int rank, const int64_t *dims, int nops, c
  * operand o from off[o] with stride st[o]. */
 typedef void (*row_fn)(void *ctx, int64_t n, int64_t yoff, const int64_t *off, const int64_t *st);
 
-/* Runs fn over every row of the plan; 0 or IR_EINTR. */
-static int plan_run(struct cpu_kctx *k, const struct plan *p, row_fn fn, void *ctx)
+/*
+ * Threads split the output into blocks of EW_BLOCK elements (so range
+ * edges fall on multiples of any vector width), at least EW_GRAIN elements
+ * (EW_GRAIN_SLOW for the costly functions) a range.
+ */
+#define EW_BLOCK 64
+#define EW_GRAIN (32768 / EW_BLOCK)
+#define EW_GRAIN_SLOW (8192 / EW_BLOCK)
+
+struct plan_job {
+	const struct plan *p;
+	row_fn fn;
+	void *ctx;
+	int64_t numel;
+};
+
+/* fn over the output elements [b, e) of the plan, row piece by row piece */
+static void plan_range(const struct plan_job *j, int64_t b, int64_t e)
 {
-	int64_t idx[IR_MAX_RANK] = { 0 }, off[MAXOPS] = { 0 }, inner[MAXOPS];
+	const struct plan *p = j->p;
+	int64_t idx[IR_MAX_RANK] = { 0 }, off[MAXOPS] = { 0 }, inner[MAXOPS], cur[MAXOPS];
 	int outer = p->rank - 1;
-	int64_t n = p->dims[outer], yoff = 0, done = 0;
+	int64_t n = p->dims[outer], row = b / n, col = b % n, yoff = b;
 	for (int o = 0; o < p->nops; o++)
 		inner[o] = p->st[o][outer];
-	for (;;) {
-		fn(ctx, n, yoff, off, inner);
-		yoff += n;
-		done += n;
-		if (done >= (1 << 16)) {
-			done = 0;
-			if (kstop(k))
-				return IR_EINTR;
-		}
+	for (int jd = outer - 1; jd >= 0; jd--) {
+		idx[jd] = row % p->dims[jd];
+		row /= p->dims[jd];
+		for (int o = 0; o < p->nops; o++)
+			off[o] += idx[jd] * p->st[o][jd];
+	}
+	while (yoff < e) {
+		int64_t len = n - col < e - yoff ? n - col : e - yoff;
+		for (int o = 0; o < p->nops; o++)
+			cur[o] = off[o] + col * inner[o];
+		j->fn(j->ctx, len, yoff, cur, inner);
+		yoff += len;
+		col = 0;
 		/* next row: odometer over the outer dims */
-		int j = outer - 1;
-		for (; j >= 0; j--) {
-			if (++idx[j] < p->dims[j]) {
+		for (int jd = outer - 1; jd >= 0; jd--) {
+			if (++idx[jd] < p->dims[jd]) {
 				for (int o = 0; o < p->nops; o++)
-					off[o] += p->st[o][j];
+					off[o] += p->st[o][jd];
 				break;
 			}
-			idx[j] = 0;
+			idx[jd] = 0;
 			for (int o = 0; o < p->nops; o++)
-				off[o] -= p->st[o][j] * (p->dims[j] - 1);
+				off[o] -= p->st[o][jd] * (p->dims[jd] - 1);
 		}
-		if (j < 0)
-			return 0;
 	}
+}
+
+static void plan_blocks(void *ctx, int64_t b, int64_t e, int worker)
+{
+	const struct plan_job *j = ctx;
+	(void)worker;
+	plan_range(j, b * EW_BLOCK, e * EW_BLOCK < j->numel ? e * EW_BLOCK : j->numel);
+}
+
+/* Runs fn over every row of the plan, on the pool unless `serial`; 0 or
+ * IR_EINTR. */
+static int plan_run(struct cpu_kctx *k, const struct plan *p, row_fn fn, void *ctx, bool serial)
+{
+	struct plan_job j = { p, fn, ctx, 1 };
+	for (int d = 0; d < p->rank; d++)
+		j.numel *= p->dims[d];
+	if (serial) {
+		plan_range(&j, 0, j.numel);
+		return 0;
+	}
+	return kpar(k, (j.numel + EW_BLOCK - 1) / EW_BLOCK, EW_GRAIN, plan_blocks, &j);
 }
 
 /* numpy broadcasting of views; error when they do not broadcast. */
@@ -466,7 +505,7 @@ static int bin_run(struct cpu_kctx *k, int op, const struct bview *a, const stru
 	case D_STRING: fn = row_str; break;
 	default: fn = row_int; break;
 	}
-	return plan_run(k, &p, fn, &c);
+	return plan_run(k, &p, fn, &c, fn == row_str);
 }
 
 /* Which dtypes an op takes. */
@@ -496,37 +535,49 @@ static int bad_type(struct cpu_kctx *k, int dt)
  * square root, which vectorize; any other exponent through powf. Each
  * result is within an ulp or two of the double-rounded-once value.
  */
-static int pow_f32_scalar(struct cpu_kctx *k, const float *x, double e, float *y, uint64_t n)
+struct pow_job {
+	const float *x;
+	double e;
+	float *y;
+	int64_t n;
+};
+
+static void pow_blocks(void *ctx, int64_t b, int64_t e, int worker)
 {
-	for (uint64_t lo = 0; lo < n; lo += 1u << 18) {
-		uint64_t hi = n - lo > (1u << 18) ? lo + (1u << 18) : n;
-		if (lo && kstop(k))
-			return IR_EINTR;
-		if (e == 2) {
-			for (uint64_t i = lo; i < hi; i++)
-				y[i] = x[i] * x[i];
-		} else if (e == 3) {
-			for (uint64_t i = lo; i < hi; i++)
-				y[i] = (float)((double)x[i] * x[i] * x[i]);
-		} else if (e == 1) {
-			for (uint64_t i = lo; i < hi; i++)
-				y[i] = x[i];
-		} else if (e == 0.5) {
-			/* pow(-0, 0.5) is +0 and pow(-inf, 0.5) +inf, unlike sqrt */
-			for (uint64_t i = lo; i < hi; i++)
-				y[i] = x[i] == -INFINITY ? INFINITY : sqrtf(x[i]) + 0.0f;
+	const struct pow_job *j = ctx;
+	const float *x = j->x;
+	float *y = j->y;
+	int64_t lo = b * EW_BLOCK, hi = e * EW_BLOCK < j->n ? e * EW_BLOCK : j->n;
+	(void)worker;
+	if (j->e == 2) {
+		for (int64_t i = lo; i < hi; i++)
+			y[i] = x[i] * x[i];
+	} else if (j->e == 3) {
+		for (int64_t i = lo; i < hi; i++)
+			y[i] = (float)((double)x[i] * x[i] * x[i]);
+	} else if (j->e == 1) {
+		for (int64_t i = lo; i < hi; i++)
+			y[i] = x[i];
+	} else if (j->e == 0.5) {
+		/* pow(-0, 0.5) is +0 and pow(-inf, 0.5) +inf, unlike sqrt */
+		for (int64_t i = lo; i < hi; i++)
+			y[i] = x[i] == -INFINITY ? INFINITY : sqrtf(x[i]) + 0.0f;
+	} else {
+		float ef = (float)j->e;
+		if ((double)ef != j->e) {
+			for (int64_t i = lo; i < hi; i++)
+				y[i] = (float)pow(x[i], j->e);
 		} else {
-			float ef = (float)e;
-			if ((double)ef != e) {
-				for (uint64_t i = lo; i < hi; i++)
-					y[i] = (float)pow(x[i], e);
-			} else {
-				for (uint64_t i = lo; i < hi; i++)
-					y[i] = powf(x[i], ef);
-			}
+			for (int64_t i = lo; i < hi; i++)
+				y[i] = powf(x[i], ef);
 		}
 	}
-	return 0;
+}
+
+static int pow_f32_scalar(struct cpu_kctx *k, const float *x, double e, float *y, uint64_t n)
+{
+	struct pow_job j = { x, e, y, (int64_t)n };
+	return kpar(k, (j.n + EW_BLOCK - 1) / EW_BLOCK, EW_GRAIN, pow_blocks, &j);
 }
 
 /* A binary op: inputs 0 and 1 of the same dtype (mixed for Pow). */
@@ -831,7 +882,7 @@ static int k_where(struct cpu_kctx *k)
 	struct wctx w = { c, x, y, o, kwdata(o), bits % 8 ? 0 : bits / 8, 0 };
 	struct plan p;
 	plan_make(&p, rank, dims, 3, v);
-	rc = plan_run(k, &p, row_where, &w);
+	rc = plan_run(k, &p, row_where, &w, o->dtype == IR_STRING || !w.esize);
 	if (!rc && w.err)
 		rc = ir_diag_err(k->d, w.err, "out of memory");
 	return rc;
@@ -1153,24 +1204,74 @@ static int fast_op(int op)
 	}
 }
 
-/* y = op(x) for n float32 values, in chunks (Ctrl-C between them). */
+struct fast_job {
+	void (*fn)(int, const float *, float *, int64_t);
+	int fop;
+	const float *x;
+	float *y;
+	int64_t n;
+};
+
+static void fast_blocks(void *ctx, int64_t b, int64_t e, int worker)
+{
+	const struct fast_job *j = ctx;
+	int64_t lo = b * EW_BLOCK, hi = e * EW_BLOCK < j->n ? e * EW_BLOCK : j->n;
+	(void)worker;
+	j->fn(j->fop, j->x + lo, j->y + lo, hi - lo);
+}
+
+/* y = op(x) for n float32 values, on the pool (Ctrl-C between slabs). */
 static int fast_run(struct cpu_kctx *k, int fop, const float *x, float *y, uint64_t n)
 {
-	void (*fn)(int, const float *, float *, int64_t) = fast_generic;
+	struct fast_job j = { fast_generic, fop, x, y, (int64_t)n };
 #if defined(__x86_64__)
 	int isa = cpu_isa();
 	if (isa >= 2)
-		fn = fast_avx512;
+		j.fn = fast_avx512;
 	else if (isa >= 1)
-		fn = fast_avx2;
+		j.fn = fast_avx2;
 #endif
-	for (uint64_t lo = 0; lo < n; lo += 1u << 16) {
-		uint64_t len = n - lo > (1u << 16) ? 1u << 16 : n - lo;
-		if (lo && kstop(k))
-			return IR_EINTR;
-		fn(fop, x + lo, y + lo, (int64_t)len);
+	return kpar(k, (j.n + EW_BLOCK - 1) / EW_BLOCK, EW_GRAIN_SLOW, fast_blocks, &j);
+}
+
+struct unary_job {
+	int op, dt;
+	const struct uparm *p;
+	const void *xs;
+	void *ys;
+	int64_t n;
+	bool uns;
+};
+
+static void unary_blocks(void *ctx, int64_t b, int64_t e, int worker)
+{
+	const struct unary_job *j = ctx;
+	const struct uparm *p = j->p;
+	int dt = j->dt;
+	const void *xs = j->xs;
+	void *ys = j->ys;
+	int64_t lo = b * EW_BLOCK, hi = e * EW_BLOCK < j->n ? e * EW_BLOCK : j->n;
+	(void)worker;
+	if (dt == IR_FLOAT) {
+		const float *xf = xs;
+		float *yf = ys;
+		switch (j->op) {
+#define X(OP) case OP: for (int64_t i = lo; i < hi; i++) yf[i] = (float)uop_f(OP, xf[i], p); break;
+		UNARY_OPS(X)
+#undef X
+		}
+	} else if (dt == IR_DOUBLE) {
+		const double *xd = xs;
+		double *yd = ys;
+		for (int64_t i = lo; i < hi; i++)
+			yd[i] = uop_f(j->op, xd[i], p);
+	} else if (ir_dtype_is_float(dt) || j->op == U_SHRINK) {
+		for (int64_t i = lo; i < hi; i++)
+			kst(dt, ys, (uint64_t)i, uop_f(j->op, kld(dt, xs, (uint64_t)i), p));
+	} else {
+		for (int64_t i = lo; i < hi; i++)
+			ksti(dt, ys, (uint64_t)i, uop_i(j->op, kldi(dt, xs, (uint64_t)i), j->uns));
 	}
-	return 0;
 }
 
 static int unary_run(struct cpu_kctx *k, int op, const struct uparm *p)
@@ -1188,37 +1289,15 @@ static int unary_run(struct cpu_kctx *k, int op, const struct uparm *p)
 	if (!o)
 		return IR_ERR;
 	uint64_t n = x->numel;
-	const void *xs = kdata(x);
-	void *ys = kwdata(o);
-	bool uns = is_unsigned(dt);
 	if (dt == IR_FLOAT && fast_op(op) >= 0)
-		return fast_run(k, fast_op(op), xs, ys, n);
-	for (uint64_t lo = 0; lo < n; lo += 1u << 16) {
-		uint64_t hi = n - lo > (1u << 16) ? lo + (1u << 16) : n;
-		if (lo && kstop(k))
-			return IR_EINTR;
-		if (dt == IR_FLOAT) {
-			const float *xf = xs;
-			float *yf = ys;
-			switch (op) {
-#define X(OP) case OP: for (uint64_t i = lo; i < hi; i++) yf[i] = (float)uop_f(OP, xf[i], p); break;
-			UNARY_OPS(X)
-#undef X
-			}
-		} else if (dt == IR_DOUBLE) {
-			const double *xd = xs;
-			double *yd = ys;
-			for (uint64_t i = lo; i < hi; i++)
-				yd[i] = uop_f(op, xd[i], p);
-		} else if (ir_dtype_is_float(dt) || op == U_SHRINK) {
-			for (uint64_t i = lo; i < hi; i++)
-				kst(dt, ys, i, uop_f(op, kld(dt, xs, i), p));
-		} else {
-			for (uint64_t i = lo; i < hi; i++)
-				ksti(dt, ys, i, uop_i(op, kldi(dt, xs, i), uns));
-		}
+		return fast_run(k, fast_op(op), kdata(x), kwdata(o), n);
+	struct unary_job j = { op, dt, p, kdata(x), kwdata(o), (int64_t)n, is_unsigned(dt) };
+	if (ir_dtype_bits(dt) < 8) {
+		/* sub-byte elements share bytes: one thread */
+		unary_blocks(&j, 0, (j.n + EW_BLOCK - 1) / EW_BLOCK, 0);
+		return 0;
 	}
-	return 0;
+	return kpar(k, (j.n + EW_BLOCK - 1) / EW_BLOCK, EW_GRAIN_SLOW, unary_blocks, &j);
 }
 
 static int unary(struct cpu_kctx *k, int op)

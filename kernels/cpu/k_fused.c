@@ -277,76 +277,43 @@ PW_RUN(pw_run_f64, double, exp, log, sqrt, tanh, erf, pow)
 /* How an input is read: as long as the output (same shape), one value, or broadcast. */
 enum { PW_FULL, PW_SCALAR, PW_BCAST };
 
-static int k_pointwise(struct cpu_kctx *k)
-{
-	char why[256];
-	if (!supports_pointwise(k->node, why, sizeof(why)))
-		return kerr(k, "%s", why);
-	int n_in = k->n_in;
-	if (n_in < 1)
-		return kerr(k, "pointwise needs inputs");
-	const struct ir_tensor **x = calloc((size_t)n_in, sizeof(*x));
-	struct pw_prog *P = malloc(sizeof(*P));
-	if (!x || !P) {
-		free(x);
-		free(P);
-		return kenomem(k);
-	}
-	int rc = 0;
-	void *stack = NULL, *inb = NULL;
-	int64_t(*strides)[IR_MAX_RANK] = NULL;
-	int *kind = NULL;
-	pw_compile(P, kattr_s(k, "expr", ""));
-	for (int i = 0; i < n_in; i++) {
-		if (!(x[i] = kin_req(k, i))) {
-			rc = IR_ERR;
-			goto out;
-		}
-		if (!ir_dtype_is_float(x[i]->dtype)) {
-			rc = kerr(k, "input %d is %s, not a float type", i, ir_dtype_name(x[i]->dtype));
-			goto out;
-		}
-	}
-	int dt = (int)kattr_i(k, "dtype", x[0]->dtype);
+struct pw_job {
+	const struct pw_prog *P;
+	const struct ir_tensor **x;
+	int n_in;
+	const int *kind;
+	const int64_t (*strides)[IR_MAX_RANK];
 	int rank;
-	int64_t dims[IR_MAX_RANK];
-	if ((rc = kbcast_shape(k, n_in, x, &rank, dims)))
-		goto out;
-	struct ir_tensor *o = kout(k, 0, dt, rank, dims);
-	if (!o) {
-		rc = IR_ERR;
-		goto out;
-	}
-	uint64_t total = o->numel;
-	if (!total)
-		goto out;
-	bool f32 = dt == IR_FLOAT;
-	for (int i = 0; f32 && i < n_in; i++)
-		f32 = x[i]->dtype == IR_FLOAT;
-	size_t esz = f32 ? sizeof(float) : sizeof(double);
-	int depth = P->max_depth > 0 ? P->max_depth : 1;
-	stack = malloc((size_t)depth * PW_BLK * esz);
-	inb = malloc((size_t)n_in * PW_BLK * esz);
-	strides = calloc((size_t)n_in, sizeof(*strides));
-	kind = calloc((size_t)n_in, sizeof(int));
-	void **inp = calloc((size_t)n_in, sizeof(void *));
-	if (!stack || !inb || !strides || !kind || !inp) {
-		free(inp);
-		rc = kenomem(k);
-		goto out;
-	}
-	for (int i = 0; i < n_in; i++) {
-		kind[i] = x[i]->numel == total ? PW_FULL : x[i]->numel == 1 ? PW_SCALAR : PW_BCAST;
-		if (kind[i] == PW_BCAST)
-			kbcast_strides(x[i], rank, dims, strides[i]);
-		inp[i] = (char *)inb + (size_t)i * PW_BLK * esz;
-	}
+	const int64_t *dims;
+	bool f32;
+	int dt;
+	void *od;
+	uint64_t total;
+	void *stack;           /* per worker, stack_size bytes */
+	size_t stack_size;
+	void **inp;            /* per worker, n_in block pointers */
+};
+
+/* the blocks [b0, b1) of PW_BLK output elements of a Pointwise */
+static void pw_blocks(void *ctx, int64_t b0, int64_t b1, int worker)
+{
+	const struct pw_job *j = ctx;
+	const struct pw_prog *P = j->P;
+	const struct ir_tensor **x = j->x;
+	const int n_in = j->n_in, rank = j->rank, dt = j->dt, *kind = j->kind;
+	const int64_t (*strides)[IR_MAX_RANK] = j->strides;
+	const int64_t *dims = j->dims;
+	const bool f32 = j->f32;
+	const uint64_t total = j->total;
+	void *od = j->od;
+	void *stack = (char *)j->stack + (size_t)worker * j->stack_size;
+	void **inp = j->inp + (size_t)worker * (size_t)n_in;
 	float ob32[PW_BLK];
 	double ob64[PW_BLK];
 	int64_t idx[IR_MAX_RANK];
 	int64_t off[64];
-	void *od = kwdata(o);
-	for (uint64_t base = 0; base < total; base += PW_BLK) {
+	for (int64_t blk = b0; blk < b1; blk++) {
+		uint64_t base = (uint64_t)blk * PW_BLK;
 		int nb = (int)(total - base < PW_BLK ? total - base : PW_BLK);
 		/* the output index of `base`, for broadcast inputs */
 		bool any_bcast = false;
@@ -417,9 +384,81 @@ static int k_pointwise(struct cpu_kctx *k)
 			for (int e = 0; e < nb; e++)
 				kst(dt, od, base + (uint64_t)e, ob64[e]);
 		}
-		if ((base & ((1u << 20) - 1)) == 0 && (rc = kstop(k)))
-			break;
 	}
+}
+
+static int k_pointwise(struct cpu_kctx *k)
+{
+	char why[256];
+	if (!supports_pointwise(k->node, why, sizeof(why)))
+		return kerr(k, "%s", why);
+	int n_in = k->n_in;
+	if (n_in < 1)
+		return kerr(k, "pointwise needs inputs");
+	const struct ir_tensor **x = calloc((size_t)n_in, sizeof(*x));
+	struct pw_prog *P = malloc(sizeof(*P));
+	if (!x || !P) {
+		free(x);
+		free(P);
+		return kenomem(k);
+	}
+	int rc = 0;
+	void *stack = NULL, *inb = NULL;
+	int64_t(*strides)[IR_MAX_RANK] = NULL;
+	int *kind = NULL;
+	pw_compile(P, kattr_s(k, "expr", ""));
+	for (int i = 0; i < n_in; i++) {
+		if (!(x[i] = kin_req(k, i))) {
+			rc = IR_ERR;
+			goto out;
+		}
+		if (!ir_dtype_is_float(x[i]->dtype)) {
+			rc = kerr(k, "input %d is %s, not a float type", i, ir_dtype_name(x[i]->dtype));
+			goto out;
+		}
+	}
+	int dt = (int)kattr_i(k, "dtype", x[0]->dtype);
+	int rank;
+	int64_t dims[IR_MAX_RANK];
+	if ((rc = kbcast_shape(k, n_in, x, &rank, dims)))
+		goto out;
+	struct ir_tensor *o = kout(k, 0, dt, rank, dims);
+	if (!o) {
+		rc = IR_ERR;
+		goto out;
+	}
+	uint64_t total = o->numel;
+	if (!total)
+		goto out;
+	bool f32 = dt == IR_FLOAT;
+	for (int i = 0; f32 && i < n_in; i++)
+		f32 = x[i]->dtype == IR_FLOAT;
+	size_t esz = f32 ? sizeof(float) : sizeof(double);
+	int depth = P->max_depth > 0 ? P->max_depth : 1;
+	size_t threads = (size_t)cpu_threads();
+	/* per worker: an evaluation stack, input blocks and pointers to them */
+	stack = malloc(threads * (size_t)depth * PW_BLK * esz);
+	inb = malloc(threads * (size_t)n_in * PW_BLK * esz);
+	strides = calloc((size_t)n_in, sizeof(*strides));
+	kind = calloc((size_t)n_in, sizeof(int));
+	void **inp = calloc(threads * (size_t)n_in, sizeof(void *));
+	if (!stack || !inb || !strides || !kind || !inp) {
+		free(inp);
+		rc = kenomem(k);
+		goto out;
+	}
+	for (int i = 0; i < n_in; i++) {
+		kind[i] = x[i]->numel == total ? PW_FULL : x[i]->numel == 1 ? PW_SCALAR : PW_BCAST;
+		if (kind[i] == PW_BCAST)
+			kbcast_strides(x[i], rank, dims, strides[i]);
+	}
+	for (size_t w = 0; w < threads; w++)
+		for (int i = 0; i < n_in; i++)
+			inp[w * (size_t)n_in + (size_t)i] = (char *)inb + (w * (size_t)n_in + (size_t)i) * PW_BLK * esz;
+	struct pw_job j = { P, x, n_in, kind, strides, rank, dims, f32, dt, kwdata(o), total, stack,
+			    (size_t)depth * PW_BLK * esz, inp };
+	int64_t nblocks = (int64_t)((total + PW_BLK - 1) / PW_BLK);
+	rc = kpar(k, nblocks, kgrain(PW_BLK * (int64_t)(P->n > 0 ? P->n : 1)), pw_blocks, &j);
 	free(inp);
 out:
 	free(x);

@@ -51,6 +51,29 @@ static int check_index_type(struct cpu_kctx *k, const struct ir_tensor *t, const
 /* Gather, GatherElements, GatherND                                          */
 /* ------------------------------------------------------------------------ */
 
+struct gather_job {
+	const struct mover *m;
+	const struct ir_tensor *ix;
+	int64_t dim;
+	uint64_t ni, inner;
+};
+
+/* the output blocks [b0, b1) of a Gather: block b is index b % ni of outer
+ * position b / ni (indices already checked) */
+static void gather_blocks(void *ctx, int64_t b0, int64_t b1, int worker)
+{
+	const struct gather_job *j = ctx;
+	struct mover m = *j->m;
+	(void)worker;
+	for (uint64_t b = (uint64_t)b0; b < (uint64_t)b1; b++) {
+		uint64_t p = b / j->ni, i = b % j->ni;
+		int64_t v = kldi(j->ix->dtype, kdata(j->ix), i);
+		if (v < 0)
+			v += j->dim;
+		mv_block(&m, b * j->inner, (p * (uint64_t)j->dim + (uint64_t)v) * j->inner, j->inner);
+	}
+}
+
 static int k_gather(struct cpu_kctx *k)
 {
 	const struct ir_tensor *x = kin_req(k, 0), *ix = kin_req(k, 1);
@@ -80,6 +103,17 @@ static int k_gather(struct cpu_kctx *k)
 	uint64_t ni = ix->numel, di = 0;
 	struct mover m;
 	mv_init(&m, x->dtype, o, x);
+	if (m.kind == MV_BYTES && outer && ni) {
+		/* whole bytes: the indices checked first, then the (outer,
+		 * index) blocks on the pool */
+		for (uint64_t i = 0; i < ni; i++) {
+			int64_t v = 0;
+			if (get_index(k, ix, i, dim, &v))
+				return IR_ERR;
+		}
+		struct gather_job j = { &m, ix, dim, ni, inner };
+		return kpar(k, (int64_t)(outer * ni), kgrain((int64_t)inner), gather_blocks, &j);
+	}
 	for (uint64_t p = 0; p < outer; p++) {
 		for (uint64_t i = 0; i < ni; i++) {
 			int64_t v = 0;

@@ -96,6 +96,59 @@ static int bparam_init(struct cpu_kctx *k, struct bparam *bp, const struct ir_te
 	return 0;
 }
 
+struct rownorm_job {
+	const struct ir_tensor *x, *w, *b;
+	void *yd, *mean_out, *inv_out;
+	int sdt;
+	int64_t cols;
+	double eps;
+	bool rms, simple;
+	struct kiter it;   /* over x, with the offsets of w and b */
+};
+
+/* rows [r0, r1) of a LayerNormalization or RMSNormalization */
+static void rownorm_rows(void *ctx, int64_t r0, int64_t r1, int worker)
+{
+	const struct rownorm_job *j = ctx;
+	const struct ir_tensor *x = j->x, *w = j->w, *b = j->b;
+	int64_t cols = j->cols;
+	bool simple = j->simple;
+	struct kiter it = j->it;
+	(void)worker;
+	if (!simple)
+		kiter_seek(&it, r0 * cols);
+	for (int64_t r = r0; r < r1; r++) {
+		uint64_t base = (uint64_t)(r * cols);
+		double mean = 0, var = 0;
+		if (!j->rms) {
+			for (int64_t c = 0; c < cols; c++)
+				mean += ld(x, base + (uint64_t)c);
+			mean /= (double)cols;
+		}
+		for (int64_t c = 0; c < cols; c++) {
+			double v = ld(x, base + (uint64_t)c) - mean;
+			var += v * v;
+		}
+		var /= (double)cols;
+		double inv = 1.0 / sqrt(var + j->eps);
+		if (j->mean_out)
+			kst(j->sdt, j->mean_out, (uint64_t)r, mean);
+		if (j->inv_out)
+			kst(j->sdt, j->inv_out, (uint64_t)r, inv);
+		for (int64_t c = 0; c < cols; c++) {
+			uint64_t i = base + (uint64_t)c;
+			uint64_t wo = simple ? (uint64_t)c : (uint64_t)it.off[0];
+			uint64_t bo = simple ? (uint64_t)c : (uint64_t)it.off[1];
+			double v = (ld(x, i) - mean) * inv * ld(w, wo);
+			if (b)
+				v += ld(b, bo);
+			st(x->dtype, j->yd, i, v);
+			if (!simple)
+				kiter_next(&it);
+		}
+	}
+}
+
 /* LayerNormalization (rms false) and RMSNormalization (rms true). */
 static int row_norm(struct cpu_kctx *k, bool rms)
 {
@@ -143,46 +196,17 @@ static int row_norm(struct cpu_kctx *k, bool rms)
 			return IR_ERR;
 		inv_out = kwdata(t);
 	}
-	void *yd = kwdata(y);
-	bool simple = bw.simple && (!b || bb.simple);
-	struct kiter it;
-	kiter_init(&it, x->rank, x->dims);
-	kiter_add(&it, bw.str);
-	kiter_add(&it, b ? bb.str : bw.str);
-	int rc;
-	for (int64_t r = 0; r < rows; r++) {
-		if ((r & 0xff) == 0 && (rc = kstop(k)))
-			return rc;
-		uint64_t base = (uint64_t)(r * cols);
-		double mean = 0, var = 0;
-		if (!rms) {
-			for (int64_t c = 0; c < cols; c++)
-				mean += ld(x, base + (uint64_t)c);
-			mean /= (double)cols;
-		}
-		for (int64_t c = 0; c < cols; c++) {
-			double v = ld(x, base + (uint64_t)c) - mean;
-			var += v * v;
-		}
-		var /= (double)cols;
-		double inv = 1.0 / sqrt(var + eps);
-		if (mean_out)
-			kst(sdt, mean_out, (uint64_t)r, mean);
-		if (inv_out)
-			kst(sdt, inv_out, (uint64_t)r, inv);
-		for (int64_t c = 0; c < cols; c++) {
-			uint64_t i = base + (uint64_t)c;
-			uint64_t wo = simple ? (uint64_t)c : (uint64_t)it.off[0];
-			uint64_t bo = simple ? (uint64_t)c : (uint64_t)it.off[1];
-			double v = (ld(x, i) - mean) * inv * ld(w, wo);
-			if (b)
-				v += ld(b, bo);
-			st(x->dtype, yd, i, v);
-			if (!simple)
-				kiter_next(&it);
-		}
+	struct rownorm_job j = { x, w, b, kwdata(y), mean_out, inv_out, sdt, cols, eps, rms,
+				 bw.simple && (!b || bb.simple), { 0 } };
+	kiter_init(&j.it, x->rank, x->dims);
+	kiter_add(&j.it, bw.str);
+	kiter_add(&j.it, b ? bb.str : bw.str);
+	if (ir_dtype_bits(x->dtype) < 8 || ir_dtype_bits(sdt) < 8) {
+		/* sub-byte elements share bytes: one thread */
+		rownorm_rows(&j, 0, rows, 0);
+		return 0;
 	}
-	return 0;
+	return kpar(k, rows, kgrain(3 * cols), rownorm_rows, &j);
 }
 
 static int k_layernorm(struct cpu_kctx *k) { return row_norm(k, false); }
@@ -191,6 +215,44 @@ static int k_rmsnorm(struct cpu_kctx *k) { return row_norm(k, true); }
 /* ------------------------------------------------------------------------ */
 /* GroupNormalization, InstanceNormalization                                 */
 /* ------------------------------------------------------------------------ */
+
+struct group_job {
+	const struct ir_tensor *x, *s, *b;
+	void *yd;
+	int64_t groups, C, S, cpg;
+	double eps;
+	bool per_group;
+};
+
+/* the (batch, group) pairs [p0, p1) of a GroupNormalization */
+static void group_rows(void *ctx, int64_t p0, int64_t p1, int worker)
+{
+	const struct group_job *j = ctx;
+	const struct ir_tensor *x = j->x, *s = j->s, *b = j->b;
+	int64_t cpg = j->cpg, S = j->S, len = cpg * S;
+	(void)worker;
+	for (int64_t pr = p0; pr < p1; pr++) {
+		int64_t n = pr / j->groups, g = pr % j->groups;
+		uint64_t base = (uint64_t)((n * j->C + g * cpg) * S);
+		double mean = 0, var = 0;
+		for (int64_t i = 0; i < len; i++)
+			mean += ld(x, base + (uint64_t)i);
+		mean /= (double)len;
+		for (int64_t i = 0; i < len; i++) {
+			double v = ld(x, base + (uint64_t)i) - mean;
+			var += v * v;
+		}
+		var /= (double)len;
+		double inv = 1.0 / sqrt(var + j->eps);
+		for (int64_t c = 0; c < cpg; c++) {
+			uint64_t p = (uint64_t)(j->per_group ? g : g * cpg + c);
+			double sc = ld(s, p) * inv, bi = ld(b, p);
+			uint64_t cb = base + (uint64_t)(c * S);
+			for (int64_t i = 0; i < S; i++)
+				st(x->dtype, j->yd, cb + (uint64_t)i, (ld(x, cb + (uint64_t)i) - mean) * sc + bi);
+		}
+	}
+}
 
 /*
  * Normalizes x [N, C, ...] over each group of C/groups channels (and the
@@ -221,34 +283,13 @@ static int group_norm(struct cpu_kctx *k, int64_t groups)
 	struct ir_tensor *y = kout(k, 0, x->dtype, x->rank, x->dims);
 	if (!y)
 		return IR_ERR;
-	void *yd = kwdata(y);
-	int64_t len = cpg * S;
-	int rc;
-	for (int64_t n = 0; n < N; n++) {
-		if ((rc = kstop(k)))
-			return rc;
-		for (int64_t g = 0; g < groups; g++) {
-			uint64_t base = (uint64_t)((n * C + g * cpg) * S);
-			double mean = 0, var = 0;
-			for (int64_t j = 0; j < len; j++)
-				mean += ld(x, base + (uint64_t)j);
-			mean /= (double)len;
-			for (int64_t j = 0; j < len; j++) {
-				double v = ld(x, base + (uint64_t)j) - mean;
-				var += v * v;
-			}
-			var /= (double)len;
-			double inv = 1.0 / sqrt(var + eps);
-			for (int64_t c = 0; c < cpg; c++) {
-				uint64_t p = (uint64_t)(per_group ? g : g * cpg + c);
-				double sc = ld(s, p) * inv, bi = ld(b, p);
-				uint64_t cb = base + (uint64_t)(c * S);
-				for (int64_t j = 0; j < S; j++)
-					st(x->dtype, yd, cb + (uint64_t)j, (ld(x, cb + (uint64_t)j) - mean) * sc + bi);
-			}
-		}
+	struct group_job j = { x, s, b, kwdata(y), groups, C, S, cpg, eps, per_group };
+	if (ir_dtype_bits(x->dtype) < 8) {
+		/* sub-byte elements share bytes: one thread */
+		group_rows(&j, 0, N * groups, 0);
+		return 0;
 	}
-	return 0;
+	return kpar(k, N * groups, kgrain(3 * cpg * S), group_rows, &j);
 }
 
 static int k_groupnorm(struct cpu_kctx *k)
@@ -282,6 +323,41 @@ static bool bn_supports(const struct ir_node *n, char *why, size_t size)
 		return false;
 	}
 	return true;
+}
+
+struct bn_job {
+	const struct ir_tensor *x, *sc, *bi;
+	void *yd;
+	const double *mean, *var;
+	int64_t C, S;
+	double eps;
+};
+
+/* the (batch, channel) pairs [p0, p1) of a BatchNormalization */
+static void bn_rows(void *ctx, int64_t p0, int64_t p1, int worker)
+{
+	const struct bn_job *j = ctx;
+	const struct ir_tensor *x = j->x;
+	int64_t S = j->S;
+	(void)worker;
+	for (int64_t pr = p0; pr < p1; pr++) {
+		int64_t c = pr % j->C;
+		double a = ld(j->sc, (uint64_t)c) / sqrt(j->var[c] + j->eps);
+		double b = ld(j->bi, (uint64_t)c) - j->mean[c] * a;
+		uint64_t base = (uint64_t)(pr * S);
+		if (!S)
+			continue;
+		if (x->dtype == IR_FLOAT) {
+			/* float32: one scale and shift per channel, vectorized */
+			const float *xs = KF32(x) + base;
+			float *ys = (float *)j->yd + base, fa = (float)a, fb = (float)b;
+			for (int64_t i = 0; i < S; i++)
+				ys[i] = xs[i] * fa + fb;
+			continue;
+		}
+		for (int64_t i = 0; i < S; i++)
+			st(x->dtype, j->yd, base + (uint64_t)i, ld(x, base + (uint64_t)i) * a + b);
+	}
 }
 
 static int k_batchnorm(struct cpu_kctx *k)
@@ -338,26 +414,12 @@ static int k_batchnorm(struct cpu_kctx *k)
 		mean[c] = m;
 		var[c] = v / cnt;
 	}
-	for (int64_t n = 0; n < N; n++) {
-		if ((rc = kstop(k)))
+	{
+		struct bn_job j = { x, sc, bi, yd, mean, var, C, S, eps };
+		if (ir_dtype_bits(x->dtype) < 8)
+			bn_rows(&j, 0, N * C, 0);   /* sub-byte elements share bytes: one thread */
+		else if ((rc = kpar(k, N * C, kgrain(S), bn_rows, &j)))
 			goto out;
-		for (int64_t c = 0; c < C; c++) {
-			double a = ld(sc, (uint64_t)c) / sqrt(var[c] + eps);
-			double b = ld(bi, (uint64_t)c) - mean[c] * a;
-			uint64_t base = (uint64_t)((n * C + c) * S);
-			if (!S)
-				continue;
-			if (x->dtype == IR_FLOAT) {
-				/* float32: one scale and shift per channel, vectorized */
-				const float *xs = KF32(x) + base;
-				float *ys = (float *)yd + base, fa = (float)a, fb = (float)b;
-				for (int64_t j = 0; j < S; j++)
-					ys[j] = xs[j] * fa + fb;
-				continue;
-			}
-			for (int64_t j = 0; j < S; j++)
-				st(x->dtype, yd, base + (uint64_t)j, ld(x, base + (uint64_t)j) * a + b);
-		}
 	}
 	rc = 0;
 	if (!training)

@@ -117,10 +117,29 @@ static int lp_p(struct cpu_kctx *k, double *p)
  * gets the flat input index of each maximum (column-major spatial order
  * when colmajor).
  */
-static int pool_run(struct cpu_kctx *k, const struct pgeom *g, enum pool_kind kind, const struct ir_tensor *x,
-		    struct ir_tensor *y, int64_t *idx, bool colmajor, bool include_pad, double p)
+struct pool_job {
+	const struct pgeom *g;
+	enum pool_kind kind;
+	const struct ir_tensor *x;
+	struct ir_tensor *y;
+	int64_t *idx;
+	bool colmajor, include_pad;
+	double p;
+};
+
+/* the (batch, channel) planes [pl0, pl1) of a pooling */
+static void pool_planes(void *ctx, int64_t pl0, int64_t pl1, int worker)
 {
+	const struct pool_job *j = ctx;
+	const struct pgeom *g = j->g;
+	enum pool_kind kind = j->kind;
+	const struct ir_tensor *x = j->x;
+	struct ir_tensor *y = j->y;
+	int64_t *idx = j->idx;
+	bool colmajor = j->colmajor, include_pad = j->include_pad;
+	double p = j->p;
 	int nd = g->nd, dt = x->dtype;
+	(void)worker;
 	const void *px = kdata(x);
 	const float *xf = dt == IR_FLOAT ? KF32(x) : NULL;   /* the common case, read directly */
 	void *py = kwdata(y);
@@ -132,8 +151,7 @@ static int pool_run(struct cpu_kctx *k, const struct pgeom *g, enum pool_kind ki
 		cmstr[i] = s;
 		s *= g->in[i];
 	}
-	int64_t planes = g->N * g->C;
-	for (int64_t pl = 0; pl < planes; pl++) {
+	for (int64_t pl = pl0; pl < pl1; pl++) {
 		uint64_t xb = (uint64_t)(pl * g->insz), yb = (uint64_t)(pl * g->outsz);
 		int64_t oo[IR_MAX_RANK] = { 0 };
 		for (int64_t o = 0; o < g->outsz; o++) {
@@ -193,13 +211,19 @@ static int pool_run(struct cpu_kctx *k, const struct pgeom *g, enum pool_kind ki
 				oo[i] = 0;
 			}
 		}
-		if ((pl & 63) == 63) {
-			int rc = kstop(k);
-			if (rc)
-				return rc;
-		}
 	}
-	return 0;
+}
+
+static int pool_run(struct cpu_kctx *k, const struct pgeom *g, enum pool_kind kind, const struct ir_tensor *x,
+		    struct ir_tensor *y, int64_t *idx, bool colmajor, bool include_pad, double p)
+{
+	struct pool_job j = { g, kind, x, y, idx, colmajor, include_pad, p };
+	if (ir_dtype_bits(y->dtype) < 8) {
+		/* sub-byte elements share bytes: one thread */
+		pool_planes(&j, 0, g->N * g->C, 0);
+		return 0;
+	}
+	return kpar(k, g->N * g->C, kgrain(g->outsz * g->kersz), pool_planes, &j);
 }
 
 /*
@@ -208,12 +232,24 @@ static int pool_run(struct cpu_kctx *k, const struct pgeom *g, enum pool_kind ki
  * row of x (vectorizes for stride 1). NaN rule as in pool_run: the max of
  * the non-NaN taps, NaN when every tap is NaN, -inf when none is inside.
  */
-static int maxpool2d_f32(struct cpu_kctx *k, const struct pgeom *g, const float *x, float *y)
+struct maxpool_job {
+	const struct pgeom *g;
+	const float *x;
+	float *y;
+};
+
+/* the planes [pl0, pl1) of maxpool2d_f32 */
+static void maxpool2d_planes(void *ctx, int64_t pl0, int64_t pl1, int worker)
 {
+	const struct maxpool_job *j = ctx;
+	const struct pgeom *g = j->g;
+	const float *x = j->x;
+	float *y = j->y;
+	(void)worker;
 	int64_t ih = g->in[0], iw = g->in[1], oh = g->out[0], ow = g->out[1];
 	int64_t kh = g->ker[0], kw = g->ker[1], sh = g->str[0], sw = g->str[1];
 	int64_t dh = g->dil[0], dw = g->dil[1], ph = g->pb[0], pw = g->pb[1];
-	for (int64_t pl = 0; pl < g->N * g->C; pl++) {
+	for (int64_t pl = pl0; pl < pl1; pl++) {
 		const float *xp = x + pl * g->insz;
 		float *yp = y + pl * g->outsz;
 		for (int64_t o = 0; o < g->outsz; o++)
@@ -266,13 +302,13 @@ static int maxpool2d_f32(struct cpu_kctx *k, const struct pgeom *g, const float 
 					yp[r * ow + o] = -INFINITY;
 			}
 		}
-		if ((pl & 63) == 63) {
-			int rc = kstop(k);
-			if (rc)
-				return rc;
-		}
 	}
-	return 0;
+}
+
+static int maxpool2d_f32(struct cpu_kctx *k, const struct pgeom *g, const float *x, float *y)
+{
+	struct maxpool_job j = { g, x, y };
+	return kpar(k, g->N * g->C, kgrain(g->outsz * g->ker[0] * g->ker[1]), maxpool2d_planes, &j);
 }
 
 static bool poolable(int dt, bool ints)
@@ -362,6 +398,45 @@ static int k_lppool(struct cpu_kctx *k)
 }
 
 /* GlobalAveragePool, GlobalMaxPool, GlobalLpPool: one value per (n, c). */
+struct gpool_job {
+	enum pool_kind kind;
+	const struct ir_tensor *x;
+	struct ir_tensor *y;
+	uint64_t sp;
+	double p;
+};
+
+/* the planes [pl0, pl1) of a global pooling */
+static void gpool_planes(void *ctx, int64_t pl0, int64_t pl1, int worker)
+{
+	const struct gpool_job *j = ctx;
+	const struct ir_tensor *x = j->x;
+	enum pool_kind kind = j->kind;
+	const void *px = kdata(x);
+	const float *xf = x->dtype == IR_FLOAT ? KF32(x) : NULL;
+	uint64_t sp = j->sp;
+	double p = j->p;
+	(void)worker;
+	for (uint64_t pl = (uint64_t)pl0; pl < (uint64_t)pl1; pl++) {
+		double acc = kind == POOL_MAX ? -INFINITY : 0;
+		uint64_t b = pl * sp;
+		for (uint64_t i = 0; i < sp; i++) {
+			double v = xf ? xf[b + i] : kld(x->dtype, px, b + i);
+			if (kind == POOL_MAX)
+				acc = v > acc || isnan(v) ? v : acc;
+			else if (kind == POOL_AVG)
+				acc += v;
+			else
+				acc += pow(fabs(v), p);
+		}
+		if (kind == POOL_AVG)
+			acc = sp ? acc / (double)sp : NAN;
+		else if (kind == POOL_LP)
+			acc = pow(acc, 1.0 / p);
+		kst(j->y->dtype, kwdata(j->y), pl, acc);
+	}
+}
+
 static int global_pool(struct cpu_kctx *k, enum pool_kind kind)
 {
 	const struct ir_tensor *x = kin_req(k, 0);
@@ -388,27 +463,13 @@ static int global_pool(struct cpu_kctx *k, enum pool_kind kind)
 	struct ir_tensor *y = kout(k, 0, x->dtype, x->rank, dims);
 	if (!y)
 		return IR_ERR;
-	const void *px = kdata(x);
-	const float *xf = x->dtype == IR_FLOAT ? KF32(x) : NULL;
-	for (uint64_t pl = 0; pl < y->numel; pl++) {
-		double acc = kind == POOL_MAX ? -INFINITY : 0;
-		uint64_t b = pl * sp;
-		for (uint64_t i = 0; i < sp; i++) {
-			double v = xf ? xf[b + i] : kld(x->dtype, px, b + i);
-			if (kind == POOL_MAX)
-				acc = v > acc || isnan(v) ? v : acc;
-			else if (kind == POOL_AVG)
-				acc += v;
-			else
-				acc += pow(fabs(v), p);
-		}
-		if (kind == POOL_AVG)
-			acc = sp ? acc / (double)sp : NAN;
-		else if (kind == POOL_LP)
-			acc = pow(acc, 1.0 / p);
-		kst(y->dtype, kwdata(y), pl, acc);
+	struct gpool_job j = { kind, x, y, sp, p };
+	if (ir_dtype_bits(y->dtype) < 8) {
+		/* sub-byte elements share bytes: one thread */
+		gpool_planes(&j, 0, (int64_t)y->numel, 0);
+		return 0;
 	}
-	return 0;
+	return kpar(k, (int64_t)y->numel, kgrain((int64_t)sp), gpool_planes, &j);
 }
 
 static int k_globalaveragepool(struct cpu_kctx *k)

@@ -344,6 +344,59 @@ static int reduce_axes(struct cpu_kctx *k, int64_t input_since, int64_t *axes, i
 	return 0;
 }
 
+struct reduce_job {
+	const struct rplan *p;
+	const struct ir_tensor *x;
+	void *y;
+	struct racc a;   /* the op and limits; each output element starts from racc_init */
+};
+
+/* output elements [i0, i1) of a reduction */
+static void reduce_range(void *ctx, int64_t i0, int64_t i1, int worker)
+{
+	const struct reduce_job *j = ctx;
+	const struct rplan *p = j->p;
+	const struct ir_tensor *x = j->x;
+	struct racc a = j->a;
+	enum rop op = a.op;
+	void *y = j->y;
+	int64_t kidx[IR_MAX_RANK] = { 0 };
+	int64_t base = 0, rest = i0;
+	(void)worker;
+	for (int d = p->nk - 1; d >= 0; d--) {
+		kidx[d] = rest % p->kdims[d];
+		rest /= p->kdims[d];
+		base += kidx[d] * p->kstr[d];
+	}
+	for (uint64_t i = (uint64_t)i0; i < (uint64_t)i1; i++) {
+		racc_init(&a);
+		if (op == R_LSE)
+			a.m = lse_shift(p, x, base);
+		racc_all(&a, p, x, base);
+		if (a.isint) {
+			int64_t v = (int64_t)(a.flip ? a.ia ^ FLIP : a.ia);
+			if (op == R_MEAN)
+				v = p->nred ? v / (int64_t)p->nred : 0;
+			ksti(x->dtype, y, i, v);
+		} else {
+			double v = racc_final_f(&a, p->nred);
+			if (x->dtype == IR_FLOAT)
+				((float *)y)[i] = (float)v;
+			else
+				kst(x->dtype, y, i, v);
+		}
+		/* next output element: advance the kept-axes odometer */
+		for (int d = p->nk - 1; d >= 0; d--) {
+			if (++kidx[d] < p->kdims[d]) {
+				base += p->kstr[d];
+				break;
+			}
+			base -= p->kstr[d] * (p->kdims[d] - 1);
+			kidx[d] = 0;
+		}
+	}
+}
+
 static int reduce_generic(struct cpu_kctx *k, enum rop op, int64_t input_since)
 {
 	const struct ir_tensor *x = kin_req(k, 0);
@@ -392,38 +445,13 @@ static int reduce_generic(struct cpu_kctx *k, enum rop op, int64_t input_since)
 		a.hi = INT64_MAX;
 	}
 
-	int64_t kidx[IR_MAX_RANK] = { 0 };
-	int64_t base = 0;
-	for (uint64_t i = 0; i < p.nout; i++) {
-		if ((i & 0xfff) == 0 && (rc = kstop(k)))
-			return rc;
-		racc_init(&a);
-		if (op == R_LSE)
-			a.m = lse_shift(&p, x, base);
-		racc_all(&a, &p, x, base);
-		if (a.isint) {
-			int64_t v = (int64_t)(a.flip ? a.ia ^ FLIP : a.ia);
-			if (op == R_MEAN)
-				v = p.nred ? v / (int64_t)p.nred : 0;
-			ksti(x->dtype, y, i, v);
-		} else {
-			double v = racc_final_f(&a, p.nred);
-			if (x->dtype == IR_FLOAT)
-				((float *)y)[i] = (float)v;
-			else
-				kst(x->dtype, y, i, v);
-		}
-		/* next output element: advance the kept-axes odometer */
-		for (int j = p.nk - 1; j >= 0; j--) {
-			if (++kidx[j] < p.kdims[j]) {
-				base += p.kstr[j];
-				break;
-			}
-			base -= p.kstr[j] * (p.kdims[j] - 1);
-			kidx[j] = 0;
-		}
+	struct reduce_job j = { &p, x, y, a };
+	if (ir_dtype_bits(x->dtype) < 8) {
+		/* sub-byte elements share bytes: one thread */
+		reduce_range(&j, 0, (int64_t)p.nout, 0);
+		return 0;
 	}
-	return 0;
+	return kpar(k, (int64_t)p.nout, kgrain((int64_t)p.nred), reduce_range, &j);
 }
 
 static int k_reduce_sum(struct cpu_kctx *k) { return reduce_generic(k, R_SUM, 13); }
@@ -450,6 +478,55 @@ static void split_axis(const struct ir_tensor *x, int axis, int64_t *outer, int6
 		*outer *= x->dims[d];
 	for (int d = axis + 1; d < x->rank; d++)
 		*inner *= x->dims[d];
+}
+
+struct arg_job {
+	const struct ir_tensor *x;
+	int64_t *y;
+	int64_t n, inner;
+	bool is_max, last;
+};
+
+/* output elements [p0, p1) of an ArgMax or ArgMin */
+static void arg_range(void *ctx, int64_t p0, int64_t p1, int worker)
+{
+	const struct arg_job *jb = ctx;
+	const struct ir_tensor *x = jb->x;
+	const void *data = kdata(x);
+	int64_t n = jb->n, inner = jb->inner;
+	bool is_max = jb->is_max, last = jb->last;
+	bool useint = !ir_dtype_is_float(x->dtype);
+	/* uint64 compares with the sign bit flipped (order-preserving onto int64) */
+	uint64_t flip = x->dtype == IR_UINT64 ? FLIP : 0;
+	(void)worker;
+	for (int64_t pi = p0; pi < p1; pi++) {
+		int64_t a = pi / inner, b = pi % inner;
+		uint64_t off = (uint64_t)(a * n * inner + b);
+		int64_t besti = 0;
+		if (useint) {
+			int64_t best = (int64_t)((uint64_t)kldi(x->dtype, data, off) ^ flip);
+			for (int64_t j = 1; j < n; j++) {
+				int64_t v = (int64_t)((uint64_t)kldi(x->dtype, data, off + (uint64_t)(j * inner)) ^ flip);
+				bool better = is_max ? v > best : v < best;
+				if (better || (last && v == best)) {
+					best = v;
+					besti = j;
+				}
+			}
+		} else {
+			/* the first NaN wins, as numpy's argmax/argmin */
+			double best = kld(x->dtype, data, off);
+			for (int64_t j = 1; j < n && !isnan(best); j++) {
+				double v = kld(x->dtype, data, off + (uint64_t)(j * inner));
+				bool better = isnan(v) || (is_max ? v > best : v < best);
+				if (better || (last && v == best)) {
+					best = v;
+					besti = j;
+				}
+			}
+		}
+		jb->y[pi] = besti;
+	}
 }
 
 static int arg_generic(struct cpu_kctx *k, bool is_max)
@@ -483,43 +560,8 @@ static int arg_generic(struct cpu_kctx *k, bool is_max)
 	if (!o)
 		return IR_ERR;
 	int64_t *y = kwdata(o);
-	const void *data = kdata(x);
-	bool useint = !ir_dtype_is_float(x->dtype);
-	/* uint64 compares with the sign bit flipped (order-preserving onto int64) */
-	uint64_t flip = x->dtype == IR_UINT64 ? FLIP : 0;
-	int rc;
-	for (int64_t a = 0; a < outer; a++) {
-		if ((rc = kstop(k)))
-			return rc;
-		for (int64_t b = 0; b < inner; b++) {
-			uint64_t off = (uint64_t)(a * n * inner + b);
-			int64_t besti = 0;
-			if (useint) {
-				int64_t best = (int64_t)((uint64_t)kldi(x->dtype, data, off) ^ flip);
-				for (int64_t j = 1; j < n; j++) {
-					int64_t v = (int64_t)((uint64_t)kldi(x->dtype, data, off + (uint64_t)(j * inner)) ^ flip);
-					bool better = is_max ? v > best : v < best;
-					if (better || (last && v == best)) {
-						best = v;
-						besti = j;
-					}
-				}
-			} else {
-				/* the first NaN wins, as numpy's argmax/argmin */
-				double best = kld(x->dtype, data, off);
-				for (int64_t j = 1; j < n && !isnan(best); j++) {
-					double v = kld(x->dtype, data, off + (uint64_t)(j * inner));
-					bool better = isnan(v) || (is_max ? v > best : v < best);
-					if (better || (last && v == best)) {
-						best = v;
-						besti = j;
-					}
-				}
-			}
-			y[a * inner + b] = besti;
-		}
-	}
-	return 0;
+	struct arg_job j = { x, y, n, inner, is_max, last };
+	return kpar(k, outer * inner, kgrain(n), arg_range, &j);
 }
 
 static int k_argmax(struct cpu_kctx *k) { return arg_generic(k, true); }
@@ -593,6 +635,73 @@ static void softmax_row_f32(const float *x, float *y, int64_t n, bool logsm)
 		y[j] *= inv;
 }
 
+struct sm_job {
+	const struct ir_tensor *x;
+	void *y;
+	int64_t outer, n, inner;
+	enum smop op;
+	char *scratch;   /* per worker: inner doubles (max), inner doubles (sum), inner int64 (argmax) */
+};
+
+/* rows [a0, a1) of the float32 softmax/logsoftmax over a contiguous axis */
+static void sm_rows_f32(void *ctx, int64_t a0, int64_t a1, int worker)
+{
+	const struct sm_job *j = ctx;
+	int64_t n = j->n;
+	(void)worker;
+	for (int64_t a = a0; a < a1; a++)
+		softmax_row_f32(KF32(j->x) + a * n, (float *)j->y + a * n, n, j->op == SM_LOG);
+}
+
+/* blocks [a0, a1) of [n, inner] elements: any dtype, any op */
+static void sm_rows(void *ctx, int64_t a0, int64_t a1, int worker)
+{
+	const struct sm_job *j = ctx;
+	const struct ir_tensor *x = j->x;
+	const void *data = kdata(x);
+	void *y = j->y;
+	int64_t n = j->n, inner = j->inner;
+	enum smop op = j->op;
+	char *w = j->scratch + (size_t)worker * (size_t)inner * (2 * sizeof(double) + sizeof(int64_t));
+	double *mx = (double *)w, *sum = mx + inner;
+	int64_t *arg = (int64_t *)(sum + inner);
+	for (int64_t a = a0; a < a1; a++) {
+		uint64_t base = (uint64_t)(a * n * inner);
+		for (int64_t b = 0; b < inner; b++) {
+			mx[b] = -INFINITY;
+			arg[b] = -1;
+			sum[b] = 0;
+		}
+		/* max and its first index (the first NaN wins, as numpy's argmax) */
+		for (int64_t jj = 0; jj < n; jj++)
+			for (int64_t b = 0; b < inner; b++) {
+				double v = kld(x->dtype, data, base + (uint64_t)(jj * inner + b));
+				if (arg[b] < 0 || v > mx[b] || (isnan(v) && !isnan(mx[b]))) {
+					mx[b] = v;
+					arg[b] = jj;
+				}
+			}
+		if (op == SM_HARD) {
+			for (int64_t jj = 0; jj < n; jj++)
+				for (int64_t b = 0; b < inner; b++)
+					kst(x->dtype, y, base + (uint64_t)(jj * inner + b), jj == arg[b] ? 1.0 : 0.0);
+			continue;
+		}
+		for (int64_t b = 0; b < inner; b++)
+			if (isinf(mx[b]) && mx[b] < 0)
+				mx[b] = 0;
+		for (int64_t jj = 0; jj < n; jj++)
+			for (int64_t b = 0; b < inner; b++)
+				sum[b] += exp(kld(x->dtype, data, base + (uint64_t)(jj * inner + b)) - mx[b]);
+		for (int64_t jj = 0; jj < n; jj++)
+			for (int64_t b = 0; b < inner; b++) {
+				uint64_t i = base + (uint64_t)(jj * inner + b);
+				double v = kld(x->dtype, data, i) - mx[b];
+				kst(x->dtype, y, i, op == SM_LOG ? v - log(sum[b]) : exp(v) / sum[b]);
+			}
+	}
+}
+
 static int softmax_generic(struct cpu_kctx *k, enum smop op)
 {
 	const struct ir_tensor *x = kin_req(k, 0);
@@ -609,71 +718,23 @@ static int softmax_generic(struct cpu_kctx *k, enum smop op)
 	void *y = kwdata(o);
 	if (x->numel == 0)
 		return 0;
-	const void *data = kdata(x);
-	int rc;
-
-	if (x->dtype == IR_FLOAT && inner == 1 && op != SM_HARD) {
-		for (int64_t a = 0; a < outer; a++) {
-			if ((a & 0xff) == 0 && (rc = kstop(k)))
-				return rc;
-			softmax_row_f32((const float *)data + a * n, (float *)y + a * n, n, op == SM_LOG);
-		}
-		return 0;
-	}
+	struct sm_job j = { x, y, outer, n, inner, op, NULL };
+	if (x->dtype == IR_FLOAT && inner == 1 && op != SM_HARD)
+		return kpar(k, outer, kgrain(3 * n), sm_rows_f32, &j);
 
 	/* general case: columns of n elements `inner` apart, a block of
-	 * `inner` columns at a time so that the reads stay sequential */
-	double *mx = kalloc_arr(k, (uint64_t)inner, sizeof(double));
-	double *sum = kalloc_arr(k, (uint64_t)inner, sizeof(double));
-	int64_t *arg = kalloc_arr(k, (uint64_t)inner, sizeof(int64_t));
-	if (!mx || !sum || !arg) {
-		free(mx);
-		free(sum);
-		free(arg);
+	 * `inner` columns at a time so that the reads stay sequential; each
+	 * thread has its own max, sum and argmax columns */
+	int threads = cpu_threads();
+	j.scratch = kalloc_arr(k, (uint64_t)threads * (uint64_t)inner, 2 * sizeof(double) + sizeof(int64_t));
+	if (!j.scratch)
 		return IR_ENOMEM;
-	}
-	for (int64_t a = 0; a < outer; a++) {
-		if ((rc = kstop(k)))
-			goto out;
-		uint64_t base = (uint64_t)(a * n * inner);
-		for (int64_t b = 0; b < inner; b++) {
-			mx[b] = -INFINITY;
-			arg[b] = -1;
-			sum[b] = 0;
-		}
-		/* max and its first index (the first NaN wins, as numpy's argmax) */
-		for (int64_t j = 0; j < n; j++)
-			for (int64_t b = 0; b < inner; b++) {
-				double v = kld(x->dtype, data, base + (uint64_t)(j * inner + b));
-				if (arg[b] < 0 || v > mx[b] || (isnan(v) && !isnan(mx[b]))) {
-					mx[b] = v;
-					arg[b] = j;
-				}
-			}
-		if (op == SM_HARD) {
-			for (int64_t j = 0; j < n; j++)
-				for (int64_t b = 0; b < inner; b++)
-					kst(x->dtype, y, base + (uint64_t)(j * inner + b), j == arg[b] ? 1.0 : 0.0);
-			continue;
-		}
-		for (int64_t b = 0; b < inner; b++)
-			if (isinf(mx[b]) && mx[b] < 0)
-				mx[b] = 0;
-		for (int64_t j = 0; j < n; j++)
-			for (int64_t b = 0; b < inner; b++)
-				sum[b] += exp(kld(x->dtype, data, base + (uint64_t)(j * inner + b)) - mx[b]);
-		for (int64_t j = 0; j < n; j++)
-			for (int64_t b = 0; b < inner; b++) {
-				uint64_t i = base + (uint64_t)(j * inner + b);
-				double v = kld(x->dtype, data, i) - mx[b];
-				kst(x->dtype, y, i, op == SM_LOG ? v - log(sum[b]) : exp(v) / sum[b]);
-			}
-	}
-	rc = 0;
-out:
-	free(mx);
-	free(sum);
-	free(arg);
+	int rc = 0;
+	if (ir_dtype_bits(x->dtype) < 8)
+		sm_rows(&j, 0, outer, 0);   /* sub-byte elements share bytes: one thread */
+	else
+		rc = kpar(k, outer, kgrain(4 * n * inner), sm_rows, &j);
+	free(j.scratch);
 	return rc;
 }
 

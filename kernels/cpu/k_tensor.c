@@ -40,6 +40,42 @@ static void fill_zero(struct fill *f)
  * from the source at offset base + sum(idx[j] * ss[j]) (strides in
  * elements, negative and zero allowed).
  */
+struct strided_job {
+	const struct mover *m;
+	int rank;
+	const int64_t *od, *ss;
+	int64_t base, inner;
+};
+
+/* output rows [r0, r1) (of od[rank-1] elements) of copy_strided, whole bytes */
+static void strided_rows(void *ctx, int64_t r0, int64_t r1, int worker)
+{
+	const struct strided_job *j = ctx;
+	struct mover m = *j->m;
+	const int64_t *od = j->od, *ss = j->ss;
+	int64_t inner = j->inner, is = j->rank ? ss[j->rank - 1] : 0;
+	(void)worker;
+	for (int64_t r = r0; r < r1; r++) {
+		int64_t off = j->base, rest = r;
+		for (int d = j->rank - 2; d >= 0; d--) {
+			off += (rest % od[d]) * ss[d];
+			rest /= od[d];
+		}
+		uint64_t di = (uint64_t)(r * inner);
+		if (is == 1) {
+			mv_block(&m, di, (uint64_t)off, (uint64_t)inner);
+		} else if (m.esz == 4) {
+			uint32_t *dp = (uint32_t *)(void *)m.dst + di;
+			const uint32_t *sp = (const uint32_t *)(const void *)m.src + off;
+			for (int64_t e = 0; e < inner; e++)
+				dp[e] = sp[e * is];
+		} else {
+			for (int64_t e = 0; e < inner; e++)
+				mv(&m, di + (uint64_t)e, (uint64_t)(off + e * is));
+		}
+	}
+}
+
 static int copy_strided(struct cpu_kctx *k, struct mover *m, int rank, const int64_t *od, int64_t base,
 			const int64_t *ss)
 {
@@ -49,6 +85,11 @@ static int copy_strided(struct cpu_kctx *k, struct mover *m, int rank, const int
 		n *= (uint64_t)od[j];
 	if (!n)
 		return 0;
+	if (m->kind == MV_BYTES && rank > 0) {
+		/* whole bytes: rows on the pool */
+		struct strided_job j = { m, rank, od, ss, base, od[rank - 1] };
+		return kpar(k, (int64_t)(n / (uint64_t)od[rank - 1]), kgrain(od[rank - 1]), strided_rows, &j);
+	}
 	for (int j = 0; j < rank; j++)
 		idx[j] = 0;
 	int64_t inner = rank ? od[rank - 1] : 1, is = rank ? ss[rank - 1] : 0;
@@ -587,6 +628,42 @@ static void tile_copy(size_t esz, const unsigned char *src, unsigned char *dst, 
  * tile. Returns 1 when the plain strided copy is as good (the last dim is
  * contiguous in the source), else 0 or an error.
  */
+#define TR_TILE 32
+
+struct tiled_job {
+	const struct mover *m;
+	int n, q;
+	const int64_t *d, *s, *os;   /* the reduced dims, their source and output strides */
+	int64_t outer, strips;
+};
+
+/* work items [w0, w1) of transpose_tiled */
+static void tiled_items(void *ctx, int64_t w0, int64_t w1, int worker)
+{
+	const struct tiled_job *j = ctx;
+	const int64_t *d = j->d, *s = j->s, *os = j->os;
+	int n = j->n, q = j->q;
+	size_t esz = j->m->esz;
+	(void)worker;
+	for (int64_t w = w0; w < w1; w++) {
+		int64_t rest = w / j->strips, i0 = (w % j->strips) * TR_TILE;
+		int64_t soff = 0, doff = 0;
+		for (int i = n - 2; i >= 0; i--) {
+			if (i == q)
+				continue;
+			soff += (rest % d[i]) * s[i];
+			doff += (rest % d[i]) * os[i];
+			rest /= d[i];
+		}
+		int64_t ni = d[q] - i0 < TR_TILE ? d[q] - i0 : TR_TILE;
+		for (int64_t j0 = 0; j0 < d[n - 1]; j0 += TR_TILE) {
+			int64_t nj = d[n - 1] - j0 < TR_TILE ? d[n - 1] - j0 : TR_TILE;
+			tile_copy(esz, j->m->src + (size_t)(soff + i0 + j0 * s[n - 1]) * esz,
+				  j->m->dst + (size_t)(doff + i0 * os[q] + j0) * esz, ni, nj, os[q], s[n - 1]);
+		}
+	}
+}
+
 static int transpose_tiled(struct cpu_kctx *k, struct mover *m, int r, const int64_t *od, const int64_t *ss)
 {
 	int64_t d[IR_MAX_RANK], s[IR_MAX_RANK];
@@ -615,38 +692,13 @@ static int transpose_tiled(struct cpu_kctx *k, struct mover *m, int r, const int
 	os[n - 1] = 1;
 	for (int j = n - 2; j >= 0; j--)
 		os[j] = os[j + 1] * d[j + 1];
-	/* an odometer over the other dims (not q, not the last) */
-	int64_t idx[IR_MAX_RANK] = { 0 };
-	int64_t soff = 0, doff = 0;
-	const int64_t T = 32;
-	size_t esz = m->esz;
-	for (;;) {
-		for (int64_t i0 = 0; i0 < d[q]; i0 += T) {
-			int64_t ni = d[q] - i0 < T ? d[q] - i0 : T;
-			for (int64_t j0 = 0; j0 < d[n - 1]; j0 += T) {
-				int64_t nj = d[n - 1] - j0 < T ? d[n - 1] - j0 : T;
-				tile_copy(esz, m->src + (size_t)(soff + i0 + j0 * s[n - 1]) * esz,
-					  m->dst + (size_t)(doff + i0 * os[q] + j0) * esz, ni, nj, os[q], s[n - 1]);
-			}
-			int rc = kstop(k);
-			if (rc)
-				return rc;
-		}
-		int j = n - 2;
-		for (; j >= 0; j--) {
-			if (j == q)
-				continue;
-			soff += s[j];
-			doff += os[j];
-			if (++idx[j] < d[j])
-				break;
-			soff -= s[j] * d[j];
-			doff -= os[j] * d[j];
-			idx[j] = 0;
-		}
-		if (j < 0)
-			return 0;
-	}
+	/* work items: a position of the other dims (not q, not the last) and
+	 * a strip of TR_TILE indexes of dim q */
+	struct tiled_job j = { m, n, q, d, s, os, 1, (d[q] + TR_TILE - 1) / TR_TILE };
+	for (int i = 0; i < n - 1; i++)
+		if (i != q)
+			j.outer *= d[i];
+	return kpar(k, j.outer * j.strips, kgrain(TR_TILE * d[n - 1]), tiled_items, &j);
 }
 
 static int k_transpose(struct cpu_kctx *k)
@@ -889,6 +941,33 @@ static int k_space_to_depth(struct cpu_kctx *k)
 /* Concat, Split                                                             */
 /* ------------------------------------------------------------------------ */
 
+struct concat_job {
+	const struct cpu_kctx *k;
+	struct ir_tensor *o;
+	uint64_t row;   /* output elements per outer position */
+	int ax;
+};
+
+/* outer positions [p0, p1) of a Concat of whole-byte elements */
+static void concat_rows(void *ctx, int64_t p0, int64_t p1, int worker)
+{
+	const struct concat_job *j = ctx;
+	const struct cpu_kctx *k = j->k;
+	int r = j->o->rank, ax = j->ax;
+	(void)worker;
+	for (uint64_t p = (uint64_t)p0; p < (uint64_t)p1; p++) {
+		uint64_t di = p * j->row;
+		for (int i = 0; i < k->n_in; i++) {
+			const struct ir_tensor *t = kin(k, i);
+			uint64_t chunk = knumel(r - ax, t->dims + ax);
+			struct mover m;
+			mv_init(&m, t->dtype, j->o, t);
+			mv_block(&m, di, p * chunk, chunk);
+			di += chunk;
+		}
+	}
+}
+
 static int k_concat(struct cpu_kctx *k)
 {
 	if (k->n_in < 1)
@@ -922,6 +1001,11 @@ static int k_concat(struct cpu_kctx *k)
 	if (!o)
 		return IR_ERR;
 	uint64_t outer = knumel(ax, od), di = 0;
+	if (ir_dtype_bits(x0->dtype) % 8 == 0 && x0->dtype != IR_STRING && o->numel) {
+		/* whole bytes: the outer positions on the pool */
+		struct concat_job j = { k, o, knumel(r - ax, od + ax), ax };
+		return kpar(k, (int64_t)outer, kgrain((int64_t)j.row), concat_rows, &j);
+	}
 	for (uint64_t p = 0; p < outer; p++) {
 		for (int i = 0; i < k->n_in; i++) {
 			const struct ir_tensor *t = kin(k, i);

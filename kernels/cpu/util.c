@@ -25,6 +25,40 @@ int kstop(struct cpu_kctx *k)
 	return 0;
 }
 
+/* a slab of kpar: fn over [base + b, base + e) */
+struct kpar_slab {
+	cpu_range_fn fn;
+	void *ctx;
+	int64_t base;
+};
+
+static void kpar_slab_run(void *ctx, int64_t b, int64_t e, int worker)
+{
+	const struct kpar_slab *s = ctx;
+	s->fn(s->ctx, s->base + b, s->base + e, worker);
+}
+
+int kpar(struct cpu_kctx *k, int64_t n, int64_t grain, cpu_range_fn fn, void *ctx)
+{
+	int64_t slab, grains = 4 * (int64_t)cpu_threads();
+	if (grain < 1)
+		grain = 1;
+	if (grains < 64)
+		grains = 64;
+	slab = grain > INT64_MAX / grains ? INT64_MAX : grain * grains;
+	if (n <= slab) {
+		cpu_parallel_for(n, grain, fn, ctx);
+		return 0;
+	}
+	for (int64_t lo = 0; lo < n; lo += slab) {
+		struct kpar_slab s = { fn, ctx, lo };
+		if (lo && kstop(k))
+			return IR_EINTR;
+		cpu_parallel_for(n - lo < slab ? n - lo : slab, grain, kpar_slab_run, &s);
+	}
+	return 0;
+}
+
 const struct ir_tensor *kin(const struct cpu_kctx *k, int i)
 {
 	if (i < 0 || i >= k->n_in || k->in[i].kind != KV_TENSOR)
@@ -442,6 +476,18 @@ void kiter_next(struct kiter *it)
 		it->idx[j] = 0;
 		for (int o = 0; o < it->nops; o++)
 			it->off[o] -= it->strides[o][j] * (it->dims[j] - 1);
+	}
+}
+
+void kiter_seek(struct kiter *it, int64_t flat)
+{
+	for (int o = 0; o < it->nops; o++)
+		it->off[o] = 0;
+	for (int j = it->rank - 1; j >= 0; j--) {
+		it->idx[j] = it->dims[j] ? flat % it->dims[j] : 0;
+		flat = it->dims[j] ? flat / it->dims[j] : 0;
+		for (int o = 0; o < it->nops; o++)
+			it->off[o] += it->idx[j] * it->strides[o][j];
 	}
 }
 

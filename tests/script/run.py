@@ -9,8 +9,9 @@ NAME.out next to it. For a test, the runner makes a temporary folder, builds
 the test models there (models.py, with PYTHON, which has the onnx package),
 copies in the files of TESTS_DIR/files/ and the script, and runs ogsh in it
 with NO_COLOR=1, OGSH_DEVICE=cpu (the GPU off, so transcripts are the same
-with and without one) and OGSH_CPU_ISA=generic (the portable kernels, so numbers
-are the same on every CPU). The transcript is stdout and stderr merged in order, then
+with and without one), OGSH_CPU_ISA=generic (the portable kernels, so numbers
+are the same on every CPU) and OGSH_THREADS=2 (the thread count `set` and
+`time` print does not depend on the machine's cores). The transcript is stdout and stderr merged in order, then
 the exit status as "[exit N]"; the folder's path is written $TMP.
 
 Lines of the script starting with "#@" (comments to ogsh) drive the runner:
@@ -136,7 +137,7 @@ def env_for(tmp):
     # numbers in the transcripts do not depend on the CPU (the conformance
     # tests check the AVX2 and AVX-512 paths)
     env.update(NO_COLOR="1", LC_ALL="C", HOME=tmp, OGSH_HISTORY="", TERM="dumb", OGSH_CPU_ISA="generic",
-               OGSH_DEVICE="cpu")
+               OGSH_DEVICE="cpu", OGSH_THREADS="2")
     return env
 
 
