@@ -1375,6 +1375,10 @@ attention_mma(const T *q, const T *k, const T *v, T *y, rd_attn a)
 		if (last < tend)
 			tend = last;
 	}
+	// each of the thread's two rows: its query index for masks (the last one for rows past Lq) and
+	// its row of the mask
+	const int64_t ic[2] = { rows[0] < a.Lq ? rows[0] : a.Lq - 1, rows[1] < a.Lq ? rows[1] : a.Lq - 1 };
+	const int64_t mrow[2] = { attn_mrow(a, b, h, ic[0]), attn_mrow(a, b, h, ic[1]) };
 	// K and V tiles are copied one step ahead of their use: groups are committed in the order K0, V0,
 	// K1, V1...; K(t+1) is copied while the softmax and P.V of tile t run, V(t+1) while Q.K^T of t+1 does
 	const T *kb = k + b * a.k_sb + hk * a.k_sh, *vb = v + b * a.v_sb + hk * a.v_sh;
@@ -1403,18 +1407,29 @@ attention_mma(const T *q, const T *k, const T *v, T *y, rd_attn a)
 		if (more)
 			fm_tile<T, D, NW * 32>(ks, kb + (t0 + FM_KT) * a.k_ss, a.k_ss, a.T - t0 - FM_KT, tid);
 		fm_commit();
-		// scale, masks, the tile's row maxima
+		// scale, masks, the tile's row maxima; a whole tile with no mask and no causal limit is only scaled
 		float mx[2] = { -INFINITY, -INFINITY };
+		if (!a.mask && !a.causal && t0 + FM_KT <= a.T) {
 #pragma unroll
-		for (int j = 0; j < FM_KT / 8; j++)
+			for (int j = 0; j < FM_KT / 8; j++)
 #pragma unroll
-			for (int e = 0; e < 4; e++) {
-				const int r = e >> 1;
-				const int64_t key = t0 + j * 8 + 2 * t4 + (e & 1), i = rows[r] < a.Lq ? rows[r] : a.Lq - 1;
-				const float x = attn_masked(a, s[j][e], b, h, i, key);
-				s[j][e] = x;
-				mx[r] = fmaxf(mx[r], x);
-			}
+				for (int e = 0; e < 4; e++) {
+					const float x = s[j][e] * a.scale;
+					s[j][e] = x;
+					mx[e >> 1] = fmaxf(mx[e >> 1], x);
+				}
+		} else {
+#pragma unroll
+			for (int j = 0; j < FM_KT / 8; j++)
+#pragma unroll
+				for (int e = 0; e < 4; e++) {
+					const int r = e >> 1;
+					const int64_t key = t0 + j * 8 + 2 * t4 + (e & 1);
+					const float x = attn_masked_at(a, s[j][e], mrow[r], ic[r], key);
+					s[j][e] = x;
+					mx[r] = fmaxf(mx[r], x);
+				}
+		}
 		float corr[2], mu[2];
 #pragma unroll
 		for (int r = 0; r < 2; r++) {
@@ -1433,11 +1448,12 @@ attention_mma(const T *q, const T *k, const T *v, T *y, rd_attn a)
 			o[n][2] *= corr[1];
 			o[n][3] *= corr[1];
 		}
+		const float mul2[2] = { mu[0] * L2E, mu[1] * L2E };
 #pragma unroll
 		for (int j = 0; j < FM_KT / 8; j++)
 #pragma unroll
 			for (int e = 0; e < 4; e++) {
-				const float p = exp2f((s[j][e] - mu[e >> 1]) * L2E);
+				const float p = exp2f(fmaf(s[j][e], L2E, -mul2[e >> 1]));
 				l[e >> 1] += p;
 				s[j][e] = p;
 			}
