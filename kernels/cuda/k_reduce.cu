@@ -10,6 +10,8 @@
 #include <cuda_fp16.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <type_traits>
 
 namespace {
@@ -1341,7 +1343,9 @@ template <int N> __device__ __forceinline__ void fm_wait()
 	asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
-template <typename T, int D, int NW> __global__ void __launch_bounds__(NW * 32)
+// MB: the blocks a multiprocessor must hold (1: the compiler's choice, 167 registers a thread at head
+// size 64 and 4 warps, 3 blocks; 4: 128 registers, a few spilled)
+template <typename T, int D, int NW, int MB> __global__ void __launch_bounds__(NW * 32, MB)
 attention_mma(const T *q, const T *k, const T *v, T *y, rd_attn a)
 {
 	__shared__ __align__(16) T ks[FM_KT * (D + 8)];
@@ -1503,12 +1507,27 @@ attention_mma(const T *q, const T *k, const T *v, T *y, rd_attn a)
 	}
 }
 
+// OGSH_ATTN_OCC=1: the tensor-core attention capped at 128 registers (4 blocks of 4 warps a
+// multiprocessor) where it has 4 warps and head size 64 or less; read once
+static bool attn_occupancy()
+{
+	static int v = -1;
+	if (v < 0) {
+		const char *e = getenv("OGSH_ATTN_OCC");
+		v = e && !strcmp(e, "1");
+	}
+	return v == 1;
+}
+
 template <typename T, int D, int NW>
 static cudaError_t attention_mma_nw(const rd_attn *a, const void *q, const void *k, const void *v, void *y,
 				    cudaStream_t s)
 {
 	dim3 grid((unsigned)((a->Lq + NW * 16 - 1) / (NW * 16)), (unsigned)a->Hq, (unsigned)a->B);
-	attention_mma<T, D, NW><<<grid, NW * 32, 0, s>>>((const T *)q, (const T *)k, (const T *)v, (T *)y, *a);
+	if (NW == 4 && D <= 64 && attn_occupancy())
+		attention_mma<T, D, NW, 4><<<grid, NW * 32, 0, s>>>((const T *)q, (const T *)k, (const T *)v, (T *)y, *a);
+	else
+		attention_mma<T, D, NW, 1><<<grid, NW * 32, 0, s>>>((const T *)q, (const T *)k, (const T *)v, (T *)y, *a);
 	return cudaGetLastError();
 }
 
