@@ -17,6 +17,7 @@
  * is M x K, op(B) K x N. beta == 0 overwrites C (NaNs in C do not leak).
  */
 #include "cpu.h"
+#include "pool.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -70,7 +71,7 @@ int cpu_isa(void)
 #define NR_MAX 32
 #define KC 256
 #define MC 144   /* rounded down to a multiple of mr; an A block stays in L2 */
-#define NC 2048  /* multiple of every nr; a B block (2 MiB) stays in L3 */
+#define NC 2048  /* columns of C per task (at most): a multiple of every nr */
 
 /* Packs op(A)[i0:i0+mc, p0:p0+kc] as panels of mr rows, k-major inside a
  * panel, zero-padding the last panel. */
@@ -399,8 +400,10 @@ static void sgemm_naive(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float
  * The packing buffers of this thread, kept between calls: fresh large
  * blocks come from mmap and cost a page fault per 4 KiB on first touch,
  * which for a conv net is as slow as the packing itself. At most
- * (MC + NC) * KC floats (2.2 MiB) per thread, never released (it stays
- * reachable, so leak checkers accept it).
+ * (MC + NCH) * KC floats (0.66 MiB) per thread, never released (it stays
+ * reachable, so leak checkers accept it). Per thread rather than per pool
+ * worker index: a product started from inside a parallel range runs on
+ * that range's thread, and the thread's buffer is free then.
  */
 static _Thread_local float *pack_buf;
 static _Thread_local size_t pack_cap;
@@ -416,6 +419,116 @@ static float *pack_space(size_t nfloats)
 	return pack_buf;
 }
 
+/* Columns of B packed at a time inside a task: a KC x NCH block (512 KiB)
+ * stays in L2 next to the A block while the micro-kernels read it. */
+#define NCH 512
+
+/*
+ * One product cut into tasks: a task computes the C block of rows
+ * [im * mb, +mb) and columns [jn * nb, +nb), all of K, in a fixed order
+ * (KC blocks, then NCH chunks, then micro-tiles). mb and nb are multiples
+ * of the micro-kernel's mr and nr, so every element of C lies in the same
+ * micro-tile and sees the same arithmetic whatever the number of tasks or
+ * threads: results are bit-identical at any thread count.
+ */
+struct sgemm_job {
+	bool ta, tb;
+	int64_t M, N, K;
+	float alpha;
+	const float *A, *B;
+	int64_t lda, ldb, ldc;
+	float *C;
+	struct ukr u;
+	int64_t mb, nb, tn;     /* task rows, task columns, tasks along N */
+	bool failed;            /* a task could not get its packing buffer */
+};
+
+static void sgemm_task(void *ctx, int64_t begin, int64_t end, int worker)
+{
+	struct sgemm_job *j = ctx;
+	int64_t MR = j->u.mr, NR = j->u.nr;
+	(void)worker;
+	for (int64_t t = begin; t < end; t++) {
+		int64_t i0 = t / j->tn * j->mb, j0 = t % j->tn * j->nb;
+		int64_t mc = j->M - i0 < j->mb ? j->M - i0 : j->mb, nt = j->N - j0 < j->nb ? j->N - j0 : j->nb;
+		int64_t kcap = j->K < KC ? j->K : KC, mcap = (mc + MR - 1) / MR * MR;
+		int64_t ncap = nt < NCH ? (nt + NR - 1) / NR * NR : NCH;
+		/* B's chunk first: both stay 64-byte aligned (NR * 4 bytes divides 64) */
+		float *bp = pack_space((size_t)((mcap + ncap) * kcap));
+		if (!bp) {
+			/* only when memory runs out; the element order differs
+			 * from the blocked path, which then matters little */
+			sgemm_naive(j->ta, j->tb, mc, nt, j->K, j->alpha, j->ta ? j->A + i0 : j->A + i0 * j->lda,
+				    j->lda, j->tb ? j->B + j0 * j->ldb : j->B + j0, j->ldb, j->C + i0 * j->ldc + j0,
+				    j->ldc);
+			j->failed = true;
+			continue;
+		}
+		float *ap = bp + ncap * kcap;
+		for (int64_t pc = 0; pc < j->K; pc += KC) {
+			int64_t kc = j->K - pc < KC ? j->K - pc : KC;
+			pack_a(j->ta, j->A, j->lda, i0, pc, mc, kc, ap, (int)MR);
+			for (int64_t jc = 0; jc < nt; jc += NCH) {
+				int64_t nc = nt - jc < NCH ? nt - jc : NCH;
+				pack_b(j->tb, j->B, j->ldb, pc, j0 + jc, kc, nc, bp, (int)NR);
+				for (int64_t jr = 0; jr < nc; jr += NR) {
+					int nr = (int)(nc - jr < NR ? nc - jr : NR);
+					float *c = j->C + i0 * j->ldc + j0 + jc + jr;
+					for (int64_t ir = 0; ir < mc; ir += MR) {
+						int mr = (int)(mc - ir < MR ? mc - ir : MR);
+						j->u.fn(kc, ap + ir * kc, bp + jr * kc, c + ir * j->ldc, j->ldc, j->alpha,
+							mr, nr);
+					}
+				}
+			}
+		}
+	}
+}
+
+/* beta * C for rows [begin, end) (beta 0 overwrites, NaNs included). */
+struct scale_job {
+	int64_t N, ldc;
+	float beta, *C;
+};
+
+static void scale_rows(void *ctx, int64_t begin, int64_t end, int worker)
+{
+	struct scale_job *s = ctx;
+	(void)worker;
+	for (int64_t i = begin; i < end; i++) {
+		float *c = s->C + i * s->ldc;
+		if (s->beta == 0)
+			memset(c, 0, (size_t)s->N * sizeof(float));
+		else
+			for (int64_t j = 0; j < s->N; j++)
+				c[j] *= s->beta;
+	}
+}
+
+/* The products with one or two rows, split by columns of C. */
+struct rows_job {
+	bool ta, tb;
+	int64_t M, N, K;
+	float alpha;
+	const float *A, *B;
+	int64_t lda, ldb, ldc;
+	float *C;
+};
+
+/* Columns per index of rows_task: a multiple of the vector width, so that
+ * a column takes the vector loop or the scalar tail (FMA or not) as in an
+ * unsplit call. */
+#define ROWS_CW 16
+
+static void rows_task(void *ctx, int64_t begin, int64_t end, int worker)
+{
+	struct rows_job *r = ctx;
+	(void)worker;
+	int64_t c0 = begin * ROWS_CW, c1 = end * ROWS_CW < r->N ? end * ROWS_CW : r->N;
+	const float *b = r->tb ? r->B + c0 * r->ldb : r->B + c0;
+	sgemm_rows(r->ta, r->tb, r->M, c1 - c0, r->K, r->alpha, r->A, r->lda, b, r->ldb, r->C + c0, r->ldc);
+}
+
 void cpu_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
 	       const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
 {
@@ -423,53 +536,34 @@ void cpu_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, c
 		return;
 	/* beta first, so the blocked loops only accumulate */
 	if (beta != 1) {
-		for (int64_t i = 0; i < M; i++) {
-			float *c = C + i * ldc;
-			if (beta == 0)
-				memset(c, 0, (size_t)N * sizeof(float));
-			else
-				for (int64_t j = 0; j < N; j++)
-					c[j] *= beta;
-		}
+		struct scale_job s = { N, ldc, beta, C };
+		cpu_parallel_for(M, (1 << 14) / N + 1, scale_rows, &s);
 	}
 	if (K <= 0 || alpha == 0)
 		return;
 	if (M <= 2) {
-		sgemm_rows(ta, tb, M, N, K, alpha, A, lda, B, ldb, C, ldc);
+		/* each column of C is its own dot product or axpy lane, so
+		 * splitting the columns (in whole vectors) keeps the bits */
+		struct rows_job r = { ta, tb, M, N, K, alpha, A, B, lda, ldb, ldc, C };
+		int64_t units = (N + ROWS_CW - 1) / ROWS_CW;
+		cpu_parallel_for(units, (K * M < 4096 ? 4096 / (K * M + 1) : 1) + 1, rows_task, &r);
 		return;
 	}
 
-	struct ukr u = pick_ukr();
-	int64_t MR = u.mr, NR = u.nr, mcb = MC / MR * MR;
-	int64_t ncap = N < NC ? (N + NR - 1) / NR * NR : NC;
-	int64_t kcap = K < KC ? K : KC;
-	int64_t mcap = M < mcb ? (M + MR - 1) / MR * MR : mcb;
-	/* B's block first: both stay 64-byte aligned (NR * 4 bytes divides 64) */
-	float *bp = pack_space((size_t)((mcap + ncap) * kcap));
-	if (!bp) {
-		sgemm_naive(ta, tb, M, N, K, alpha, A, lda, B, ldb, C, ldc);
-		return;
-	}
-	float *ap = bp + ncap * kcap;
-	for (int64_t jc = 0; jc < N; jc += NC) {
-		int64_t nc = N - jc < NC ? N - jc : NC;
-		for (int64_t pc = 0; pc < K; pc += KC) {
-			int64_t kc = K - pc < KC ? K - pc : KC;
-			pack_b(tb, B, ldb, pc, jc, kc, nc, bp, u.nr);
-			for (int64_t ic = 0; ic < M; ic += mcb) {
-				int64_t mc = M - ic < mcb ? M - ic : mcb;
-				pack_a(ta, A, lda, ic, pc, mc, kc, ap, u.mr);
-				for (int64_t jr = 0; jr < nc; jr += NR) {
-					int nr = (int)(nc - jr < NR ? nc - jr : NR);
-					for (int64_t ir = 0; ir < mc; ir += MR) {
-						int mr = (int)(mc - ir < MR ? mc - ir : MR);
-						u.fn(kc, ap + ir * kc, bp + jr * kc, C + (ic + ir) * ldc + jc + jr, ldc,
-						     alpha, mr, nr);
-					}
-				}
-			}
-		}
-	}
+	struct sgemm_job j = { ta, tb, M, N, K, alpha, A, B, lda, ldb, ldc, C, pick_ukr(), 0, 0, 0, false };
+	int64_t MR = j.u.mr, NR = j.u.nr;
+	j.mb = MC / MR * MR;
+	int64_t tm = (M + j.mb - 1) / j.mb;
+	/* columns per task: up to NC; narrower while there are fewer than
+	 * two tasks per thread, down to 4 micro-tiles wide */
+	int64_t npan = (N + NR - 1) / NR, tn = (N + NC - 1) / NC;
+	int64_t want = 2 * (int64_t)cpu_threads();
+	while (tm * tn < want && npan / (tn + 1) >= 4)
+		tn++;
+	int64_t per = (npan + tn - 1) / tn;
+	j.nb = per * NR;
+	j.tn = (npan + per - 1) / per;
+	cpu_parallel_for(tm * j.tn, 1, sgemm_task, &j);
 }
 
 /* ------------------------------------------------------------------------ */
