@@ -11,6 +11,7 @@
  * plain product, or for ConvTranspose a product and col2im.
  */
 #include "cpu.h"
+#include "pool.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -266,56 +267,140 @@ static void dmm_acc(const double *w, const double *col, double *y, int64_t M, in
  * direct, tap by tap. For each kernel tap and output row the valid output
  * columns are found once, then a row of y gets w * (a row of x), which
  * vectorizes for stride 1. im2col + GEMM would multiply by a single row.
+ * Planes (image, output channel) are independent: the pool splits them.
  */
-static int conv_dw_f32(struct cpu_kctx *k, const struct cgeom *g, const float *x, const float *w, const float *bias,
-		       float *y)
+struct dw_job {
+	const struct cgeom *g;
+	const float *x, *w, *bias;
+	float *y;
+};
+
+static void dw_planes(void *ctx, int64_t begin, int64_t end, int worker)
 {
+	const struct dw_job *j = ctx;
+	const struct cgeom *g = j->g;
+	(void)worker;
 	int64_t mg = g->M / g->G;
 	int64_t ih = g->in[0], iw = g->in[1], oh = g->out[0], ow = g->out[1];
 	int64_t kh = g->ker[0], kw = g->ker[1], sh = g->str[0], sw = g->str[1];
 	int64_t dh = g->dil[0], dw = g->dil[1], ph = g->pb[0], pw = g->pb[1];
-	for (int64_t n = 0; n < g->N; n++) {
-		for (int64_t oc = 0; oc < g->M; oc++) {
-			const float *xc = x + (n * g->C + oc / mg) * g->insz;
-			const float *wc = w + oc * g->kersz;
-			float *yc = y + (n * g->M + oc) * g->outsz;
-			float b = bias ? bias[oc] : 0;
-			for (int64_t o = 0; o < g->outsz; o++)
-				yc[o] = b;
-			for (int64_t a = 0; a < kh; a++) {
-				for (int64_t c = 0; c < kw; c++) {
-					float wv = wc[a * kw + c];
-					/* columns: 0 <= o * sw - pw + c * dw < iw */
-					int64_t off = c * dw - pw, lo = 0, hi = ow;
-					if (off < 0)
-						lo = (-off + sw - 1) / sw;
-					if (iw - off <= 0)
-						hi = 0;
-					else if ((iw - off + sw - 1) / sw < hi)
-						hi = (iw - off + sw - 1) / sw;
-					if (lo >= hi)
+	for (int64_t pl = begin; pl < end; pl++) {
+		int64_t n = pl / g->M, oc = pl % g->M;
+		const float *xc = j->x + (n * g->C + oc / mg) * g->insz;
+		const float *wc = j->w + oc * g->kersz;
+		float *yc = j->y + (n * g->M + oc) * g->outsz;
+		float b = j->bias ? j->bias[oc] : 0;
+		for (int64_t o = 0; o < g->outsz; o++)
+			yc[o] = b;
+		for (int64_t a = 0; a < kh; a++) {
+			for (int64_t c = 0; c < kw; c++) {
+				float wv = wc[a * kw + c];
+				/* columns: 0 <= o * sw - pw + c * dw < iw */
+				int64_t off = c * dw - pw, lo = 0, hi = ow;
+				if (off < 0)
+					lo = (-off + sw - 1) / sw;
+				if (iw - off <= 0)
+					hi = 0;
+				else if ((iw - off + sw - 1) / sw < hi)
+					hi = (iw - off + sw - 1) / sw;
+				if (lo >= hi)
+					continue;
+				for (int64_t r = 0; r < oh; r++) {
+					int64_t ir = r * sh - ph + a * dh;
+					if (ir < 0 || ir >= ih)
 						continue;
-					for (int64_t r = 0; r < oh; r++) {
-						int64_t ir = r * sh - ph + a * dh;
-						if (ir < 0 || ir >= ih)
-							continue;
-						const float *xr = xc + ir * iw + off;
-						float *yr = yc + r * ow;
-						if (sw == 1)
-							for (int64_t o = lo; o < hi; o++)
-								yr[o] += wv * xr[o];
-						else
-							for (int64_t o = lo; o < hi; o++)
-								yr[o] += wv * xr[o * sw];
-					}
+					const float *xr = xc + ir * iw + off;
+					float *yr = yc + r * ow;
+					if (sw == 1)
+						for (int64_t o = lo; o < hi; o++)
+							yr[o] += wv * xr[o];
+					else
+						for (int64_t o = lo; o < hi; o++)
+							yr[o] += wv * xr[o * sw];
 				}
 			}
 		}
-		int rc = kstop(k);
-		if (rc)
-			return rc;
 	}
-	return 0;
+}
+
+static int conv_dw_f32(struct cpu_kctx *k, const struct cgeom *g, const float *x, const float *w, const float *bias,
+		       float *y)
+{
+	struct dw_job j = { g, x, w, bias, y };
+	cpu_parallel_for(g->N * g->M, 1, dw_planes, &j);
+	return kstop(k);
+}
+
+/* im2col of channels [begin, end) of a band (split among the threads: the
+ * channels' rows of col are disjoint). */
+struct im2col_job {
+	const struct cgeom *g;
+	const float *x;
+	int64_t u0, u1;
+	float *col;
+};
+
+static void im2col_channels(void *ctx, int64_t begin, int64_t end, int worker)
+{
+	const struct im2col_job *j = ctx;
+	(void)worker;
+	int64_t ncols = (j->u1 - j->u0) * j->g->out[j->g->nd - 1];
+	im2col_f32(j->g, j->x + begin * j->g->insz, end - begin, j->u0, j->u1,
+		   j->col + begin * j->g->kersz * ncols);
+}
+
+/* One float32 convolution, cut by (image, group). */
+struct conv_job {
+	const struct cgeom *g;
+	const float *x, *w, *bias;
+	float *y;
+	int64_t band;            /* output rows per im2col band */
+	bool pw;                 /* 1x1, stride 1, unpadded: no im2col */
+	bool nomem;              /* a range could not allocate its im2col band */
+};
+
+/*
+ * Computes the (image, group) pairs [begin, end): the bias, then for each
+ * band of output rows im2col and cpu_sgemm. Each call has its own im2col
+ * buffer. Called for all pairs at once (one image, one group: the threads
+ * then share each band's im2col and product) or split among the threads
+ * (the products inside then run serially); the arithmetic of every output
+ * element is the same either way.
+ */
+static void conv_groups(void *ctx, int64_t begin, int64_t end, int worker)
+{
+	struct conv_job *j = ctx;
+	const struct cgeom *g = j->g;
+	(void)worker;
+	int64_t cg = g->C / g->G, mg = g->M / g->G, kk = cg * g->kersz;
+	int64_t ol = g->out[g->nd - 1], rows = ol ? g->outsz / ol : 0;
+	float *col = NULL;
+	if (!j->pw && !(col = malloc((size_t)(kk * j->band * ol) * sizeof(float) + 1))) {
+		j->nomem = true;
+		return;
+	}
+	for (int64_t t = begin; t < end; t++) {
+		int64_t n = t / g->G, gi = t % g->G;
+		const float *xg = j->x + (n * g->C + gi * cg) * g->insz;
+		float *yg = j->y + (n * g->M + gi * mg) * g->outsz;
+		const float *wg = j->w + gi * mg * kk;
+		for (int64_t m = 0; m < mg; m++) {
+			float b = j->bias ? j->bias[gi * mg + m] : 0;
+			for (int64_t o = 0; o < g->outsz; o++)
+				yg[m * g->outsz + o] = b;
+		}
+		if (j->pw) {
+			cpu_sgemm(false, false, mg, g->outsz, kk, 1.0f, wg, kk, xg, g->outsz, 1.0f, yg, g->outsz);
+			continue;
+		}
+		for (int64_t u = 0; u < rows; u += j->band) {
+			int64_t u1 = u + j->band < rows ? u + j->band : rows, nc = (u1 - u) * ol;
+			struct im2col_job ij = { g, xg, u, u1, col };
+			cpu_parallel_for(cg, (1 << 12) / (g->kersz * nc + 1) + 1, im2col_channels, &ij);
+			cpu_sgemm(false, false, mg, nc, kk, 1.0f, wg, kk, col, nc, 1.0f, yg + u * ol, g->outsz);
+		}
+	}
+	free(col);
 }
 
 /* Float32 convolution: x [N, C, in], w [M, C/G, ker], bias [M] or NULL,
@@ -324,7 +409,7 @@ static int conv_dw_f32(struct cpu_kctx *k, const struct cgeom *g, const float *x
 static int conv_f32(struct cpu_kctx *k, const struct cgeom *g, const float *x, const float *w, const float *bias,
 		    float *y)
 {
-	int64_t cg = g->C / g->G, mg = g->M / g->G, kk = cg * g->kersz;
+	int64_t cg = g->C / g->G, kk = cg * g->kersz;
 	if (g->nd == 2 && cg == 1 && g->G > 1)
 		return conv_dw_f32(k, g, x, w, bias, y);
 	int64_t ol = g->out[g->nd - 1], rows = ol ? g->outsz / ol : 0;
@@ -333,39 +418,15 @@ static int conv_f32(struct cpu_kctx *k, const struct cgeom *g, const float *x, c
 		band = 1;
 	if (band > rows)
 		band = rows;
-	bool pw = pointwise(g);
-	float *col = NULL;
-	if (!pw && !(col = malloc((size_t)(kk * band * ol) * sizeof(float) + 1)))
+	struct conv_job j = { g, x, w, bias, y, band, pointwise(g), false };
+	int64_t pairs = g->N * g->G;
+	if (pairs >= 2 * (int64_t)cpu_threads())
+		cpu_parallel_for(pairs, 1, conv_groups, &j);
+	else
+		conv_groups(&j, 0, pairs, 0);
+	if (j.nomem)
 		return kenomem(k);
-	for (int64_t n = 0; n < g->N; n++) {
-		for (int64_t gi = 0; gi < g->G; gi++) {
-			const float *xg = x + (n * g->C + gi * cg) * g->insz;
-			float *yg = y + (n * g->M + gi * mg) * g->outsz;
-			const float *wg = w + gi * mg * kk;
-			for (int64_t m = 0; m < mg; m++) {
-				float b = bias ? bias[gi * mg + m] : 0;
-				for (int64_t o = 0; o < g->outsz; o++)
-					yg[m * g->outsz + o] = b;
-			}
-			if (pw) {
-				cpu_sgemm(false, false, mg, g->outsz, kk, 1.0f, wg, kk, xg, g->outsz, 1.0f, yg, g->outsz);
-			} else {
-				for (int64_t u = 0; u < rows; u += band) {
-					int64_t u1 = u + band < rows ? u + band : rows, nc = (u1 - u) * ol;
-					im2col_f32(g, xg, cg, u, u1, col);
-					cpu_sgemm(false, false, mg, nc, kk, 1.0f, wg, kk, col, nc, 1.0f, yg + u * ol,
-						  g->outsz);
-				}
-			}
-			int rc = kstop(k);
-			if (rc) {
-				free(col);
-				return rc;
-			}
-		}
-	}
-	free(col);
-	return 0;
+	return kstop(k);
 }
 
 /* The same in double (other float types, integer convs). */

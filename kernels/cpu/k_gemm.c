@@ -792,6 +792,38 @@ static int bmm_plan(struct cpu_kctx *k, const struct ir_tensor *a, const struct 
 	return 0;
 }
 
+/* The float32 products of a batched MatMul, one per batch. */
+struct bmm_job {
+	const struct bmm *p;
+	const float *a, *b;
+	float *y;
+};
+
+/* Batches [begin, end): one cpu_sgemm each (serial inside when the
+ * batches are split among the threads; the same bits either way). */
+static void bmm_batches(void *ctx, int64_t begin, int64_t end, int worker)
+{
+	const struct bmm_job *j = ctx;
+	const struct bmm *p = j->p;
+	(void)worker;
+	for (int64_t i = begin; i < end; i++)
+		cpu_sgemm(false, false, p->M, p->N, p->K, 1.0f, j->a + p->aoff[i], p->K, j->b + p->boff[i], p->N, 0.0f,
+			  j->y + (uint64_t)i * (uint64_t)(p->M * p->N), p->N);
+}
+
+/* Matrix-vector (N == 1): output rows [begin, end) over all batches, a
+ * dot product each. */
+static void bmm_dots(void *ctx, int64_t begin, int64_t end, int worker)
+{
+	const struct bmm_job *j = ctx;
+	const struct bmm *p = j->p;
+	(void)worker;
+	for (int64_t t = begin; t < end; t++) {
+		int64_t i = t / p->M, r = t % p->M;
+		j->y[t] = sdot(j->a + p->aoff[i] + r * p->K, j->b + p->boff[i], p->K);
+	}
+}
+
 static int k_matmul(struct cpu_kctx *k)
 {
 	const struct ir_tensor *a = kin_req(k, 0), *b = kin_req(k, 1);
@@ -832,17 +864,14 @@ static int k_matmul(struct cpu_kctx *k)
 					  0.0f, fy, N);
 				rc = kstop(k);
 			}
-			for (uint64_t i = 0; i < p.nb && !rc && !shared; i++) {
-				float *yc = fy + i * (uint64_t)(M * N);
-				if (N == 1 && K > 0) {
-					/* matrix-vector: a dot product per row */
-					const float *av = pa + p.aoff[i], *bv = pb + p.boff[i];
-					for (int64_t r = 0; r < M; r++)
-						yc[r] = sdot(av + r * K, bv, K);
-				} else {
-					cpu_sgemm(false, false, M, N, K, 1.0f, pa + p.aoff[i], K, pb + p.boff[i], N, 0.0f,
-						  yc, N);
-				}
+			if (!shared) {
+				struct bmm_job j = { &p, pa, pb, fy };
+				if (N == 1 && K > 0)
+					cpu_parallel_for((int64_t)p.nb * M, 4096 / (K + 1) + 1, bmm_dots, &j);
+				else if (p.nb > 1)
+					cpu_parallel_for((int64_t)p.nb, 1, bmm_batches, &j);
+				else
+					bmm_batches(&j, 0, 1, 0);
 				rc = kstop(k);
 			}
 			if (!rc && dt != IR_FLOAT)
