@@ -419,6 +419,8 @@ struct conv_job {
 	int64_t band;            /* output rows per im2col band */
 	bool pw;                 /* 1x1, stride 1, unpadded: no im2col */
 	bool nomem;              /* a range could not allocate its im2col band */
+	const float *wpk;        /* the weights packed per group (conv_wpack) or NULL */
+	int64_t wpk_g;           /* floats per group in wpk */
 };
 
 /*
@@ -445,31 +447,53 @@ static void conv_groups(void *ctx, int64_t begin, int64_t end, int worker)
 		int64_t n = t / g->G, gi = t % g->G;
 		const float *xg = j->x + (n * g->C + gi * cg) * g->insz;
 		float *yg = j->y + (n * g->M + gi * mg) * g->outsz;
-		const float *wg = j->w + gi * mg * kk;
+		const float *wg = j->w + gi * mg * kk, *wp = j->wpk ? j->wpk + gi * j->wpk_g : NULL;
 		for (int64_t m = 0; m < mg; m++) {
 			float b = j->bias ? j->bias[gi * mg + m] : 0;
 			for (int64_t o = 0; o < g->outsz; o++)
 				yg[m * g->outsz + o] = b;
 		}
 		if (j->pw) {
-			cpu_sgemm(false, false, mg, g->outsz, kk, 1.0f, wg, kk, xg, g->outsz, 1.0f, yg, g->outsz);
+			cpu_sgemm_pre(false, false, mg, g->outsz, kk, 1.0f, wg, kk, wp, xg, g->outsz, NULL, 1.0f, yg,
+				      g->outsz);
 			continue;
 		}
 		for (int64_t u = 0; u < rows; u += j->band) {
 			int64_t u1 = u + j->band < rows ? u + j->band : rows, nc = (u1 - u) * ol;
 			struct im2col_job ij = { g, xg, u, u1, col };
 			cpu_parallel_for(cg, (1 << 12) / (g->kersz * nc + 1) + 1, im2col_channels, &ij);
-			cpu_sgemm(false, false, mg, nc, kk, 1.0f, wg, kk, col, nc, 1.0f, yg + u * ol, g->outsz);
+			cpu_sgemm_pre(false, false, mg, nc, kk, 1.0f, wg, kk, wp, col, nc, NULL, 1.0f, yg + u * ol,
+				      g->outsz);
 		}
 	}
 	free(col);
 }
 
+/* The weights of every group packed as the products' A (for the cache). */
+struct wpack_arg {
+	const struct cgeom *g;
+	const float *w;
+};
+
+static float *conv_wpack(const void *arg)
+{
+	const struct wpack_arg *a = arg;
+	const struct cgeom *g = a->g;
+	int64_t mg = g->M / g->G, kk = g->C / g->G * g->kersz;
+	size_t per = cpu_sgemm_pack_floats(false, mg, kk);
+	float *p = aligned_alloc(64, (per * (size_t)g->G * sizeof(float) + 63) / 64 * 64);
+	if (p)
+		for (int64_t gi = 0; gi < g->G; gi++)
+			cpu_sgemm_pack_a(false, mg, kk, a->w + gi * mg * kk, kk, p + (size_t)gi * per);
+	return p;
+}
+
 /* Float32 convolution: x [N, C, in], w [M, C/G, ker], bias [M] or NULL,
  * y [N, M, out]. The im2col matrix is built a band of output rows at a
- * time (about 2 MiB), so it stays in cache while the GEMM packs it. */
+ * time (about 2 MiB), so it stays in cache while the GEMM packs it.
+ * wconst: w is input 1's own data, so its packed form may be cached. */
 static int conv_f32(struct cpu_kctx *k, const struct cgeom *g, const float *x, const float *w, const float *bias,
-		    float *y)
+		    float *y, bool wconst)
 {
 	int64_t cg = g->C / g->G, kk = cg * g->kersz;
 	if (g->nd == 2 && cg == 1 && g->G > 1)
@@ -480,7 +504,14 @@ static int conv_f32(struct cpu_kctx *k, const struct cgeom *g, const float *x, c
 		band = 1;
 	if (band > rows)
 		band = rows;
-	struct conv_job j = { g, x, w, bias, y, band, pointwise(g), false };
+	struct conv_job j = { g, x, w, bias, y, band, pointwise(g), false, NULL, 0 };
+	int64_t mg = g->M / g->G;
+	if (wconst && mg > 2) {
+		/* the products with more than two rows pack A: once, cached */
+		struct wpack_arg wa = { g, w };
+		j.wpk_g = (int64_t)cpu_sgemm_pack_floats(false, mg, kk);
+		j.wpk = cpu_wcache_get(k, 1, 0x43000000u ^ (uint32_t)g->G, (size_t)(j.wpk_g * g->G), conv_wpack, &wa);
+	}
 	int64_t pairs = g->N * g->G;
 	if (pairs >= 2 * (int64_t)cpu_threads())
 		cpu_parallel_for(pairs, 1, conv_groups, &j);
@@ -598,7 +629,7 @@ static int k_conv(struct cpu_kctx *k)
 		return 0;
 	}
 	if (dt == IR_FLOAT)
-		return conv_f32(k, &g, KF32(x), KF32(w), b ? KF32(b) : NULL, kwdata(o));
+		return conv_f32(k, &g, KF32(x), KF32(w), b ? KF32(b) : NULL, kwdata(o), true);
 	if (dt == IR_FLOAT16 || dt == IR_BFLOAT16) {
 		/* compute in float32, round once */
 		float *fx = f32_copy(x), *fw = f32_copy(w), *fb = b ? f32_copy(b) : NULL;
@@ -606,7 +637,7 @@ static int k_conv(struct cpu_kctx *k)
 		if (!fx || !fw || (b && !fb) || !fy)
 			rc = kenomem(k);
 		else
-			rc = conv_f32(k, &g, fx, fw, fb, fy);
+			rc = conv_f32(k, &g, fx, fw, fb, fy, false);
 		if (!rc)
 			for (uint64_t i = 0; i < o->numel; i++)
 				kst(dt, kwdata(o), i, fy[i]);

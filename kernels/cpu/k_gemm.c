@@ -27,9 +27,6 @@
 #define SGEMM_X86 1
 #endif
 
-void cpu_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
-	       const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
-
 /* ------------------------------------------------------------------------ */
 /* Instruction-set cap                                                       */
 /* ------------------------------------------------------------------------ */
@@ -441,6 +438,8 @@ struct sgemm_job {
 	struct ukr u;
 	int64_t mb, nb, tn;     /* task rows, task columns, tasks along N */
 	bool failed;            /* a task could not get its packing buffer */
+	const float *apk, *bpk; /* op(A), op(B) packed whole (cpu_sgemm_pack_a/_b) or NULL */
+	int64_t mpad, npad;     /* M and N rounded up to mr and nr */
 };
 
 static void sgemm_task(void *ctx, int64_t begin, int64_t end, int worker)
@@ -467,10 +466,17 @@ static void sgemm_task(void *ctx, int64_t begin, int64_t end, int worker)
 		float *ap = bp + ncap * kcap;
 		for (int64_t pc = 0; pc < j->K; pc += KC) {
 			int64_t kc = j->K - pc < KC ? j->K - pc : KC;
-			pack_a(j->ta, j->A, j->lda, i0, pc, mc, kc, ap, (int)MR);
+			/* a block of packed A: its panels from row i0 of block pc */
+			if (j->apk)
+				ap = (float *)j->apk + pc * j->mpad + i0 * kc;
+			else
+				pack_a(j->ta, j->A, j->lda, i0, pc, mc, kc, ap, (int)MR);
 			for (int64_t jc = 0; jc < nt; jc += NCH) {
 				int64_t nc = nt - jc < NCH ? nt - jc : NCH;
-				pack_b(j->tb, j->B, j->ldb, pc, j0 + jc, kc, nc, bp, (int)NR);
+				if (j->bpk)
+					bp = (float *)j->bpk + pc * j->npad + (j0 + jc) * kc;
+				else
+					pack_b(j->tb, j->B, j->ldb, pc, j0 + jc, kc, nc, bp, (int)NR);
 				for (int64_t jr = 0; jr < nc; jr += NR) {
 					int nr = (int)(nc - jr < NR ? nc - jr : NR);
 					float *c = j->C + i0 * j->ldc + j0 + jc + jr;
@@ -529,8 +535,47 @@ static void rows_task(void *ctx, int64_t begin, int64_t end, int worker)
 	sgemm_rows(r->ta, r->tb, r->M, c1 - c0, r->K, r->alpha, r->A, r->lda, b, r->ldb, r->C + c0, r->ldc);
 }
 
+/* cpu_sgemm_pack_floats(): see cpu.h */
+
+size_t cpu_sgemm_pack_floats(bool b_side, int64_t mn, int64_t K)
+{
+	struct ukr u = pick_ukr();
+	int64_t r = b_side ? u.nr : u.mr;
+	return mn > 0 && K > 0 ? (size_t)((mn + r - 1) / r * r * K) : 0;
+}
+
+/*
+ * op(A) packed whole for cpu_sgemm_pre: for each KC block of K (block pc
+ * at pc * mpad floats) the row panels of mr rows, k-major, zero-padded,
+ * exactly as the product packs them itself, so a product with the packed
+ * form gives the same bits.
+ */
+void cpu_sgemm_pack_a(bool ta, int64_t M, int64_t K, const float *A, int64_t lda, float *dst)
+{
+	struct ukr u = pick_ukr();
+	int64_t mpad = (M + u.mr - 1) / u.mr * u.mr;
+	for (int64_t pc = 0; pc < K; pc += KC)
+		pack_a(ta, A, lda, 0, pc, M, K - pc < KC ? K - pc : KC, dst + pc * mpad, u.mr);
+}
+
+/* op(B) (K x N) packed whole the same way: per KC block (at pc * npad) the
+ * column panels of nr columns. */
+void cpu_sgemm_pack_b(bool tb, int64_t K, int64_t N, const float *B, int64_t ldb, float *dst)
+{
+	struct ukr u = pick_ukr();
+	int64_t npad = (N + u.nr - 1) / u.nr * u.nr;
+	for (int64_t pc = 0; pc < K; pc += KC)
+		pack_b(tb, B, ldb, pc, 0, K - pc < KC ? K - pc : KC, N, dst + pc * npad, u.nr);
+}
+
 void cpu_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
 	       const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
+{
+	cpu_sgemm_pre(ta, tb, M, N, K, alpha, A, lda, NULL, B, ldb, NULL, beta, C, ldc);
+}
+
+void cpu_sgemm_pre(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+		   const float *apk, const float *B, int64_t ldb, const float *bpk, float beta, float *C, int64_t ldc)
 {
 	if (M <= 0 || N <= 0)
 		return;
@@ -550,8 +595,10 @@ void cpu_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, c
 		return;
 	}
 
-	struct sgemm_job j = { ta, tb, M, N, K, alpha, A, B, lda, ldb, ldc, C, pick_ukr(), 0, 0, 0, false };
+	struct sgemm_job j = { ta, tb, M, N, K, alpha, A, B, lda, ldb, ldc, C, pick_ukr(), 0, 0, 0, false, apk, bpk, 0, 0 };
 	int64_t MR = j.u.mr, NR = j.u.nr;
+	j.mpad = (M + MR - 1) / MR * MR;
+	j.npad = (N + NR - 1) / NR * NR;
 	j.mb = MC / MR * MR;
 	int64_t tm = (M + j.mb - 1) / j.mb;
 	/* columns per task: up to NC; narrower while there are fewer than
@@ -608,6 +655,34 @@ static void store_f32(int dt, void *dst, const float *src, uint64_t n)
 	}
 	for (uint64_t i = 0; i < n; i++)
 		kst(dt, dst, i, src[i]);
+}
+
+/* A constant right side packed as the products' B (for the cache). */
+struct bpack_arg {
+	bool tb;
+	int64_t K, N, ldb;
+	const float *b;
+};
+
+static float *bpack(const void *arg)
+{
+	const struct bpack_arg *a = arg;
+	size_t n = cpu_sgemm_pack_floats(true, a->N, a->K);
+	float *p = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
+	if (p)
+		cpu_sgemm_pack_b(a->tb, a->K, a->N, a->b, a->ldb, p);
+	return p;
+}
+
+/* Input `in` (op(B), K x N, float32 data of the tensor itself) packed and
+ * cached when it is an initializer and the product packs (rows > 2). */
+static const float *cached_b(struct cpu_kctx *k, int in, bool tb, int64_t K, int64_t N, const float *b,
+			     int64_t rows)
+{
+	if (rows <= 2 || K <= 0 || N <= 0)
+		return NULL;
+	struct bpack_arg a = { tb, K, N, tb ? K : N, b };
+	return cpu_wcache_get(k, in, tb ? 0x42540000u : 0x42000000u, cpu_sgemm_pack_floats(true, N, K), bpack, &a);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -669,7 +744,8 @@ static int k_gemm(struct cpu_kctx *k)
 		for (int64_t i = 0; i < M; i++)
 			for (int64_t j = 0; j < N; j++)
 				fy[i * N + j] = pc ? pc[(cm == 1 ? 0 : i) * cn + (cn == 1 ? 0 : j)] : 0;
-		cpu_sgemm(ta, tb, M, N, K, alpha, pa, a->dims[1], pb, b->dims[1], pc ? beta : 0, fy, N);
+		const float *bpk = dt == IR_FLOAT ? cached_b(k, 1, tb, K, N, pb, M) : NULL;
+		cpu_sgemm_pre(ta, tb, M, N, K, alpha, pa, a->dims[1], NULL, pb, b->dims[1], bpk, pc ? beta : 0, fy, N);
 		if (dt != IR_FLOAT)
 			store_f32(dt, y, fy, MN);
 f32_out:
@@ -797,6 +873,7 @@ struct bmm_job {
 	const struct bmm *p;
 	const float *a, *b;
 	float *y;
+	const float *bpk;        /* b packed (a constant 2-d b, shared by the batches) or NULL */
 };
 
 /* Batches [begin, end): one cpu_sgemm each (serial inside when the
@@ -807,8 +884,8 @@ static void bmm_batches(void *ctx, int64_t begin, int64_t end, int worker)
 	const struct bmm *p = j->p;
 	(void)worker;
 	for (int64_t i = begin; i < end; i++)
-		cpu_sgemm(false, false, p->M, p->N, p->K, 1.0f, j->a + p->aoff[i], p->K, j->b + p->boff[i], p->N, 0.0f,
-			  j->y + (uint64_t)i * (uint64_t)(p->M * p->N), p->N);
+		cpu_sgemm_pre(false, false, p->M, p->N, p->K, 1.0f, j->a + p->aoff[i], p->K, NULL, j->b + p->boff[i],
+			      p->N, j->bpk, 0.0f, j->y + (uint64_t)i * (uint64_t)(p->M * p->N), p->N);
 }
 
 /* Matrix-vector (N == 1): output rows [begin, end) over all batches, a
@@ -859,13 +936,17 @@ static int k_matmul(struct cpu_kctx *k)
 			bool shared = p.nb > 1 && N > 1;
 			for (uint64_t i = 0; i < p.nb && shared; i++)
 				shared = p.boff[i] == p.boff[0] && p.aoff[i] == (int64_t)i * M * K;
+			/* a constant 2-d b (every batch's) is packed once, cached */
+			const float *bpk = NULL;
+			if (dt == IR_FLOAT && b->rank == 2 && N > 1)
+				bpk = cached_b(k, 1, false, K, N, pb, shared ? (int64_t)p.nb * M : M);
 			if (shared) {
-				cpu_sgemm(false, false, (int64_t)p.nb * M, N, K, 1.0f, pa + p.aoff[0], K, pb + p.boff[0], N,
-					  0.0f, fy, N);
+				cpu_sgemm_pre(false, false, (int64_t)p.nb * M, N, K, 1.0f, pa + p.aoff[0], K, NULL,
+					      pb + p.boff[0], N, bpk, 0.0f, fy, N);
 				rc = kstop(k);
 			}
 			if (!shared) {
-				struct bmm_job j = { &p, pa, pb, fy };
+				struct bmm_job j = { &p, pa, pb, fy, bpk };
 				if (N == 1 && K > 0)
 					cpu_parallel_for((int64_t)p.nb * M, 4096 / (K + 1) + 1, bmm_dots, &j);
 				else if (p.nb > 1)

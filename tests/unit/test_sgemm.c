@@ -4,9 +4,9 @@
  * - every combination of transposes, odd and tiny M, N, K (K = 1, M and N
  *   around the micro-kernel's tiles and the cache blocks), leading
  *   dimensions larger than the rows, alpha and beta (beta 0 with NaN in C);
- * - the same product twice gives the same bits (packed weights reused);
- * - a product that was packed once, with the weights changed in place
- *   between the calls only through a new buffer (the cache keys on it).
+ * - the same product twice gives the same bits, and so does
+ *   cpu_sgemm_pre with op(A), op(B) or both packed beforehand
+ *   (cpu_sgemm_pack_a/_b, what the weight cache keeps).
  *
  * `test_sgemm bench` times the products of the benchmark models instead
  * (GFLOP/s per shape, one thread) and checks nothing.
@@ -54,6 +54,7 @@ static void one(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, 
 	float *A = malloc((size_t)(ar * lda + 1) * sizeof(float)), *B = malloc((size_t)(br * ldb + 1) * sizeof(float));
 	float *C = malloc((size_t)(M * ldc + 1) * sizeof(float)), *C2 = malloc((size_t)(M * ldc + 1) * sizeof(float));
 	double *R = malloc((size_t)(M * ldc + 1) * sizeof(double));
+	float *C0 = malloc((size_t)(M * ldc + 1) * sizeof(float));
 	for (int64_t i = 0; i < ar * lda; i++)
 		A[i] = frand();
 	for (int64_t i = 0; i < br * ldb; i++)
@@ -63,6 +64,7 @@ static void one(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, 
 		R[i] = C[i];
 	}
 	memcpy(C2, C, (size_t)(M * ldc) * sizeof(float));
+	memcpy(C0, C, (size_t)(M * ldc) * sizeof(float));
 	cpu_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 	ref_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, R, ldc);
 	for (int64_t i = 0; i < M; i++)
@@ -95,7 +97,31 @@ static void one(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, 
 			     (long long)K, (long long)i);
 			break;
 		}
+	/* packed beforehand: the same bits */
+	size_t na = cpu_sgemm_pack_floats(false, M, K), nb = cpu_sgemm_pack_floats(true, N, K);
+	float *ap = aligned_alloc(64, (na * sizeof(float) + 63) / 64 * 64 + 64);
+	float *bp = aligned_alloc(64, (nb * sizeof(float) + 63) / 64 * 64 + 64);
+	if (ap && bp) {
+		cpu_sgemm_pack_a(ta, M, K, A, lda, ap);
+		cpu_sgemm_pack_b(tb, K, N, B, ldb, bp);
+		for (int v = 1; v < 4; v++) {
+			memcpy(C2, C0, (size_t)(M * ldc) * sizeof(float));
+			cpu_sgemm_pre(ta, tb, M, N, K, alpha, A, lda, v & 1 ? ap : NULL, B, ldb, v & 2 ? bp : NULL, beta,
+				      C2, ldc);
+			checks++;
+			for (int64_t i = 0; i < M; i++)
+				if (memcmp(C + i * ldc, C2 + i * ldc, (size_t)N * sizeof(float))) {
+					FAIL("M %lld N %lld K %lld ta %d tb %d: prepacked (%s) differs in row %lld",
+					     (long long)M, (long long)N, (long long)K, ta, tb,
+					     v == 1 ? "A" : v == 2 ? "B" : "A and B", (long long)i);
+					break;
+				}
+		}
+	}
+	free(ap);
+	free(bp);
 out:
+	free(C0);
 	free(A);
 	free(B);
 	free(C);
