@@ -211,6 +211,20 @@ size_t cpu_sgemm_pack_floats(bool b_side, int64_t mn, int64_t K);
  * floats, 64-byte aligned). */
 void cpu_sgemm_pack_a(bool ta, int64_t M, int64_t K, const float *A, int64_t lda, float *dst);
 void cpu_sgemm_pack_b(bool tb, int64_t K, int64_t N, const float *B, int64_t ldb, float *dst);
+/*
+ * A producer of op(B) for cpu_sgemm_src, in place of a B matrix (a
+ * convolution's im2col, made straight into the panels): fills bp with rows
+ * [p0, p0 + kc) and columns [j0, j0 + nc) of op(B) as panels of nr
+ * columns, k-major (element (p, j) at ((j - j0) / nr) * kc * nr +
+ * (p - p0) * nr + (j - j0) % nr), zero past column j0 + nc in the last
+ * panel. Called from the pool's threads, several at once.
+ */
+typedef void (*cpu_bpack_fn)(const void *ctx, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *bp, int nr);
+/* C += alpha * A op(B) (A row-major M x K, or apk: A packed beforehand)
+ * with op(B) (K x N) produced by bsrc, always through the packed path
+ * (also for M <= 2). False on no memory (C then partly updated). */
+bool cpu_sgemm_src(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const float *apk,
+		   cpu_bpack_fn bsrc, const void *bctx, float *C, int64_t ldc);
 
 /*
  * The packed forms of constant weights (wcache.c), kept across runs:

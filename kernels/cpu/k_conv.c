@@ -5,10 +5,13 @@
  * To add a kernel: write `static int k_myop(struct cpu_kctx *k)` here and
  * add it to cpu_kernels_conv[] at the end of the file.
  *
- * Float32 (and float16/bfloat16, computed in float32) Conv lowers to
- * im2col + cpu_sgemm (k_gemm.c); a 1x1 stride-1 unpadded conv multiplies
- * the image directly. Everything else computes in double: im2col and a
- * plain product, or for ConvTranspose a product and col2im.
+ * Float32 (and float16/bfloat16, computed in float32) Conv is a product
+ * of the weights (packed once and cached for initializers) and the im2col
+ * matrix, which is never stored: col_pack writes it straight into the
+ * GEMM's panels (cpu_sgemm_src, k_gemm.c). A 1x1 stride-1 unpadded conv
+ * multiplies the image directly; a depthwise 2-D conv is direct. Everything
+ * else computes in double: im2col and a plain product, or for ConvTranspose
+ * a product and col2im.
  */
 #include "cpu.h"
 #include "pool.h"
@@ -235,7 +238,6 @@ static void NAME(const struct cgeom *g, const T *x, int64_t nc, int64_t u0, int6
 	}                                                                                        \
 }
 
-IM2COL(im2col_f32, float)
 IM2COL(im2col_f64, double)
 
 /* Whether the conv is 1x1, stride 1, unpadded: the image is its own im2col. */
@@ -393,22 +395,108 @@ static int conv_dw_f32(struct cpu_kctx *k, const struct cgeom *g, const float *x
 	return kstop(k);
 }
 
-/* im2col of channels [begin, end) of a band (split among the threads: the
- * channels' rows of col are disjoint). */
-struct im2col_job {
+/* The im2col matrix of one image and group (rows c * kersz + q, one column
+ * per output position), produced panel by panel for cpu_sgemm_src. */
+struct colsrc {
 	const struct cgeom *g;
-	const float *x;
-	int64_t u0, u1;
-	float *col;
+	const float *x;          /* the group's first input channel */
 };
 
-static void im2col_channels(void *ctx, int64_t begin, int64_t end, int worker)
+/*
+ * cpu_bpack_fn for a convolution: rows [p0, p0 + kc), columns [j0, j0 +
+ * nc) of the im2col matrix straight into the panels. Along a row, the
+ * columns are runs of one output line (the last spatial dim), cut at the
+ * panel edges; a run at stride 1 inside the input is a memcpy.
+ */
+static void col_pack(const void *ctx, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *bp, int nr)
 {
-	const struct im2col_job *j = ctx;
-	(void)worker;
-	int64_t ncols = (j->u1 - j->u0) * j->g->out[j->g->nd - 1];
-	im2col_f32(j->g, j->x + begin * j->g->insz, end - begin, j->u0, j->u1,
-		   j->col + begin * j->g->kersz * ncols);
+	const struct colsrc *s = ctx;
+	const struct cgeom *g = s->g;
+	int nd = g->nd, L = nd - 1;
+	int64_t ol = g->out[L], il = g->in[L], sl = g->str[L], dl = g->dil[L], pl = g->pb[L];
+	int64_t pstride = kc * nr;
+	/* the output line of column j0 (its coordinates over the other
+	 * spatial dims) and the position along it */
+	int64_t u0 = j0 / ol, o0 = j0 % ol, pos0[IR_MAX_RANK];
+	for (int i = L - 1; i >= 0; i--) {
+		pos0[i] = u0 % g->out[i];
+		u0 /= g->out[i];
+	}
+	for (int64_t p = p0; p < p0 + kc; p++) {
+		int64_t c = p / g->kersz, q = p % g->kersz, kq[IR_MAX_RANK];
+		for (int i = nd - 1; i >= 0; i--) {
+			kq[i] = q % g->ker[i];
+			q /= g->ker[i];
+		}
+		const float *xc = s->x + c * g->insz;
+		/* the valid output range of the last dim for this tap */
+		int64_t off = kq[L] * dl - pl, lo = 0, hi = ol;
+		if (off < 0)
+			lo = (-off + sl - 1) / sl;
+		if (il - off <= 0)
+			hi = 0;
+		else if ((il - off + sl - 1) / sl < hi)
+			hi = (il - off + sl - 1) / sl;
+		if (lo > hi)
+			lo = hi;
+		int64_t pos[IR_MAX_RANK];
+		for (int i = 0; i < L; i++)
+			pos[i] = pos0[i];
+		/* d: the current panel's row p; k: the column inside the panel */
+		float *d = bp + (p - p0) * nr;
+		int64_t k = 0, j = j0, jend = j0 + nc, o = o0;
+		while (j < jend) {
+			/* the input line of this output line, or none (padding) */
+			int64_t base = 0;
+			bool inside = true;
+			for (int i = 0; i < L; i++) {
+				int64_t pi = pos[i] * g->str[i] - g->pb[i] + kq[i] * g->dil[i];
+				if (pi < 0 || pi >= g->in[i])
+					inside = false;
+				base = base * g->in[i] + pi;
+			}
+			const float *xr = inside ? xc + base * il : NULL;
+			int64_t send = j + (ol - o) < jend ? j + (ol - o) : jend;
+			while (j < send) {
+				/* a run inside one panel: zeros, the inside part
+				 * [a, b), zeros (short plain loops) */
+				int64_t run = nr - k < send - j ? nr - k : send - j;
+				int64_t a = !xr ? run : lo - o < 0 ? 0 : lo - o > run ? run : lo - o;
+				int64_t b = !xr ? run : hi - o < a ? a : hi - o > run ? run : hi - o;
+				float *dk = d + k;
+				for (int64_t t = 0; t < a; t++)
+					dk[t] = 0;
+				if (sl == 1) {
+					const float *sx = xr + o + off;
+					for (int64_t t = a; t < b; t++)
+						dk[t] = sx[t];
+				} else {
+					const float *sx = xr + o * sl + off;
+					for (int64_t t = a; t < b; t++)
+						dk[t] = sx[t * sl];
+				}
+				for (int64_t t = b; t < run; t++)
+					dk[t] = 0;
+				j += run;
+				o += run;
+				k += run;
+				if (k == nr) {
+					k = 0;
+					d += pstride;
+				}
+			}
+			/* the next output line */
+			o = 0;
+			for (int i = L - 1; i >= 0; i--) {
+				if (++pos[i] < g->out[i])
+					break;
+				pos[i] = 0;
+			}
+		}
+		/* the last panel's columns past nc */
+		for (; k && k < nr; k++)
+			d[k] = 0;
+	}
 }
 
 /* One float32 convolution, cut by (image, group). */
@@ -416,20 +504,19 @@ struct conv_job {
 	const struct cgeom *g;
 	const float *x, *w, *bias;
 	float *y;
-	int64_t band;            /* output rows per im2col band */
-	bool pw;                 /* 1x1, stride 1, unpadded: no im2col */
-	bool nomem;              /* a range could not allocate its im2col band */
+	bool pw;                 /* 1x1, stride 1, unpadded: the image is B */
+	bool nomem;              /* a product could not get its packing buffer */
 	const float *wpk;        /* the weights packed per group (conv_wpack) or NULL */
 	int64_t wpk_g;           /* floats per group in wpk */
 };
 
 /*
- * Computes the (image, group) pairs [begin, end): the bias, then for each
- * band of output rows im2col and cpu_sgemm. Each call has its own im2col
- * buffer. Called for all pairs at once (one image, one group: the threads
- * then share each band's im2col and product) or split among the threads
- * (the products inside then run serially); the arithmetic of every output
- * element is the same either way.
+ * Computes the (image, group) pairs [begin, end): the bias, then the
+ * product of the weights and the image (1x1) or its im2col matrix, which
+ * col_pack makes straight into the product's panels. Called for all pairs
+ * at once (the threads then share each product) or split among the
+ * threads (the products inside then run serially); the arithmetic of
+ * every output element is the same either way.
  */
 static void conv_groups(void *ctx, int64_t begin, int64_t end, int worker)
 {
@@ -437,12 +524,6 @@ static void conv_groups(void *ctx, int64_t begin, int64_t end, int worker)
 	const struct cgeom *g = j->g;
 	(void)worker;
 	int64_t cg = g->C / g->G, mg = g->M / g->G, kk = cg * g->kersz;
-	int64_t ol = g->out[g->nd - 1], rows = ol ? g->outsz / ol : 0;
-	float *col = NULL;
-	if (!j->pw && !(col = malloc((size_t)(kk * j->band * ol) * sizeof(float) + 1))) {
-		j->nomem = true;
-		return;
-	}
 	for (int64_t t = begin; t < end; t++) {
 		int64_t n = t / g->G, gi = t % g->G;
 		const float *xg = j->x + (n * g->C + gi * cg) * g->insz;
@@ -458,15 +539,10 @@ static void conv_groups(void *ctx, int64_t begin, int64_t end, int worker)
 				      g->outsz);
 			continue;
 		}
-		for (int64_t u = 0; u < rows; u += j->band) {
-			int64_t u1 = u + j->band < rows ? u + j->band : rows, nc = (u1 - u) * ol;
-			struct im2col_job ij = { g, xg, u, u1, col };
-			cpu_parallel_for(cg, (1 << 12) / (g->kersz * nc + 1) + 1, im2col_channels, &ij);
-			cpu_sgemm_pre(false, false, mg, nc, kk, 1.0f, wg, kk, wp, col, nc, NULL, 1.0f, yg + u * ol,
-				      g->outsz);
-		}
+		struct colsrc cs = { g, xg };
+		if (!cpu_sgemm_src(mg, g->outsz, kk, 1.0f, wg, kk, wp, col_pack, &cs, yg, g->outsz))
+			j->nomem = true;
 	}
-	free(col);
 }
 
 /* The weights of every group packed as the products' A (for the cache). */
@@ -489,25 +565,20 @@ static float *conv_wpack(const void *arg)
 }
 
 /* Float32 convolution: x [N, C, in], w [M, C/G, ker], bias [M] or NULL,
- * y [N, M, out]. The im2col matrix is built a band of output rows at a
- * time (about 2 MiB), so it stays in cache while the GEMM packs it.
- * wconst: w is input 1's own data, so its packed form may be cached. */
+ * y [N, M, out]. wconst: w is input 1's own data, so its packed form may
+ * be cached. */
 static int conv_f32(struct cpu_kctx *k, const struct cgeom *g, const float *x, const float *w, const float *bias,
 		    float *y, bool wconst)
 {
 	int64_t cg = g->C / g->G, kk = cg * g->kersz;
 	if (g->nd == 2 && cg == 1 && g->G > 1)
 		return conv_dw_f32(k, g, x, w, bias, y);
-	int64_t ol = g->out[g->nd - 1], rows = ol ? g->outsz / ol : 0;
-	int64_t band = kk && ol ? ((int64_t)1 << 19) / (kk * ol) : rows;
-	if (band < 1)
-		band = 1;
-	if (band > rows)
-		band = rows;
-	struct conv_job j = { g, x, w, bias, y, band, pointwise(g), false, NULL, 0 };
+	bool pw = pointwise(g);
+	struct conv_job j = { g, x, w, bias, y, pw, false, NULL, 0 };
 	int64_t mg = g->M / g->G;
-	if (wconst && mg > 2) {
-		/* the products with more than two rows pack A: once, cached */
+	if (wconst && (mg > 2 || !pw)) {
+		/* the products that pack A (more than two rows, or any from
+		 * im2col): once, cached */
 		struct wpack_arg wa = { g, w };
 		j.wpk_g = (int64_t)cpu_sgemm_pack_floats(false, mg, kk);
 		j.wpk = cpu_wcache_get(k, 1, 0x43000000u ^ (uint32_t)g->G, (size_t)(j.wpk_g * g->G), conv_wpack, &wa);

@@ -436,10 +436,14 @@ struct sgemm_job {
 	int64_t lda, ldb, ldc;
 	float *C;
 	struct ukr u;
-	int64_t mb, nb, tn;     /* task rows, task columns, tasks along N */
+	int64_t mb;             /* rows of A packed at a time (MC rounded to mr) */
+	int64_t mt, nb, tn;     /* task rows (mb, or a multiple of it when A is
+				 * packed beforehand), task columns, tasks along N */
 	bool failed;            /* a task could not get its packing buffer */
 	const float *apk, *bpk; /* op(A), op(B) packed whole (cpu_sgemm_pack_a/_b) or NULL */
 	int64_t mpad, npad;     /* M and N rounded up to mr and nr */
+	cpu_bpack_fn bsrc;      /* packs op(B)'s panels itself (no B matrix) or NULL */
+	const void *bctx;
 };
 
 static void sgemm_task(void *ctx, int64_t begin, int64_t end, int worker)
@@ -448,42 +452,53 @@ static void sgemm_task(void *ctx, int64_t begin, int64_t end, int worker)
 	int64_t MR = j->u.mr, NR = j->u.nr;
 	(void)worker;
 	for (int64_t t = begin; t < end; t++) {
-		int64_t i0 = t / j->tn * j->mb, j0 = t % j->tn * j->nb;
-		int64_t mc = j->M - i0 < j->mb ? j->M - i0 : j->mb, nt = j->N - j0 < j->nb ? j->N - j0 : j->nb;
-		int64_t kcap = j->K < KC ? j->K : KC, mcap = (mc + MR - 1) / MR * MR;
+		int64_t i0 = t / j->tn * j->mt, j0 = t % j->tn * j->nb;
+		int64_t mt = j->M - i0 < j->mt ? j->M - i0 : j->mt, nt = j->N - j0 < j->nb ? j->N - j0 : j->nb;
+		int64_t kcap = j->K < KC ? j->K : KC, mcap = j->apk ? 0 : (mt + MR - 1) / MR * MR;
 		int64_t ncap = nt < NCH ? (nt + NR - 1) / NR * NR : NCH;
 		/* B's chunk first: both stay 64-byte aligned (NR * 4 bytes divides 64) */
 		float *bp = pack_space((size_t)((mcap + ncap) * kcap));
+		if (!bp && j->bsrc) {
+			j->failed = true;
+			continue;
+		}
 		if (!bp) {
 			/* only when memory runs out; the element order differs
 			 * from the blocked path, which then matters little */
-			sgemm_naive(j->ta, j->tb, mc, nt, j->K, j->alpha, j->ta ? j->A + i0 : j->A + i0 * j->lda,
+			sgemm_naive(j->ta, j->tb, mt, nt, j->K, j->alpha, j->ta ? j->A + i0 : j->A + i0 * j->lda,
 				    j->lda, j->tb ? j->B + j0 * j->ldb : j->B + j0, j->ldb, j->C + i0 * j->ldc + j0,
 				    j->ldc);
 			j->failed = true;
 			continue;
 		}
-		float *ap = bp + ncap * kcap;
+		float *apack = bp + ncap * kcap;
 		for (int64_t pc = 0; pc < j->K; pc += KC) {
 			int64_t kc = j->K - pc < KC ? j->K - pc : KC;
-			/* a block of packed A: its panels from row i0 of block pc */
-			if (j->apk)
-				ap = (float *)j->apk + pc * j->mpad + i0 * kc;
-			else
-				pack_a(j->ta, j->A, j->lda, i0, pc, mc, kc, ap, (int)MR);
+			/* unpacked A: the task is one block of rows, packed here */
+			if (!j->apk)
+				pack_a(j->ta, j->A, j->lda, i0, pc, mt, kc, apack, (int)MR);
 			for (int64_t jc = 0; jc < nt; jc += NCH) {
 				int64_t nc = nt - jc < NCH ? nt - jc : NCH;
 				if (j->bpk)
 					bp = (float *)j->bpk + pc * j->npad + (j0 + jc) * kc;
+				else if (j->bsrc)
+					j->bsrc(j->bctx, pc, kc, j0 + jc, nc, bp, (int)NR);
 				else
 					pack_b(j->tb, j->B, j->ldb, pc, j0 + jc, kc, nc, bp, (int)NR);
-				for (int64_t jr = 0; jr < nc; jr += NR) {
-					int nr = (int)(nc - jr < NR ? nc - jr : NR);
-					float *c = j->C + i0 * j->ldc + j0 + jc + jr;
-					for (int64_t ir = 0; ir < mc; ir += MR) {
-						int mr = (int)(mc - ir < MR ? mc - ir : MR);
-						j->u.fn(kc, ap + ir * kc, bp + jr * kc, c + ir * j->ldc, j->ldc, j->alpha,
-							mr, nr);
+				/* the chunk of B stays in L2 while every block of
+				 * the task's rows goes by */
+				for (int64_t ic = 0; ic < mt; ic += j->mb) {
+					int64_t mc = mt - ic < j->mb ? mt - ic : j->mb;
+					/* packed A: the panels from row i0 + ic of block pc */
+					const float *ap = j->apk ? j->apk + pc * j->mpad + (i0 + ic) * kc : apack + ic * kc;
+					for (int64_t jr = 0; jr < nc; jr += NR) {
+						int nr = (int)(nc - jr < NR ? nc - jr : NR);
+						float *c = j->C + (i0 + ic) * j->ldc + j0 + jc + jr;
+						for (int64_t ir = 0; ir < mc; ir += MR) {
+							int mr = (int)(mc - ir < MR ? mc - ir : MR);
+							j->u.fn(kc, ap + ir * kc, bp + jr * kc, c + ir * j->ldc, j->ldc,
+								j->alpha, mr, nr);
+						}
 					}
 				}
 			}
@@ -568,6 +583,8 @@ void cpu_sgemm_pack_b(bool tb, int64_t K, int64_t N, const float *B, int64_t ldb
 		pack_b(tb, B, ldb, pc, 0, K - pc < KC ? K - pc : KC, N, dst + pc * npad, u.nr);
 }
 
+static void sgemm_blocked(struct sgemm_job *jp);
+
 void cpu_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
 	       const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
 {
@@ -595,22 +612,57 @@ void cpu_sgemm_pre(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alph
 		return;
 	}
 
-	struct sgemm_job j = { ta, tb, M, N, K, alpha, A, B, lda, ldb, ldc, C, pick_ukr(), 0, 0, 0, false, apk, bpk, 0, 0 };
+	struct sgemm_job j = { ta, tb, M, N, K, alpha, A, B, lda, ldb, ldc, C, pick_ukr(), 0, 0, 0, 0, false, apk,
+			       bpk, 0, 0, NULL, NULL };
+	sgemm_blocked(&j);
+}
+
+/* Runs the blocked product of j (M > 2, K > 0; C already scaled by beta):
+ * cuts it into tasks and hands them to the pool. */
+static void sgemm_blocked(struct sgemm_job *jp)
+{
+	struct sgemm_job j = *jp;
+	int64_t M = j.M, N = j.N;
 	int64_t MR = j.u.mr, NR = j.u.nr;
 	j.mpad = (M + MR - 1) / MR * MR;
 	j.npad = (N + NR - 1) / NR * NR;
 	j.mb = MC / MR * MR;
-	int64_t tm = (M + j.mb - 1) / j.mb;
+	/* rows per task: one block of mb when A is packed by the task; with
+	 * A packed beforehand all of M (a packed chunk of B then serves every
+	 * row), split while there are fewer than two tasks per thread */
+	int64_t mblocks = (M + j.mb - 1) / j.mb, tm = j.apk ? 1 : mblocks;
 	/* columns per task: up to NC; narrower while there are fewer than
 	 * two tasks per thread, down to 4 micro-tiles wide */
 	int64_t npan = (N + NR - 1) / NR, tn = (N + NC - 1) / NC;
 	int64_t want = 2 * (int64_t)cpu_threads();
-	while (tm * tn < want && npan / (tn + 1) >= 4)
-		tn++;
-	int64_t per = (npan + tn - 1) / tn;
+	while (tm * tn < want) {
+		if (npan / (tn + 1) >= 4)
+			tn++;
+		else if (tm < mblocks)
+			tm++;
+		else
+			break;
+	}
+	int64_t per = (npan + tn - 1) / tn, mper = (mblocks + tm - 1) / tm;
 	j.nb = per * NR;
 	j.tn = (npan + per - 1) / per;
+	j.mt = mper * j.mb;
+	tm = (mblocks + mper - 1) / mper;
 	cpu_parallel_for(tm * j.tn, 1, sgemm_task, &j);
+	jp->failed = j.failed;
+}
+
+/* cpu_sgemm_src(): see cpu.h */
+
+bool cpu_sgemm_src(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const float *apk,
+		   cpu_bpack_fn bsrc, const void *bctx, float *C, int64_t ldc)
+{
+	if (M <= 0 || N <= 0 || K <= 0 || alpha == 0)
+		return true;
+	struct sgemm_job j = { false, false, M, N, K, alpha, A, NULL, lda, 0, ldc, C, pick_ukr(), 0, 0, 0, 0, false,
+			       apk, NULL, 0, 0, bsrc, bctx };
+	sgemm_blocked(&j);
+	return !j.failed;
 }
 
 /* ------------------------------------------------------------------------ */
