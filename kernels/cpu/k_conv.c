@@ -278,6 +278,11 @@ struct dw_job {
 	bool avx512;             /* dw_plane_avx512 (stride 1 or 2 along the rows) */
 };
 
+/* the largest plane the AVX-512 depthwise kernel takes: blocks of 16
+ * output columns, kernel columns */
+#define DW_MAXB 16
+#define DW_MAXK 16
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
@@ -286,7 +291,10 @@ struct dw_job {
  * each output row, 16 output columns at a time are summed over every tap
  * in registers (bias, then the taps in (row, column) order, one FMA each)
  * and stored once. Input lanes outside the row (the padding) are masked
- * off in the loads, which then do not touch that memory.
+ * off in the loads, which then do not touch that memory. The masks and
+ * offsets depend only on the block of columns and the kernel column, so
+ * they are found once per plane (at most DW_MAXB blocks x DW_MAXK columns;
+ * wider planes take the portable loop).
  */
 __attribute__((target("avx512f")))
 static void dw_plane_avx512(const struct cgeom *g, const float *xc, const float *wc, float b, float *yc)
@@ -295,36 +303,46 @@ static void dw_plane_avx512(const struct cgeom *g, const float *xc, const float 
 	int64_t kh = g->ker[0], kw = g->ker[1], sh = g->str[0], sw = g->str[1];
 	int64_t dh = g->dil[0], dw = g->dil[1], ph = g->pb[0], pw = g->pb[1];
 	const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+	int64_t nb = (ow + 15) / 16;
+	/* per block and kernel column: the first input column, the lanes to
+	 * load (bits of the sw * 16-float span) */
+	int64_t i0s[DW_MAXB][DW_MAXK];
+	uint32_t ms[DW_MAXB][DW_MAXK];
+	for (int64_t bi = 0; bi < nb; bi++) {
+		int64_t o0 = bi * 16, no = ow - o0 < 16 ? ow - o0 : 16, span = (no - 1) * sw + 1;
+		for (int64_t c = 0; c < kw; c++) {
+			int64_t i0 = o0 * sw - pw + c * dw;
+			int64_t elo = i0 < 0 ? -i0 : 0, ehi = iw - i0 < span ? iw - i0 : span;
+			uint64_t m = elo >= ehi ? 0 : (((uint64_t)1 << ehi) - 1) & ~(((uint64_t)1 << elo) - 1);
+			i0s[bi][c] = i0;
+			ms[bi][c] = (uint32_t)(sw == 2 ? m & 0x55555555u : m);
+		}
+	}
 	for (int64_t r = 0; r < oh; r++) {
 		float *yr = yc + r * ow;
-		for (int64_t o0 = 0; o0 < ow; o0 += 16) {
-			int64_t no = ow - o0 < 16 ? ow - o0 : 16;
+		for (int64_t bi = 0; bi < nb; bi++) {
+			int64_t o0 = bi * 16, no = ow - o0 < 16 ? ow - o0 : 16;
 			__m512 acc = _mm512_set1_ps(b);
 			for (int64_t a = 0; a < kh; a++) {
 				int64_t ir = r * sh - ph + a * dh;
 				if (ir < 0 || ir >= ih)
 					continue;
 				const float *xr = xc + ir * iw;
+				const float *wa = wc + a * kw;
 				for (int64_t c = 0; c < kw; c++) {
-					__m512 wv = _mm512_set1_ps(wc[a * kw + c]);
-					/* input column of lane e: i0 + e * sw */
-					int64_t i0 = o0 * sw - pw + c * dw;
-					int64_t span = (no - 1) * sw + 1;
-					/* floats e of the span at i0 inside [0, iw), every sw-th */
-					int64_t elo = i0 < 0 ? -i0 : 0, ehi = iw - i0 < span ? iw - i0 : span;
-					if (elo >= ehi)
+					uint32_t m = ms[bi][c];
+					if (!m)
 						continue;
-					uint64_t m = (((uint64_t)1 << ehi) - 1) & ~(((uint64_t)1 << elo) - 1);
+					const float *xp = xr + i0s[bi][c];
 					__m512 xv;
 					if (sw == 1) {
-						xv = _mm512_maskz_loadu_ps((__mmask16)m, xr + i0);
+						xv = _mm512_maskz_loadu_ps((__mmask16)m, xp);
 					} else {
-						m &= 0x55555555u;
-						__m512 v0 = _mm512_maskz_loadu_ps((__mmask16)m, xr + i0);
-						__m512 v1 = _mm512_maskz_loadu_ps((__mmask16)(m >> 16), xr + i0 + 16);
+						__m512 v0 = _mm512_maskz_loadu_ps((__mmask16)m, xp);
+						__m512 v1 = _mm512_maskz_loadu_ps((__mmask16)(m >> 16), xp + 16);
 						xv = _mm512_permutex2var_ps(v0, even, v1);
 					}
-					acc = _mm512_fmadd_ps(wv, xv, acc);
+					acc = _mm512_fmadd_ps(_mm512_set1_ps(wa[c]), xv, acc);
 				}
 			}
 			_mm512_mask_storeu_ps(yr + o0, (__mmask16)((1u << no) - 1), acc);
@@ -390,7 +408,9 @@ static void dw_planes(void *ctx, int64_t begin, int64_t end, int worker)
 static int conv_dw_f32(struct cpu_kctx *k, const struct cgeom *g, const float *x, const float *w, const float *bias,
 		       float *y)
 {
-	struct dw_job j = { g, x, w, bias, y, cpu_isa() >= CPU_ISA_AVX512 && (g->str[1] == 1 || g->str[1] == 2) };
+	struct dw_job j = { g, x, w, bias, y,
+			    cpu_isa() >= CPU_ISA_AVX512 && (g->str[1] == 1 || g->str[1] == 2) &&
+				    (g->out[1] + 15) / 16 <= DW_MAXB && g->ker[1] <= DW_MAXK };
 	cpu_parallel_for(g->N * g->M, 1, dw_planes, &j);
 	return kstop(k);
 }
