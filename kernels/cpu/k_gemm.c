@@ -211,24 +211,29 @@ static void ukr_avx2(int64_t kc, const float *a, const float *b, float *c, int64
  * AVX-512 micro-kernel: A5_MR x 32 accumulators in 2 * A5_MR zmm registers
  * (plus two for the B row and one broadcast of A). The loops over rows have
  * constant bounds and are unrolled, so the accumulators stay in registers.
- * Partial tiles (mr < A5_MR or nr < 32) store through masks.
+ * Partial tiles (mr < A5_MR or nr < 32) store through masks; edge tiles of
+ * at most 6 rows or 16 columns compute only those (ukr_avx512_t with
+ * smaller constant bounds): every element still gets the same FMAs in the
+ * same order, so the result does not depend on which variant ran.
  */
 #define A5_MR 12
 #define A5_NR 32
-__attribute__((target("avx512f")))
-static void ukr_avx512(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int mr, int nr)
+__attribute__((target("avx512f"), always_inline))
+static inline void ukr_avx512_t(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int mr,
+				int nr, const int rows, const int halves)
 {
 	__m512 acc[A5_MR][2];
 #pragma GCC unroll 16
-	for (int i = 0; i < A5_MR; i++)
+	for (int i = 0; i < rows; i++)
 		acc[i][0] = acc[i][1] = _mm512_setzero_ps();
 	for (int64_t p = 0; p < kc; p++) {
-		__m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
+		__m512 b0 = _mm512_load_ps(b), b1 = halves > 1 ? _mm512_load_ps(b + 16) : b0;
 #pragma GCC unroll 16
-		for (int i = 0; i < A5_MR; i++) {
+		for (int i = 0; i < rows; i++) {
 			__m512 av = _mm512_set1_ps(a[i]);
 			acc[i][0] = _mm512_fmadd_ps(av, b0, acc[i][0]);
-			acc[i][1] = _mm512_fmadd_ps(av, b1, acc[i][1]);
+			if (halves > 1)
+				acc[i][1] = _mm512_fmadd_ps(av, b1, acc[i][1]);
 		}
 		a += A5_MR;
 		b += A5_NR;
@@ -238,7 +243,7 @@ static void ukr_avx512(int64_t kc, const float *a, const float *b, float *c, int
 	__mmask16 m0 = nr >= 16 ? 0xffff : (__mmask16)((1u << nr) - 1);
 	__mmask16 m1 = nr >= 32 ? 0xffff : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1);
 #pragma GCC unroll 16
-	for (int i = 0; i < A5_MR; i++) {
+	for (int i = 0; i < rows; i++) {
 		if (i >= mr)
 			break;
 		float *ci = c + i * ldc;
@@ -247,10 +252,26 @@ static void ukr_avx512(int64_t kc, const float *a, const float *b, float *c, int
 			_mm512_storeu_ps(ci + 16, _mm512_fmadd_ps(va, acc[i][1], _mm512_loadu_ps(ci + 16)));
 		} else {
 			_mm512_mask_storeu_ps(ci, m0, _mm512_fmadd_ps(va, acc[i][0], _mm512_maskz_loadu_ps(m0, ci)));
-			_mm512_mask_storeu_ps(ci + 16, m1,
-					      _mm512_fmadd_ps(va, acc[i][1], _mm512_maskz_loadu_ps(m1, ci + 16)));
+			if (halves > 1)
+				_mm512_mask_storeu_ps(ci + 16, m1,
+						      _mm512_fmadd_ps(va, acc[i][1], _mm512_maskz_loadu_ps(m1, ci + 16)));
 		}
 	}
+}
+
+__attribute__((target("avx512f")))
+static void ukr_avx512(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int mr, int nr)
+{
+	if (mr == A5_MR && nr > 16)
+		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, A5_MR, 2);
+	else if (mr <= A5_MR / 2 && nr <= 16)
+		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, A5_MR / 2, 1);
+	else if (mr <= A5_MR / 2)
+		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, A5_MR / 2, 2);
+	else if (nr <= 16)
+		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, A5_MR, 1);
+	else
+		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, A5_MR, 2);
 }
 #endif
 
