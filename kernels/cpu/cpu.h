@@ -200,10 +200,13 @@ void cpu_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, c
  * cpu_sgemm_pack_a / cpu_sgemm_pack_b of the same matrix, transposes and
  * sizes; NULL: packed on the fly): the same bits as cpu_sgemm, without
  * the packing. A and B are still read where the product does not pack
- * (M <= 2), so pass them too.
+ * (M <= 2), so pass them too. With beta 0, rowbias (M values, or NULL)
+ * is C's start: C = rowbias[i] + alpha * op(A) op(B), the same bits as
+ * filling C with it and passing beta 1, without the extra pass over C.
  */
 void cpu_sgemm_pre(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
-		   const float *apk, const float *B, int64_t ldb, const float *bpk, float beta, float *C, int64_t ldc);
+		   const float *apk, const float *B, int64_t ldb, const float *bpk, float beta, const float *rowbias,
+		   float *C, int64_t ldc);
 /* The floats of op(A) (mn = M) or op(B) (b_side, mn = N) packed for
  * cpu_sgemm_pre on this CPU's instruction set (0 when empty). */
 size_t cpu_sgemm_pack_floats(bool b_side, int64_t mn, int64_t K);
@@ -222,9 +225,10 @@ void cpu_sgemm_pack_b(bool tb, int64_t K, int64_t N, const float *B, int64_t ldb
 typedef void (*cpu_bpack_fn)(const void *ctx, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *bp, int nr);
 /* C += alpha * A op(B) (A row-major M x K, or apk: A packed beforehand)
  * with op(B) (K x N) produced by bsrc, always through the packed path
- * (also for M <= 2). False on no memory (C then partly updated). */
+ * (also for M <= 2); with init, C = rowbias[i] (0 when NULL) + alpha * A
+ * op(B), C unread. False on no memory (C then partly updated). */
 bool cpu_sgemm_src(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const float *apk,
-		   cpu_bpack_fn bsrc, const void *bctx, float *C, int64_t ldc);
+		   cpu_bpack_fn bsrc, const void *bctx, bool init, const float *rowbias, float *C, int64_t ldc);
 
 /*
  * The packed forms of constant weights (wcache.c), kept across runs:

@@ -531,7 +531,7 @@ struct conv_job {
 };
 
 /*
- * Computes the (image, group) pairs [begin, end): the bias, then the
+ * Computes the (image, group) pairs [begin, end): the bias plus the
  * product of the weights and the image (1x1) or its im2col matrix, which
  * col_pack makes straight into the product's panels. Called for all pairs
  * at once (the threads then share each product) or split among the
@@ -549,18 +549,15 @@ static void conv_groups(void *ctx, int64_t begin, int64_t end, int worker)
 		const float *xg = j->x + (n * g->C + gi * cg) * g->insz;
 		float *yg = j->y + (n * g->M + gi * mg) * g->outsz;
 		const float *wg = j->w + gi * mg * kk, *wp = j->wpk ? j->wpk + gi * j->wpk_g : NULL;
-		for (int64_t m = 0; m < mg; m++) {
-			float b = j->bias ? j->bias[gi * mg + m] : 0;
-			for (int64_t o = 0; o < g->outsz; o++)
-				yg[m * g->outsz + o] = b;
-		}
+		/* the products start the output at the bias (or 0) */
+		const float *bg = j->bias ? j->bias + gi * mg : NULL;
 		if (j->pw) {
-			cpu_sgemm_pre(false, false, mg, g->outsz, kk, 1.0f, wg, kk, wp, xg, g->outsz, NULL, 1.0f, yg,
+			cpu_sgemm_pre(false, false, mg, g->outsz, kk, 1.0f, wg, kk, wp, xg, g->outsz, NULL, 0.0f, bg, yg,
 				      g->outsz);
 			continue;
 		}
 		struct colsrc cs = { g, xg };
-		if (!cpu_sgemm_src(mg, g->outsz, kk, 1.0f, wg, kk, wp, col_pack, &cs, yg, g->outsz))
+		if (!cpu_sgemm_src(mg, g->outsz, kk, 1.0f, wg, kk, wp, col_pack, &cs, true, bg, yg, g->outsz))
 			j->nomem = true;
 	}
 }

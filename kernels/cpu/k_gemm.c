@@ -136,18 +136,21 @@ static void pack_b(bool tb, const float *B, int64_t ldb, int64_t p0, int64_t j0,
 			d[p * NR + c] = c >= nr ? 0 : tb ? B[(j0 + full + c) * ldb + p0 + p] : B[(p0 + p) * ldb + j0 + full + c];
 }
 
-/* C[0:mr, 0:nr] += alpha * acc (acc has rows of ld floats). */
-static void add_tile(const float *acc, int ld, float alpha, float *c, int64_t ldc, int mr, int nr)
+/* C[0:mr, 0:nr] += alpha * acc (acc has rows of ld floats); with ci, C's
+ * row i is set to ci[i] + alpha * acc instead (C is not read: the first
+ * KC block of a product whose C starts as zero or a row bias). */
+static void add_tile(const float *acc, int ld, float alpha, float *c, int64_t ldc, int mr, int nr, const float *ci)
 {
 	for (int i = 0; i < mr; i++)
 		for (int j = 0; j < nr; j++)
-			c[i * ldc + j] += alpha * acc[i * ld + j];
+			c[i * ldc + j] = (ci ? ci[i] : c[i * ldc + j]) + alpha * acc[i * ld + j];
 }
 
 /* Portable micro-kernel (4 x 8: the accumulators fit in 8 SSE registers): acc = A panel * B panel over kc, then added to C. */
 #define C_MR 4
 #define C_NR 8
-static void ukr_c(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int mr, int nr)
+static void ukr_c(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int mr, int nr,
+		  const float *ci)
 {
 	float acc[C_MR * C_NR] = { 0 };
 	for (int64_t p = 0; p < kc; p++) {
@@ -159,7 +162,7 @@ static void ukr_c(int64_t kc, const float *a, const float *b, float *c, int64_t 
 		a += C_MR;
 		b += C_NR;
 	}
-	add_tile(acc, C_NR, alpha, c, ldc, mr, nr);
+	add_tile(acc, C_NR, alpha, c, ldc, mr, nr, ci);
 }
 
 #ifdef SGEMM_X86
@@ -167,7 +170,8 @@ static void ukr_c(int64_t kc, const float *a, const float *b, float *c, int64_t 
 #define A2_MR 6
 #define A2_NR 16
 __attribute__((target("avx2,fma")))
-static void ukr_avx2(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int mr, int nr)
+static void ukr_avx2(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int mr, int nr,
+		  const float *ci)
 {
 	__m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
 	__m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
@@ -190,8 +194,9 @@ static void ukr_avx2(int64_t kc, const float *a, const float *b, float *c, int64
 	if (mr == A2_MR && nr == A2_NR) {
 		__m256 va = _mm256_set1_ps(alpha);
 #define ROW(i, x0, x1) \
-		_mm256_storeu_ps(c + (i) * ldc, _mm256_fmadd_ps(va, x0, _mm256_loadu_ps(c + (i) * ldc))); \
-		_mm256_storeu_ps(c + (i) * ldc + 8, _mm256_fmadd_ps(va, x1, _mm256_loadu_ps(c + (i) * ldc + 8)))
+		_mm256_storeu_ps(c + (i) * ldc, _mm256_fmadd_ps(va, x0, ci ? _mm256_set1_ps(ci[i]) : _mm256_loadu_ps(c + (i) * ldc))); \
+		_mm256_storeu_ps(c + (i) * ldc + 8, \
+				 _mm256_fmadd_ps(va, x1, ci ? _mm256_set1_ps(ci[i]) : _mm256_loadu_ps(c + (i) * ldc + 8)))
 		ROW(0, c00, c01); ROW(1, c10, c11); ROW(2, c20, c21);
 		ROW(3, c30, c31); ROW(4, c40, c41); ROW(5, c50, c51);
 #undef ROW
@@ -204,7 +209,7 @@ static void ukr_avx2(int64_t kc, const float *a, const float *b, float *c, int64
 	_mm256_store_ps(acc + 3 * A2_NR, c30); _mm256_store_ps(acc + 3 * A2_NR + 8, c31);
 	_mm256_store_ps(acc + 4 * A2_NR, c40); _mm256_store_ps(acc + 4 * A2_NR + 8, c41);
 	_mm256_store_ps(acc + 5 * A2_NR, c50); _mm256_store_ps(acc + 5 * A2_NR + 8, c51);
-	add_tile(acc, A2_NR, alpha, c, ldc, mr, nr);
+	add_tile(acc, A2_NR, alpha, c, ldc, mr, nr, ci);
 }
 
 /*
@@ -220,7 +225,7 @@ static void ukr_avx2(int64_t kc, const float *a, const float *b, float *c, int64
 #define A5_NR 32
 __attribute__((target("avx512f"), always_inline))
 static inline void ukr_avx512_t(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int mr,
-				int nr, const int rows, const int halves)
+				int nr, const float *ci, const int rows, const int halves)
 {
 	__m512 acc[A5_MR][2];
 #pragma GCC unroll 16
@@ -246,32 +251,36 @@ static inline void ukr_avx512_t(int64_t kc, const float *a, const float *b, floa
 	for (int i = 0; i < rows; i++) {
 		if (i >= mr)
 			break;
-		float *ci = c + i * ldc;
+		float *cr = c + i * ldc;
+		__m512 i0 = ci ? _mm512_set1_ps(ci[i]) : nr == A5_NR ? _mm512_loadu_ps(cr) : _mm512_maskz_loadu_ps(m0, cr);
 		if (nr == A5_NR) {
-			_mm512_storeu_ps(ci, _mm512_fmadd_ps(va, acc[i][0], _mm512_loadu_ps(ci)));
-			_mm512_storeu_ps(ci + 16, _mm512_fmadd_ps(va, acc[i][1], _mm512_loadu_ps(ci + 16)));
+			__m512 i1 = ci ? i0 : _mm512_loadu_ps(cr + 16);
+			_mm512_storeu_ps(cr, _mm512_fmadd_ps(va, acc[i][0], i0));
+			_mm512_storeu_ps(cr + 16, _mm512_fmadd_ps(va, acc[i][1], i1));
 		} else {
-			_mm512_mask_storeu_ps(ci, m0, _mm512_fmadd_ps(va, acc[i][0], _mm512_maskz_loadu_ps(m0, ci)));
-			if (halves > 1)
-				_mm512_mask_storeu_ps(ci + 16, m1,
-						      _mm512_fmadd_ps(va, acc[i][1], _mm512_maskz_loadu_ps(m1, ci + 16)));
+			_mm512_mask_storeu_ps(cr, m0, _mm512_fmadd_ps(va, acc[i][0], i0));
+			if (halves > 1) {
+				__m512 i1 = ci ? i0 : _mm512_maskz_loadu_ps(m1, cr + 16);
+				_mm512_mask_storeu_ps(cr + 16, m1, _mm512_fmadd_ps(va, acc[i][1], i1));
+			}
 		}
 	}
 }
 
 __attribute__((target("avx512f")))
-static void ukr_avx512(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int mr, int nr)
+static void ukr_avx512(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int mr, int nr,
+		  const float *ci)
 {
 	if (mr == A5_MR && nr > 16)
-		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, A5_MR, 2);
+		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, ci, A5_MR, 2);
 	else if (mr <= A5_MR / 2 && nr <= 16)
-		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, A5_MR / 2, 1);
+		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, ci, A5_MR / 2, 1);
 	else if (mr <= A5_MR / 2)
-		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, A5_MR / 2, 2);
+		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, ci, A5_MR / 2, 2);
 	else if (nr <= 16)
-		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, A5_MR, 1);
+		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, ci, A5_MR, 1);
 	else
-		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, A5_MR, 2);
+		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, ci, A5_MR, 2);
 }
 #endif
 
@@ -376,7 +385,7 @@ static void sgemm_rows(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float 
 	}
 }
 
-typedef void (*ukr_fn)(int64_t, const float *, const float *, float *, int64_t, float, int, int);
+typedef void (*ukr_fn)(int64_t, const float *, const float *, float *, int64_t, float, int, int, const float *);
 
 /* A micro-kernel and its tile. */
 struct ukr {
@@ -465,7 +474,12 @@ struct sgemm_job {
 	int64_t mpad, npad;     /* M and N rounded up to mr and nr */
 	cpu_bpack_fn bsrc;      /* packs op(B)'s panels itself (no B matrix) or NULL */
 	const void *bctx;
+	bool init;              /* C starts as rowbias (or 0): the first KC block sets it, unread */
+	const float *rowbias;   /* M values or NULL */
 };
+
+/* The row values of a C that starts as zero. */
+static const float zero_rows[MR_MAX];
 
 static void sgemm_task(void *ctx, int64_t begin, int64_t end, int worker)
 {
@@ -486,6 +500,9 @@ static void sgemm_task(void *ctx, int64_t begin, int64_t end, int worker)
 		if (!bp) {
 			/* only when memory runs out; the element order differs
 			 * from the blocked path, which then matters little */
+			for (int64_t i = 0; i < mt && j->init; i++)
+				for (int64_t c = 0; c < nt; c++)
+					j->C[(i0 + i) * j->ldc + j0 + c] = j->rowbias ? j->rowbias[i0 + i] : 0;
 			sgemm_naive(j->ta, j->tb, mt, nt, j->K, j->alpha, j->ta ? j->A + i0 : j->A + i0 * j->lda,
 				    j->lda, j->tb ? j->B + j0 * j->ldb : j->B + j0, j->ldb, j->C + i0 * j->ldc + j0,
 				    j->ldc);
@@ -517,8 +534,11 @@ static void sgemm_task(void *ctx, int64_t begin, int64_t end, int worker)
 						float *c = j->C + (i0 + ic) * j->ldc + j0 + jc + jr;
 						for (int64_t ir = 0; ir < mc; ir += MR) {
 							int mr = (int)(mc - ir < MR ? mc - ir : MR);
+							const float *ci = NULL;
+							if (pc == 0 && j->init)
+								ci = j->rowbias ? j->rowbias + i0 + ic + ir : zero_rows;
 							j->u.fn(kc, ap + ir * kc, bp + jr * kc, c + ir * j->ldc, j->ldc,
-								j->alpha, mr, nr);
+								j->alpha, mr, nr, ci);
 						}
 					}
 				}
@@ -609,14 +629,30 @@ static void sgemm_blocked(struct sgemm_job *jp);
 void cpu_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
 	       const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
 {
-	cpu_sgemm_pre(ta, tb, M, N, K, alpha, A, lda, NULL, B, ldb, NULL, beta, C, ldc);
+	cpu_sgemm_pre(ta, tb, M, N, K, alpha, A, lda, NULL, B, ldb, NULL, beta, NULL, C, ldc);
 }
 
 void cpu_sgemm_pre(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
-		   const float *apk, const float *B, int64_t ldb, const float *bpk, float beta, float *C, int64_t ldc)
+		   const float *apk, const float *B, int64_t ldb, const float *bpk, float beta, const float *rowbias,
+		   float *C, int64_t ldc)
 {
 	if (M <= 0 || N <= 0)
 		return;
+	bool blocked = M > 2 && K > 0 && alpha != 0;
+	if (beta == 0 && blocked) {
+		/* the first KC block writes C (the row bias plus its part) */
+		struct sgemm_job j = { ta, tb, M, N, K, alpha, A, B, lda, ldb, ldc, C, pick_ukr(), 0, 0, 0, 0, false,
+				       apk, bpk, 0, 0, NULL, NULL, true, rowbias };
+		sgemm_blocked(&j);
+		return;
+	}
+	if (beta == 0 && rowbias) {
+		/* C = rowbias, then the product is added */
+		for (int64_t i = 0; i < M; i++)
+			for (int64_t jj = 0; jj < N; jj++)
+				C[i * ldc + jj] = rowbias[i];
+		beta = 1;
+	}
 	/* beta first, so the blocked loops only accumulate */
 	if (beta != 1) {
 		struct scale_job s = { N, ldc, beta, C };
@@ -634,7 +670,7 @@ void cpu_sgemm_pre(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alph
 	}
 
 	struct sgemm_job j = { ta, tb, M, N, K, alpha, A, B, lda, ldb, ldc, C, pick_ukr(), 0, 0, 0, 0, false, apk,
-			       bpk, 0, 0, NULL, NULL };
+			       bpk, 0, 0, NULL, NULL, false, NULL };
 	sgemm_blocked(&j);
 }
 
@@ -676,12 +712,18 @@ static void sgemm_blocked(struct sgemm_job *jp)
 /* cpu_sgemm_src(): see cpu.h */
 
 bool cpu_sgemm_src(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const float *apk,
-		   cpu_bpack_fn bsrc, const void *bctx, float *C, int64_t ldc)
+		   cpu_bpack_fn bsrc, const void *bctx, bool init, const float *rowbias, float *C, int64_t ldc)
 {
-	if (M <= 0 || N <= 0 || K <= 0 || alpha == 0)
+	if (M <= 0 || N <= 0)
 		return true;
+	if (K <= 0 || alpha == 0) {
+		for (int64_t i = 0; i < M && init; i++)
+			for (int64_t jj = 0; jj < N; jj++)
+				C[i * ldc + jj] = rowbias ? rowbias[i] : 0;
+		return true;
+	}
 	struct sgemm_job j = { false, false, M, N, K, alpha, A, NULL, lda, 0, ldc, C, pick_ukr(), 0, 0, 0, 0, false,
-			       apk, NULL, 0, 0, bsrc, bctx };
+			       apk, NULL, 0, 0, bsrc, bctx, init, rowbias };
 	sgemm_blocked(&j);
 	return !j.failed;
 }
@@ -818,7 +860,8 @@ static int k_gemm(struct cpu_kctx *k)
 			for (int64_t j = 0; j < N; j++)
 				fy[i * N + j] = pc ? pc[(cm == 1 ? 0 : i) * cn + (cn == 1 ? 0 : j)] : 0;
 		const float *bpk = dt == IR_FLOAT ? cached_b(k, 1, tb, K, N, pb, M) : NULL;
-		cpu_sgemm_pre(ta, tb, M, N, K, alpha, pa, a->dims[1], NULL, pb, b->dims[1], bpk, pc ? beta : 0, fy, N);
+		cpu_sgemm_pre(ta, tb, M, N, K, alpha, pa, a->dims[1], NULL, pb, b->dims[1], bpk, pc ? beta : 0, NULL, fy,
+			      N);
 		if (dt != IR_FLOAT)
 			store_f32(dt, y, fy, MN);
 f32_out:
@@ -958,7 +1001,7 @@ static void bmm_batches(void *ctx, int64_t begin, int64_t end, int worker)
 	(void)worker;
 	for (int64_t i = begin; i < end; i++)
 		cpu_sgemm_pre(false, false, p->M, p->N, p->K, 1.0f, j->a + p->aoff[i], p->K, NULL, j->b + p->boff[i],
-			      p->N, j->bpk, 0.0f, j->y + (uint64_t)i * (uint64_t)(p->M * p->N), p->N);
+			      p->N, j->bpk, 0.0f, NULL, j->y + (uint64_t)i * (uint64_t)(p->M * p->N), p->N);
 }
 
 /* Matrix-vector (N == 1): output rows [begin, end) over all batches, a
@@ -1015,7 +1058,7 @@ static int k_matmul(struct cpu_kctx *k)
 				bpk = cached_b(k, 1, false, K, N, pb, shared ? (int64_t)p.nb * M : M);
 			if (shared) {
 				cpu_sgemm_pre(false, false, (int64_t)p.nb * M, N, K, 1.0f, pa + p.aoff[0], K, NULL,
-					      pb + p.boff[0], N, bpk, 0.0f, fy, N);
+					      pb + p.boff[0], N, bpk, 0.0f, NULL, fy, N);
 				rc = kstop(k);
 			}
 			if (!shared) {

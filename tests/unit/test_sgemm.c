@@ -6,7 +6,8 @@
  *   dimensions larger than the rows, alpha and beta (beta 0 with NaN in C);
  * - the same product twice gives the same bits, and so does
  *   cpu_sgemm_pre with op(A), op(B) or both packed beforehand
- *   (cpu_sgemm_pack_a/_b, what the weight cache keeps).
+ *   (cpu_sgemm_pack_a/_b, what the weight cache keeps), and a row bias
+ *   as C's start (beta 0) the same bits as C filled with it (beta 1);
  *
  * `test_sgemm bench` times the products of the benchmark models instead
  * (GFLOP/s per shape, one thread) and checks nothing.
@@ -107,7 +108,7 @@ static void one(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, 
 		for (int v = 1; v < 4; v++) {
 			memcpy(C2, C0, (size_t)(M * ldc) * sizeof(float));
 			cpu_sgemm_pre(ta, tb, M, N, K, alpha, A, lda, v & 1 ? ap : NULL, B, ldb, v & 2 ? bp : NULL, beta,
-				      C2, ldc);
+				      NULL, C2, ldc);
 			checks++;
 			for (int64_t i = 0; i < M; i++)
 				if (memcmp(C + i * ldc, C2 + i * ldc, (size_t)N * sizeof(float))) {
@@ -118,6 +119,24 @@ static void one(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, 
 				}
 		}
 	}
+	/* a row bias as C's start: the same bits as C filled with it, beta 1 */
+	float *rb = malloc((size_t)M * sizeof(float));
+	if (rb) {
+		for (int64_t i = 0; i < M; i++)
+			rb[i] = frand();
+		for (int64_t i = 0; i < M; i++)
+			for (int64_t j = 0; j < ldc; j++) {
+				C[i * ldc + j] = j < N ? rb[i] : 7.0f;
+				C2[i * ldc + j] = j < N ? NAN : 7.0f;
+			}
+		cpu_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, 1.0f, C, ldc);
+		cpu_sgemm_pre(ta, tb, M, N, K, alpha, A, lda, NULL, B, ldb, NULL, 0.0f, rb, C2, ldc);
+		checks++;
+		if (memcmp(C, C2, (size_t)(M * ldc) * sizeof(float)))
+			FAIL("M %lld N %lld K %lld ta %d tb %d: a row bias as C's start differs", (long long)M,
+			     (long long)N, (long long)K, ta, tb);
+	}
+	free(rb);
 	free(ap);
 	free(bp);
 out:
@@ -174,7 +193,8 @@ static int bench(void)
 			if (t < best)
 				best = t;
 			t = now();
-			cpu_sgemm_pre(false, false, M, N, K, 1.0f, A, K, wa ? wp : NULL, B, N, wa ? NULL : wp, 0.0f, C, N);
+			cpu_sgemm_pre(false, false, M, N, K, 1.0f, A, K, wa ? wp : NULL, B, N, wa ? NULL : wp, 0.0f, NULL, C,
+				      N);
 			t = now() - t;
 			if (t < bestp)
 				bestp = t;
