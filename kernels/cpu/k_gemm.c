@@ -6,7 +6,7 @@
  * To add a kernel: write `static int k_myop(struct cpu_kctx *k)` here and
  * add it to cpu_kernels_gemm[] at the end of the file.
  *
- * The exported GEMM, for other families (copy this declaration):
+ * The exported GEMM, for other families (cpu.h's GEMM section):
  *
  *   void cpu_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K,
  *                  float alpha, const float *A, int64_t lda,
@@ -15,6 +15,11 @@
  *
  * Row-major C = alpha * op(A) * op(B) + beta * C, op(X) = X or X^T; op(A)
  * is M x K, op(B) K x N. beta == 0 overwrites C (NaNs in C do not leak).
+ * cpu_sgemm_pre takes op(A) or op(B) packed beforehand (the weight cache,
+ * wcache.c) and a row bias as C's start; cpu_sgemm_src takes a function
+ * that makes op(B)'s panels (a convolution's im2col). The work is split
+ * among the pool's threads by blocks of C, never along K: the bits do not
+ * depend on the thread count.
  */
 #include "cpu.h"
 #include "pool.h"
@@ -58,10 +63,11 @@ int cpu_isa(void)
 }
 
 /* ------------------------------------------------------------------------ */
-/* sgemm: Goto-style blocking. B is packed in KC x NC blocks (panels of nr   */
-/* columns), A in MC x KC blocks (panels of mr rows); a register-blocked     */
-/* mr x nr micro-kernel multiplies one A panel by one B panel. The           */
-/* micro-kernel (and so mr, nr) is picked per call by cpu_isa().             */
+/* sgemm: Goto-style blocking. A task owns a block of C (at most NC        */
+/* columns); B is packed in KC x NCH chunks (panels of nr columns), A in    */
+/* MC x KC blocks (panels of mr rows); a register-blocked mr x nr           */
+/* micro-kernel multiplies one A panel by one B panel. The micro-kernel     */
+/* (and so mr, nr) is picked per call by cpu_isa().                         */
 /* ------------------------------------------------------------------------ */
 
 #define MR_MAX 14
