@@ -486,15 +486,14 @@ static void col_pack(const void *ctx, int64_t p0, int64_t kc, int64_t j0, int64_
 				float *dk = d + k;
 				for (int64_t t = 0; t < a; t++)
 					dk[t] = 0;
-				if (sl == 1) {
-					const float *sx = xr + o + off;
+				/* indexes, not pointers, into the line: xr is NULL in
+				 * the padding, and o + off may be negative before a */
+				if (sl == 1)
 					for (int64_t t = a; t < b; t++)
-						dk[t] = sx[t];
-				} else {
-					const float *sx = xr + o * sl + off;
+						dk[t] = xr[o + t + off];
+				else
 					for (int64_t t = a; t < b; t++)
-						dk[t] = sx[t * sl];
-				}
+						dk[t] = xr[(o + t) * sl + off];
 				for (int64_t t = b; t < run; t++)
 					dk[t] = 0;
 				j += run;
