@@ -231,14 +231,27 @@ static void ukr_avx2(int64_t kc, const float *a, const float *b, float *c, int64
 #define A5_NR 32
 __attribute__((target("avx512f"), always_inline))
 static inline void ukr_avx512_t(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int mr,
-				int nr, const float *ci, const int rows, const int halves)
+				int nr, const float *ci, int64_t ldb, const int rows, const int halves)
 {
 	__m512 acc[A5_MR][2];
+	/* lanes of the two halves that are inside C (and, read straight from
+	 * B, inside B's row) */
+	__mmask16 m0 = nr >= 16 ? 0xffff : (__mmask16)((1u << nr) - 1);
+	__mmask16 m1 = nr >= 32 ? 0xffff : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1);
 #pragma GCC unroll 16
 	for (int i = 0; i < rows; i++)
 		acc[i][0] = acc[i][1] = _mm512_setzero_ps();
 	for (int64_t p = 0; p < kc; p++) {
-		__m512 b0 = _mm512_load_ps(b), b1 = halves > 1 ? _mm512_load_ps(b + 16) : b0;
+		__m512 b0, b1;
+		if (!ldb) {
+			b0 = _mm512_load_ps(b);
+			b1 = halves > 1 ? _mm512_load_ps(b + 16) : b0;
+		} else {
+			/* a row of B itself: the lanes past nr read as 0, as in
+			 * a packed panel's padding */
+			b0 = _mm512_maskz_loadu_ps(m0, b);
+			b1 = halves > 1 ? _mm512_maskz_loadu_ps(m1, b + 16) : b0;
+		}
 #pragma GCC unroll 16
 		for (int i = 0; i < rows; i++) {
 			__m512 av = _mm512_set1_ps(a[i]);
@@ -247,12 +260,9 @@ static inline void ukr_avx512_t(int64_t kc, const float *a, const float *b, floa
 				acc[i][1] = _mm512_fmadd_ps(av, b1, acc[i][1]);
 		}
 		a += A5_MR;
-		b += A5_NR;
+		b += ldb ? ldb : A5_NR;
 	}
 	__m512 va = _mm512_set1_ps(alpha);
-	/* lanes of the two halves that are inside C */
-	__mmask16 m0 = nr >= 16 ? 0xffff : (__mmask16)((1u << nr) - 1);
-	__mmask16 m1 = nr >= 32 ? 0xffff : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1);
 #pragma GCC unroll 16
 	for (int i = 0; i < rows; i++) {
 		if (i >= mr)
@@ -273,20 +283,29 @@ static inline void ukr_avx512_t(int64_t kc, const float *a, const float *b, floa
 	}
 }
 
+/* The variants by tile size; ldb 0: b is a packed panel, else b is B's
+ * own rows, ldb floats apart. */
 __attribute__((target("avx512f")))
-static void ukr_avx512(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int mr, int nr,
-		  const float *ci)
+static void ukr_avx512_any(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int mr,
+			   int nr, const float *ci, int64_t ldb)
 {
 	if (mr == A5_MR && nr > 16)
-		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, ci, A5_MR, 2);
+		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, ci, ldb, A5_MR, 2);
 	else if (mr <= A5_MR / 2 && nr <= 16)
-		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, ci, A5_MR / 2, 1);
+		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, ci, ldb, A5_MR / 2, 1);
 	else if (mr <= A5_MR / 2)
-		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, ci, A5_MR / 2, 2);
+		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, ci, ldb, A5_MR / 2, 2);
 	else if (nr <= 16)
-		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, ci, A5_MR, 1);
+		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, ci, ldb, A5_MR, 1);
 	else
-		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, ci, A5_MR, 2);
+		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, ci, ldb, A5_MR, 2);
+}
+
+__attribute__((target("avx512f")))
+static void ukr_avx512(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int mr, int nr,
+		       const float *ci)
+{
+	ukr_avx512_any(kc, a, b, c, ldc, alpha, mr, nr, ci, 0);
 }
 #endif
 
@@ -394,20 +413,28 @@ static void sgemm_rows(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float 
 typedef void (*ukr_fn)(int64_t, const float *, const float *, float *, int64_t, float, int, int, const float *);
 
 /* A micro-kernel and its tile. */
+/* A micro-kernel that reads B's rows itself (ldb floats apart) instead of
+ * a packed panel, with the same arithmetic. */
+typedef void (*ukr_direct_fn)(int64_t, const float *, const float *, float *, int64_t, float, int, int,
+			      const float *, int64_t);
+
+/* A micro-kernel and its tile; dfn: its unpacked-B form, or NULL. */
 struct ukr {
 	ukr_fn fn;
 	int mr, nr;
+	ukr_direct_fn dfn;
 };
 
 static struct ukr pick_ukr(void)
 {
-	struct ukr u = { ukr_c, C_MR, C_NR };
+	struct ukr u = { ukr_c, C_MR, C_NR, NULL };
 #ifdef SGEMM_X86
 	int isa = cpu_isa();
 	if (isa >= CPU_ISA_AVX512) {
 		u.fn = ukr_avx512;
 		u.mr = A5_MR;
 		u.nr = A5_NR;
+		u.dfn = ukr_avx512_any;
 	} else if (isa >= CPU_ISA_AVX2) {
 		u.fn = ukr_avx2;
 		u.mr = A2_MR;
@@ -482,6 +509,7 @@ struct sgemm_job {
 	const void *bctx;
 	bool init;              /* C starts as rowbias (or 0): the first KC block sets it, unread */
 	const float *rowbias;   /* M values or NULL */
+	bool bdirect;           /* few rows: the micro-kernel reads B itself (u.dfn), unpacked */
 };
 
 /* The row values of a C that starts as zero. */
@@ -523,7 +551,9 @@ static void sgemm_task(void *ctx, int64_t begin, int64_t end, int worker)
 				pack_a(j->ta, j->A, j->lda, i0, pc, mt, kc, apack, (int)MR);
 			for (int64_t jc = 0; jc < nt; jc += NCH) {
 				int64_t nc = nt - jc < NCH ? nt - jc : NCH;
-				if (j->bpk)
+				if (j->bdirect)
+					;       /* read in place below */
+				else if (j->bpk)
 					bp = (float *)j->bpk + pc * j->npad + (j0 + jc) * kc;
 				else if (j->bsrc)
 					j->bsrc(j->bctx, pc, kc, j0 + jc, nc, bp, (int)NR);
@@ -543,8 +573,12 @@ static void sgemm_task(void *ctx, int64_t begin, int64_t end, int worker)
 							const float *ci = NULL;
 							if (pc == 0 && j->init)
 								ci = j->rowbias ? j->rowbias + i0 + ic + ir : zero_rows;
-							j->u.fn(kc, ap + ir * kc, bp + jr * kc, c + ir * j->ldc, j->ldc,
-								j->alpha, mr, nr, ci);
+							if (j->bdirect)
+								j->u.dfn(kc, ap + ir * kc, j->B + pc * j->ldb + j0 + jc + jr,
+									 c + ir * j->ldc, j->ldc, j->alpha, mr, nr, ci, j->ldb);
+							else
+								j->u.fn(kc, ap + ir * kc, bp + jr * kc, c + ir * j->ldc,
+									j->ldc, j->alpha, mr, nr, ci);
 						}
 					}
 				}
@@ -648,7 +682,7 @@ void cpu_sgemm_pre(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alph
 	if (beta == 0 && blocked) {
 		/* the first KC block writes C (the row bias plus its part) */
 		struct sgemm_job j = { ta, tb, M, N, K, alpha, A, B, lda, ldb, ldc, C, pick_ukr(), 0, 0, 0, 0, false,
-				       apk, bpk, 0, 0, NULL, NULL, true, rowbias };
+				       apk, bpk, 0, 0, NULL, NULL, true, rowbias, false };
 		sgemm_blocked(&j);
 		return;
 	}
@@ -676,7 +710,7 @@ void cpu_sgemm_pre(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alph
 	}
 
 	struct sgemm_job j = { ta, tb, M, N, K, alpha, A, B, lda, ldb, ldc, C, pick_ukr(), 0, 0, 0, 0, false, apk,
-			       bpk, 0, 0, NULL, NULL, false, NULL };
+			       bpk, 0, 0, NULL, NULL, false, NULL, false };
 	sgemm_blocked(&j);
 }
 
@@ -687,6 +721,9 @@ static void sgemm_blocked(struct sgemm_job *jp)
 	struct sgemm_job j = *jp;
 	int64_t M = j.M, N = j.N;
 	int64_t MR = j.u.mr, NR = j.u.nr;
+	/* with at most four tiles of rows a packed panel of B would be used
+	 * at most four times: packing it costs more than reading B's rows */
+	j.bdirect = j.u.dfn && j.B && !j.tb && !j.bpk && !j.bsrc && M <= 4 * MR;
 	j.mpad = (M + MR - 1) / MR * MR;
 	j.npad = (N + NR - 1) / NR * NR;
 	j.mb = MC / MR * MR;
@@ -729,7 +766,7 @@ bool cpu_sgemm_src(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
 		return true;
 	}
 	struct sgemm_job j = { false, false, M, N, K, alpha, A, NULL, lda, 0, ldc, C, pick_ukr(), 0, 0, 0, 0, false,
-			       apk, NULL, 0, 0, bsrc, bctx, init, rowbias };
+			       apk, NULL, 0, 0, bsrc, bctx, init, rowbias, false };
 	sgemm_blocked(&j);
 	return !j.failed;
 }
