@@ -192,7 +192,9 @@ int cpu_isa(void);
 /* --- GEMM (k_gemm.c) --- */
 
 /* C = alpha * op(A) op(B) + beta * C, row-major float32; op transposes when
- * ta/tb. Packed panels and an AVX2/FMA micro-kernel when the CPU has them. */
+ * ta/tb. Packed panels and an AVX2/FMA or AVX-512 micro-kernel when the
+ * CPU has them; split among the pool's threads by blocks of C, the same
+ * bits at any thread count. */
 void cpu_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
 	       const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 /*
@@ -234,17 +236,18 @@ bool cpu_sgemm_src(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
  * The packed forms of constant weights (wcache.c), kept across runs:
  * input `in` of the running node, when it is an initializer, with `tag`
  * naming the packing (the caller's kind of use and layout). On a miss
- * make(arg) builds it: nfloats floats in a malloc'd block the cache takes. The
- * cache holds a reference to the weight tensor, so its address is not
- * reused while the entry lives; entries whose tensor nothing else holds
- * any more (its model was freed) are dropped on the next miss, and past
- * CPU_WCACHE_MAX bytes nothing more is kept. NULL (pack on the fly) for
+ * make(arg) builds it: nfloats floats in a malloc'd block the cache
+ * takes. The cache holds a reference to the weight tensor, so its address
+ * is not reused while the entry lives; entries whose tensor nothing else
+ * holds any more (its model was freed) are dropped on the next miss, and
+ * past CPU_WCACHE_MAX bytes nothing more is kept. NULL (pack on the fly) for
  * inputs that are not initializers, past the cap, or on no memory.
  */
 #define CPU_WCACHE_MAX ((size_t)1 << 30)
 typedef float *(*cpu_wcache_make)(const void *arg);
 const float *cpu_wcache_get(struct cpu_kctx *k, int in, uint32_t tag, size_t nfloats, cpu_wcache_make make,
 			   const void *arg);
-/* Drops every entry (tests, and leak checks at exit). */
+/* Drops every entry: for exec_cache_clear() (a model closed, exit) to call
+ * too, so the weights of a closed model do not wait for the next miss. */
 void cpu_wcache_clear(void);
 #endif
