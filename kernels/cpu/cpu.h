@@ -213,7 +213,62 @@ int cpu_isa(void);
 /* --- GEMM (k_gemm.c) --- */
 
 /* C = alpha * op(A) op(B) + beta * C, row-major float32; op transposes when
- * ta/tb. Packed panels and an AVX2/FMA micro-kernel when the CPU has them. */
+ * ta/tb. Packed panels and an AVX2/FMA or AVX-512 micro-kernel when the
+ * CPU has them; split among the pool's threads by blocks of C, the same
+ * bits at any thread count. */
 void cpu_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
 	       const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+/*
+ * cpu_sgemm with op(A) and/or op(B) already packed (apk / bpk from
+ * cpu_sgemm_pack_a / cpu_sgemm_pack_b of the same matrix, transposes and
+ * sizes; NULL: packed on the fly): the same bits as cpu_sgemm, without
+ * the packing. A and B are still read where the product does not pack
+ * (M <= 2), so pass them too. With beta 0, rowbias (M values, or NULL)
+ * is C's start: C = rowbias[i] + alpha * op(A) op(B), the same bits as
+ * filling C with it and passing beta 1, without the extra pass over C.
+ */
+void cpu_sgemm_pre(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+		   const float *apk, const float *B, int64_t ldb, const float *bpk, float beta, const float *rowbias,
+		   float *C, int64_t ldc);
+/* The floats of op(A) (mn = M) or op(B) (b_side, mn = N) packed for
+ * cpu_sgemm_pre on this CPU's instruction set (0 when empty). */
+size_t cpu_sgemm_pack_floats(bool b_side, int64_t mn, int64_t K);
+/* Packs op(A) (M x K) / op(B) (K x N) into dst (cpu_sgemm_pack_floats
+ * floats, 64-byte aligned). */
+void cpu_sgemm_pack_a(bool ta, int64_t M, int64_t K, const float *A, int64_t lda, float *dst);
+void cpu_sgemm_pack_b(bool tb, int64_t K, int64_t N, const float *B, int64_t ldb, float *dst);
+/*
+ * A producer of op(B) for cpu_sgemm_src, in place of a B matrix (a
+ * convolution's im2col, made straight into the panels): fills bp with rows
+ * [p0, p0 + kc) and columns [j0, j0 + nc) of op(B) as panels of nr
+ * columns, k-major (element (p, j) at ((j - j0) / nr) * kc * nr +
+ * (p - p0) * nr + (j - j0) % nr), zero past column j0 + nc in the last
+ * panel. Called from the pool's threads, several at once.
+ */
+typedef void (*cpu_bpack_fn)(const void *ctx, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *bp, int nr);
+/* C += alpha * A op(B) (A row-major M x K, or apk: A packed beforehand)
+ * with op(B) (K x N) produced by bsrc, always through the packed path
+ * (also for M <= 2); with init, C = rowbias[i] (0 when NULL) + alpha * A
+ * op(B), C unread. False on no memory (C then partly updated). */
+bool cpu_sgemm_src(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const float *apk,
+		   cpu_bpack_fn bsrc, const void *bctx, bool init, const float *rowbias, float *C, int64_t ldc);
+
+/*
+ * The packed forms of constant weights (wcache.c), kept across runs:
+ * input `in` of the running node, when it is an initializer, with `tag`
+ * naming the packing (the caller's kind of use and layout). On a miss
+ * make(arg) builds it: nfloats floats in a malloc'd block the cache
+ * takes. The cache holds a reference to the weight tensor, so its address
+ * is not reused while the entry lives; entries whose tensor nothing else
+ * holds any more (its model was freed) are dropped on the next miss, and
+ * past CPU_WCACHE_MAX bytes nothing more is kept. NULL (pack on the fly) for
+ * inputs that are not initializers, past the cap, or on no memory.
+ */
+#define CPU_WCACHE_MAX ((size_t)1 << 30)
+typedef float *(*cpu_wcache_make)(const void *arg);
+const float *cpu_wcache_get(struct cpu_kctx *k, int in, uint32_t tag, size_t nfloats, cpu_wcache_make make,
+			   const void *arg);
+/* Drops every entry: for exec_cache_clear() (a model closed, exit) to call
+ * too, so the weights of a closed model do not wait for the next miss. */
+void cpu_wcache_clear(void);
 #endif

@@ -5,12 +5,16 @@
  * To add a kernel: write `static int k_myop(struct cpu_kctx *k)` here and
  * add it to cpu_kernels_conv[] at the end of the file.
  *
- * Float32 (and float16/bfloat16, computed in float32) Conv lowers to
- * im2col + cpu_sgemm (k_gemm.c); a 1x1 stride-1 unpadded conv multiplies
- * the image directly. Everything else computes in double: im2col and a
- * plain product, or for ConvTranspose a product and col2im.
+ * Float32 (and float16/bfloat16, computed in float32) Conv is a product
+ * of the weights (packed once and cached for initializers) and the im2col
+ * matrix, which is never stored: col_pack writes it straight into the
+ * GEMM's panels (cpu_sgemm_src, k_gemm.c). A 1x1 stride-1 unpadded conv
+ * multiplies the image directly; a depthwise 2-D conv is direct. Everything
+ * else computes in double: im2col and a plain product, or for ConvTranspose
+ * a product and col2im.
  */
 #include "cpu.h"
+#include "pool.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -234,7 +238,6 @@ static void NAME(const struct cgeom *g, const T *x, int64_t nc, int64_t u0, int6
 	}                                                                                        \
 }
 
-IM2COL(im2col_f32, float)
 IM2COL(im2col_f64, double)
 
 /* Whether the conv is 1x1, stride 1, unpadded: the image is its own im2col. */
@@ -266,106 +269,344 @@ static void dmm_acc(const double *w, const double *col, double *y, int64_t M, in
  * direct, tap by tap. For each kernel tap and output row the valid output
  * columns are found once, then a row of y gets w * (a row of x), which
  * vectorizes for stride 1. im2col + GEMM would multiply by a single row.
+ * Planes (image, output channel) are independent: the pool splits them.
  */
-static int conv_dw_f32(struct cpu_kctx *k, const struct cgeom *g, const float *x, const float *w, const float *bias,
-		       float *y)
+struct dw_job {
+	const struct cgeom *g;
+	const float *x, *w, *bias;
+	float *y;
+	bool avx512;             /* dw_plane_avx512 (stride 1 or 2 along the rows) */
+};
+
+/* the largest plane the AVX-512 depthwise kernel takes: blocks of 16
+ * output columns, kernel columns */
+#define DW_MAXB 16
+#define DW_MAXK 16
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+
+/*
+ * One depthwise plane with AVX-512, stride 1 or 2 along the columns: for
+ * each output row, 16 output columns at a time are summed over every tap
+ * in registers (bias, then the taps in (row, column) order, one FMA each)
+ * and stored once. Input lanes outside the row (the padding) are masked
+ * off in the loads, which then do not touch that memory. The masks and
+ * offsets depend only on the block of columns and the kernel column, so
+ * they are found once per plane (at most DW_MAXB blocks x DW_MAXK columns;
+ * wider planes take the portable loop).
+ */
+__attribute__((target("avx512f")))
+static void dw_plane_avx512(const struct cgeom *g, const float *xc, const float *wc, float b, float *yc)
 {
+	int64_t ih = g->in[0], iw = g->in[1], oh = g->out[0], ow = g->out[1];
+	int64_t kh = g->ker[0], kw = g->ker[1], sh = g->str[0], sw = g->str[1];
+	int64_t dh = g->dil[0], dw = g->dil[1], ph = g->pb[0], pw = g->pb[1];
+	const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+	int64_t nb = (ow + 15) / 16;
+	/* per block and kernel column: the first input column, the lanes to
+	 * load (bits of the sw * 16-float span) */
+	int64_t i0s[DW_MAXB][DW_MAXK];
+	uint32_t ms[DW_MAXB][DW_MAXK];
+	for (int64_t bi = 0; bi < nb; bi++) {
+		int64_t o0 = bi * 16, no = ow - o0 < 16 ? ow - o0 : 16, span = (no - 1) * sw + 1;
+		for (int64_t c = 0; c < kw; c++) {
+			int64_t i0 = o0 * sw - pw + c * dw;
+			int64_t elo = i0 < 0 ? -i0 : 0, ehi = iw - i0 < span ? iw - i0 : span;
+			uint64_t m = elo >= ehi ? 0 : (((uint64_t)1 << ehi) - 1) & ~(((uint64_t)1 << elo) - 1);
+			i0s[bi][c] = i0;
+			ms[bi][c] = (uint32_t)(sw == 2 ? m & 0x55555555u : m);
+		}
+	}
+	for (int64_t r = 0; r < oh; r++) {
+		float *yr = yc + r * ow;
+		for (int64_t bi = 0; bi < nb; bi++) {
+			int64_t o0 = bi * 16, no = ow - o0 < 16 ? ow - o0 : 16;
+			__m512 acc = _mm512_set1_ps(b);
+			for (int64_t a = 0; a < kh; a++) {
+				int64_t ir = r * sh - ph + a * dh;
+				if (ir < 0 || ir >= ih)
+					continue;
+				const float *xr = xc + ir * iw;
+				const float *wa = wc + a * kw;
+				for (int64_t c = 0; c < kw; c++) {
+					uint32_t m = ms[bi][c];
+					if (!m)
+						continue;
+					const float *xp = xr + i0s[bi][c];
+					__m512 xv;
+					if (sw == 1) {
+						xv = _mm512_maskz_loadu_ps((__mmask16)m, xp);
+					} else {
+						__m512 v0 = _mm512_maskz_loadu_ps((__mmask16)m, xp);
+						__m512 v1 = _mm512_maskz_loadu_ps((__mmask16)(m >> 16), xp + 16);
+						xv = _mm512_permutex2var_ps(v0, even, v1);
+					}
+					acc = _mm512_fmadd_ps(_mm512_set1_ps(wa[c]), xv, acc);
+				}
+			}
+			_mm512_mask_storeu_ps(yr + o0, (__mmask16)((1u << no) - 1), acc);
+		}
+	}
+}
+#endif
+
+static void dw_planes(void *ctx, int64_t begin, int64_t end, int worker)
+{
+	const struct dw_job *j = ctx;
+	const struct cgeom *g = j->g;
+	(void)worker;
 	int64_t mg = g->M / g->G;
 	int64_t ih = g->in[0], iw = g->in[1], oh = g->out[0], ow = g->out[1];
 	int64_t kh = g->ker[0], kw = g->ker[1], sh = g->str[0], sw = g->str[1];
 	int64_t dh = g->dil[0], dw = g->dil[1], ph = g->pb[0], pw = g->pb[1];
-	for (int64_t n = 0; n < g->N; n++) {
-		for (int64_t oc = 0; oc < g->M; oc++) {
-			const float *xc = x + (n * g->C + oc / mg) * g->insz;
-			const float *wc = w + oc * g->kersz;
-			float *yc = y + (n * g->M + oc) * g->outsz;
-			float b = bias ? bias[oc] : 0;
-			for (int64_t o = 0; o < g->outsz; o++)
-				yc[o] = b;
-			for (int64_t a = 0; a < kh; a++) {
-				for (int64_t c = 0; c < kw; c++) {
-					float wv = wc[a * kw + c];
-					/* columns: 0 <= o * sw - pw + c * dw < iw */
-					int64_t off = c * dw - pw, lo = 0, hi = ow;
-					if (off < 0)
-						lo = (-off + sw - 1) / sw;
-					if (iw - off <= 0)
-						hi = 0;
-					else if ((iw - off + sw - 1) / sw < hi)
-						hi = (iw - off + sw - 1) / sw;
-					if (lo >= hi)
+	for (int64_t pl = begin; pl < end; pl++) {
+		int64_t n = pl / g->M, oc = pl % g->M;
+		const float *xc = j->x + (n * g->C + oc / mg) * g->insz;
+		const float *wc = j->w + oc * g->kersz;
+		float *yc = j->y + (n * g->M + oc) * g->outsz;
+		float b = j->bias ? j->bias[oc] : 0;
+#if defined(__x86_64__) || defined(__i386__)
+		if (j->avx512) {
+			dw_plane_avx512(g, xc, wc, b, yc);
+			continue;
+		}
+#endif
+		for (int64_t o = 0; o < g->outsz; o++)
+			yc[o] = b;
+		for (int64_t a = 0; a < kh; a++) {
+			for (int64_t c = 0; c < kw; c++) {
+				float wv = wc[a * kw + c];
+				/* columns: 0 <= o * sw - pw + c * dw < iw */
+				int64_t off = c * dw - pw, lo = 0, hi = ow;
+				if (off < 0)
+					lo = (-off + sw - 1) / sw;
+				if (iw - off <= 0)
+					hi = 0;
+				else if ((iw - off + sw - 1) / sw < hi)
+					hi = (iw - off + sw - 1) / sw;
+				if (lo >= hi)
+					continue;
+				for (int64_t r = 0; r < oh; r++) {
+					int64_t ir = r * sh - ph + a * dh;
+					if (ir < 0 || ir >= ih)
 						continue;
-					for (int64_t r = 0; r < oh; r++) {
-						int64_t ir = r * sh - ph + a * dh;
-						if (ir < 0 || ir >= ih)
-							continue;
-						const float *xr = xc + ir * iw + off;
-						float *yr = yc + r * ow;
-						if (sw == 1)
-							for (int64_t o = lo; o < hi; o++)
-								yr[o] += wv * xr[o];
-						else
-							for (int64_t o = lo; o < hi; o++)
-								yr[o] += wv * xr[o * sw];
-					}
+					const float *xr = xc + ir * iw + off;
+					float *yr = yc + r * ow;
+					if (sw == 1)
+						for (int64_t o = lo; o < hi; o++)
+							yr[o] += wv * xr[o];
+					else
+						for (int64_t o = lo; o < hi; o++)
+							yr[o] += wv * xr[o * sw];
 				}
 			}
 		}
-		int rc = kstop(k);
-		if (rc)
-			return rc;
 	}
-	return 0;
+}
+
+static int conv_dw_f32(struct cpu_kctx *k, const struct cgeom *g, const float *x, const float *w, const float *bias,
+		       float *y)
+{
+	struct dw_job j = { g, x, w, bias, y,
+			    cpu_isa() >= CPU_ISA_AVX512 && (g->str[1] == 1 || g->str[1] == 2) &&
+				    (g->out[1] + 15) / 16 <= DW_MAXB && g->ker[1] <= DW_MAXK };
+	cpu_parallel_for(g->N * g->M, 1, dw_planes, &j);
+	return kstop(k);
+}
+
+/* The im2col matrix of one image and group (rows c * kersz + q, one column
+ * per output position), produced panel by panel for cpu_sgemm_src. */
+struct colsrc {
+	const struct cgeom *g;
+	const float *x;          /* the group's first input channel */
+};
+
+/*
+ * cpu_bpack_fn for a convolution: rows [p0, p0 + kc), columns [j0, j0 +
+ * nc) of the im2col matrix straight into the panels. Along a row, the
+ * columns are runs of one output line (the last spatial dim), cut at the
+ * panel edges; a run at stride 1 inside the input is a memcpy.
+ */
+static void col_pack(const void *ctx, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *bp, int nr)
+{
+	const struct colsrc *s = ctx;
+	const struct cgeom *g = s->g;
+	int nd = g->nd, L = nd - 1;
+	int64_t ol = g->out[L], il = g->in[L], sl = g->str[L], dl = g->dil[L], pl = g->pb[L];
+	int64_t pstride = kc * nr;
+	/* the output line of column j0 (its coordinates over the other
+	 * spatial dims) and the position along it */
+	int64_t u0 = j0 / ol, o0 = j0 % ol, pos0[IR_MAX_RANK];
+	for (int i = L - 1; i >= 0; i--) {
+		pos0[i] = u0 % g->out[i];
+		u0 /= g->out[i];
+	}
+	for (int64_t p = p0; p < p0 + kc; p++) {
+		int64_t c = p / g->kersz, q = p % g->kersz, kq[IR_MAX_RANK];
+		for (int i = nd - 1; i >= 0; i--) {
+			kq[i] = q % g->ker[i];
+			q /= g->ker[i];
+		}
+		const float *xc = s->x + c * g->insz;
+		/* the valid output range of the last dim for this tap */
+		int64_t off = kq[L] * dl - pl, lo = 0, hi = ol;
+		if (off < 0)
+			lo = (-off + sl - 1) / sl;
+		if (il - off <= 0)
+			hi = 0;
+		else if ((il - off + sl - 1) / sl < hi)
+			hi = (il - off + sl - 1) / sl;
+		if (lo > hi)
+			lo = hi;
+		int64_t pos[IR_MAX_RANK];
+		for (int i = 0; i < L; i++)
+			pos[i] = pos0[i];
+		/* d: the current panel's row p; k: the column inside the panel */
+		float *d = bp + (p - p0) * nr;
+		int64_t k = 0, j = j0, jend = j0 + nc, o = o0;
+		while (j < jend) {
+			/* the input line of this output line, or none (padding) */
+			int64_t base = 0;
+			bool inside = true;
+			for (int i = 0; i < L; i++) {
+				int64_t pi = pos[i] * g->str[i] - g->pb[i] + kq[i] * g->dil[i];
+				if (pi < 0 || pi >= g->in[i])
+					inside = false;
+				base = base * g->in[i] + pi;
+			}
+			const float *xr = inside ? xc + base * il : NULL;
+			int64_t send = j + (ol - o) < jend ? j + (ol - o) : jend;
+			while (j < send) {
+				/* a run inside one panel: zeros, the inside part
+				 * [a, b), zeros (short plain loops) */
+				int64_t run = nr - k < send - j ? nr - k : send - j;
+				int64_t a = !xr ? run : lo - o < 0 ? 0 : lo - o > run ? run : lo - o;
+				int64_t b = !xr ? run : hi - o < a ? a : hi - o > run ? run : hi - o;
+				float *dk = d + k;
+				for (int64_t t = 0; t < a; t++)
+					dk[t] = 0;
+				/* indexes, not pointers, into the line: xr is NULL in
+				 * the padding, and o + off may be negative before a */
+				if (sl == 1)
+					for (int64_t t = a; t < b; t++)
+						dk[t] = xr[o + t + off];
+				else
+					for (int64_t t = a; t < b; t++)
+						dk[t] = xr[(o + t) * sl + off];
+				for (int64_t t = b; t < run; t++)
+					dk[t] = 0;
+				j += run;
+				o += run;
+				k += run;
+				if (k == nr) {
+					k = 0;
+					d += pstride;
+				}
+			}
+			/* the next output line */
+			o = 0;
+			for (int i = L - 1; i >= 0; i--) {
+				if (++pos[i] < g->out[i])
+					break;
+				pos[i] = 0;
+			}
+		}
+		/* the last panel's columns past nc */
+		for (; k && k < nr; k++)
+			d[k] = 0;
+	}
+}
+
+/* One float32 convolution, cut by (image, group). */
+struct conv_job {
+	const struct cgeom *g;
+	const float *x, *w, *bias;
+	float *y;
+	bool pw;                 /* 1x1, stride 1, unpadded: the image is B */
+	bool nomem;              /* a product could not get its packing buffer */
+	const float *wpk;        /* the weights packed per group (conv_wpack) or NULL */
+	int64_t wpk_g;           /* floats per group in wpk */
+};
+
+/*
+ * Computes the (image, group) pairs [begin, end): the bias plus the
+ * product of the weights and the image (1x1) or its im2col matrix, which
+ * col_pack makes straight into the product's panels. Called for all pairs
+ * at once (the threads then share each product) or split among the
+ * threads (the products inside then run serially); the arithmetic of
+ * every output element is the same either way.
+ */
+static void conv_groups(void *ctx, int64_t begin, int64_t end, int worker)
+{
+	struct conv_job *j = ctx;
+	const struct cgeom *g = j->g;
+	(void)worker;
+	int64_t cg = g->C / g->G, mg = g->M / g->G, kk = cg * g->kersz;
+	for (int64_t t = begin; t < end; t++) {
+		int64_t n = t / g->G, gi = t % g->G;
+		const float *xg = j->x + (n * g->C + gi * cg) * g->insz;
+		float *yg = j->y + (n * g->M + gi * mg) * g->outsz;
+		const float *wg = j->w + gi * mg * kk, *wp = j->wpk ? j->wpk + gi * j->wpk_g : NULL;
+		/* the products start the output at the bias (or 0) */
+		const float *bg = j->bias ? j->bias + gi * mg : NULL;
+		if (j->pw) {
+			cpu_sgemm_pre(false, false, mg, g->outsz, kk, 1.0f, wg, kk, wp, xg, g->outsz, NULL, 0.0f, bg, yg,
+				      g->outsz);
+			continue;
+		}
+		struct colsrc cs = { g, xg };
+		if (!cpu_sgemm_src(mg, g->outsz, kk, 1.0f, wg, kk, wp, col_pack, &cs, true, bg, yg, g->outsz))
+			j->nomem = true;
+	}
+}
+
+/* The weights of every group packed as the products' A (for the cache). */
+struct wpack_arg {
+	const struct cgeom *g;
+	const float *w;
+};
+
+static float *conv_wpack(const void *arg)
+{
+	const struct wpack_arg *a = arg;
+	const struct cgeom *g = a->g;
+	int64_t mg = g->M / g->G, kk = g->C / g->G * g->kersz;
+	size_t per = cpu_sgemm_pack_floats(false, mg, kk);
+	float *p = aligned_alloc(64, (per * (size_t)g->G * sizeof(float) + 63) / 64 * 64);
+	if (p)
+		for (int64_t gi = 0; gi < g->G; gi++)
+			cpu_sgemm_pack_a(false, mg, kk, a->w + gi * mg * kk, kk, p + (size_t)gi * per);
+	return p;
 }
 
 /* Float32 convolution: x [N, C, in], w [M, C/G, ker], bias [M] or NULL,
- * y [N, M, out]. The im2col matrix is built a band of output rows at a
- * time (about 2 MiB), so it stays in cache while the GEMM packs it. */
+ * y [N, M, out]. wconst: w is input 1's own data, so its packed form may
+ * be cached. */
 static int conv_f32(struct cpu_kctx *k, const struct cgeom *g, const float *x, const float *w, const float *bias,
-		    float *y)
+		    float *y, bool wconst)
 {
-	int64_t cg = g->C / g->G, mg = g->M / g->G, kk = cg * g->kersz;
+	int64_t cg = g->C / g->G, kk = cg * g->kersz;
 	if (g->nd == 2 && cg == 1 && g->G > 1)
 		return conv_dw_f32(k, g, x, w, bias, y);
-	int64_t ol = g->out[g->nd - 1], rows = ol ? g->outsz / ol : 0;
-	int64_t band = kk && ol ? ((int64_t)1 << 19) / (kk * ol) : rows;
-	if (band < 1)
-		band = 1;
-	if (band > rows)
-		band = rows;
 	bool pw = pointwise(g);
-	float *col = NULL;
-	if (!pw && !(col = malloc((size_t)(kk * band * ol) * sizeof(float) + 1)))
-		return kenomem(k);
-	for (int64_t n = 0; n < g->N; n++) {
-		for (int64_t gi = 0; gi < g->G; gi++) {
-			const float *xg = x + (n * g->C + gi * cg) * g->insz;
-			float *yg = y + (n * g->M + gi * mg) * g->outsz;
-			const float *wg = w + gi * mg * kk;
-			for (int64_t m = 0; m < mg; m++) {
-				float b = bias ? bias[gi * mg + m] : 0;
-				for (int64_t o = 0; o < g->outsz; o++)
-					yg[m * g->outsz + o] = b;
-			}
-			if (pw) {
-				cpu_sgemm(false, false, mg, g->outsz, kk, 1.0f, wg, kk, xg, g->outsz, 1.0f, yg, g->outsz);
-			} else {
-				for (int64_t u = 0; u < rows; u += band) {
-					int64_t u1 = u + band < rows ? u + band : rows, nc = (u1 - u) * ol;
-					im2col_f32(g, xg, cg, u, u1, col);
-					cpu_sgemm(false, false, mg, nc, kk, 1.0f, wg, kk, col, nc, 1.0f, yg + u * ol,
-						  g->outsz);
-				}
-			}
-			int rc = kstop(k);
-			if (rc) {
-				free(col);
-				return rc;
-			}
-		}
+	struct conv_job j = { g, x, w, bias, y, pw, false, NULL, 0 };
+	int64_t mg = g->M / g->G;
+	if (wconst && (mg > 2 || !pw)) {
+		/* the products that pack A (more than two rows, or any from
+		 * im2col): once, cached */
+		struct wpack_arg wa = { g, w };
+		j.wpk_g = (int64_t)cpu_sgemm_pack_floats(false, mg, kk);
+		j.wpk = cpu_wcache_get(k, 1, 0x43000000u ^ (uint32_t)g->G, (size_t)(j.wpk_g * g->G), conv_wpack, &wa);
 	}
-	free(col);
-	return 0;
+	int64_t pairs = g->N * g->G;
+	if (pairs >= 2 * (int64_t)cpu_threads())
+		cpu_parallel_for(pairs, 1, conv_groups, &j);
+	else
+		conv_groups(&j, 0, pairs, 0);
+	if (j.nomem)
+		return kenomem(k);
+	return kstop(k);
 }
 
 /* The same in double (other float types, integer convs). */
@@ -475,7 +716,7 @@ static int k_conv(struct cpu_kctx *k)
 		return 0;
 	}
 	if (dt == IR_FLOAT)
-		return conv_f32(k, &g, KF32(x), KF32(w), b ? KF32(b) : NULL, kwdata(o));
+		return conv_f32(k, &g, KF32(x), KF32(w), b ? KF32(b) : NULL, kwdata(o), true);
 	if (dt == IR_FLOAT16 || dt == IR_BFLOAT16) {
 		/* compute in float32, round once */
 		float *fx = f32_copy(x), *fw = f32_copy(w), *fb = b ? f32_copy(b) : NULL;
@@ -483,7 +724,7 @@ static int k_conv(struct cpu_kctx *k)
 		if (!fx || !fw || (b && !fb) || !fy)
 			rc = kenomem(k);
 		else
-			rc = conv_f32(k, &g, fx, fw, fb, fy);
+			rc = conv_f32(k, &g, fx, fw, fb, fy, false);
 		if (!rc)
 			for (uint64_t i = 0; i < o->numel; i++)
 				kst(dt, kwdata(o), i, fy[i]);

@@ -13,6 +13,7 @@
  */
 #include "cpu.h"
 #include "kernels/fused.h"
+#include "pool.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -97,6 +98,34 @@ static bool supports_fused(const struct ir_node *n, char *why, size_t size)
 	return kern_act_of(n, &a, why, size);
 }
 
+/* y += z (same shape, or no z) and the activation, float32, elements
+ * [begin, end) of a range the pool hands out: each element on its own, so
+ * any split gives the same bits. */
+struct epi_job {
+	const struct kern_act *a;
+	float *y;
+	const float *z;          /* NULL: no residual */
+	uint64_t n;              /* elements of y */
+};
+
+#define EPI_CHUNK 4096   /* elements per index of epi_range */
+
+static void epi_range(void *ctx, int64_t begin, int64_t end, int worker)
+{
+	const struct epi_job *j = ctx;
+	(void)worker;
+	uint64_t i0 = (uint64_t)begin * EPI_CHUNK, i1 = (uint64_t)end * EPI_CHUNK;
+	if (i1 > j->n)
+		i1 = j->n;
+	float *y = j->y + i0;
+	if (j->z) {
+		const float *z = j->z + i0;
+		for (uint64_t i = 0; i < i1 - i0; i++)
+			y[i] += z[i];
+	}
+	act_f32(j->a, y, i1 - i0);
+}
+
 /*
  * Adds Z (input zi, when present) and applies the activation to output 0
  * in place. Z must have Y's element type and broadcast to Y's shape.
@@ -128,13 +157,15 @@ static int finish(struct cpu_kctx *k, int zi)
 		if (!ok)
 			return kerr(k, "Z of shape %s does not broadcast to the output's shape", kshape(z));
 		const void *zd = kdata(z);
+		if (dt == IR_FLOAT && z->numel == y->numel) {
+			/* the common case (a residual): one pass, split */
+			struct epi_job j = { &a, yd, zd, y->numel };
+			cpu_parallel_for((int64_t)((y->numel + EPI_CHUNK - 1) / EPI_CHUNK), 1, epi_range, &j);
+			return 0;
+		}
 		if (z->numel == y->numel) {
-			if (dt == IR_FLOAT)
-				for (uint64_t i = 0; i < y->numel; i++)
-					((float *)yd)[i] += ((const float *)zd)[i];
-			else
-				for (uint64_t i = 0; i < y->numel; i++)
-					kst(dt, yd, i, kld(dt, yd, i) + kld(dt, zd, i));
+			for (uint64_t i = 0; i < y->numel; i++)
+				kst(dt, yd, i, kld(dt, yd, i) + kld(dt, zd, i));
 		} else if (z->numel) {
 			struct kiter it;
 			int64_t st[IR_MAX_RANK];
@@ -152,9 +183,10 @@ static int finish(struct cpu_kctx *k, int zi)
 	}
 	if (a.kind == KACT_NONE)
 		return 0;
-	if (dt == IR_FLOAT)
-		act_f32(&a, yd, y->numel);
-	else
+	if (dt == IR_FLOAT) {
+		struct epi_job j = { &a, yd, NULL, y->numel };
+		cpu_parallel_for((int64_t)((y->numel + EPI_CHUNK - 1) / EPI_CHUNK), 1, epi_range, &j);
+	} else
 		for (uint64_t i = 0; i < y->numel; i++)
 			kst(dt, yd, i, act_f64(&a, kld(dt, yd, i)));
 	return 0;

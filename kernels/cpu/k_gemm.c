@@ -6,7 +6,7 @@
  * To add a kernel: write `static int k_myop(struct cpu_kctx *k)` here and
  * add it to cpu_kernels_gemm[] at the end of the file.
  *
- * The exported GEMM, for other families (copy this declaration):
+ * The exported GEMM, for other families (cpu.h's GEMM section):
  *
  *   void cpu_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K,
  *                  float alpha, const float *A, int64_t lda,
@@ -15,8 +15,14 @@
  *
  * Row-major C = alpha * op(A) * op(B) + beta * C, op(X) = X or X^T; op(A)
  * is M x K, op(B) K x N. beta == 0 overwrites C (NaNs in C do not leak).
+ * cpu_sgemm_pre takes op(A) or op(B) packed beforehand (the weight cache,
+ * wcache.c) and a row bias as C's start; cpu_sgemm_src takes a function
+ * that makes op(B)'s panels (a convolution's im2col). The work is split
+ * among the pool's threads by blocks of C, never along K: the bits do not
+ * depend on the thread count.
  */
 #include "cpu.h"
+#include "pool.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -25,9 +31,6 @@
 #include <immintrin.h>
 #define SGEMM_X86 1
 #endif
-
-void cpu_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
-	       const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 
 /* ------------------------------------------------------------------------ */
 /* Instruction-set cap                                                       */
@@ -60,17 +63,18 @@ int cpu_isa(void)
 }
 
 /* ------------------------------------------------------------------------ */
-/* sgemm: Goto-style blocking. B is packed in KC x NC blocks (panels of nr   */
-/* columns), A in MC x KC blocks (panels of mr rows); a register-blocked     */
-/* mr x nr micro-kernel multiplies one A panel by one B panel. The           */
-/* micro-kernel (and so mr, nr) is picked per call by cpu_isa().             */
+/* sgemm: Goto-style blocking. A task owns a block of C (at most NC        */
+/* columns); B is packed in KC x NCH chunks (panels of nr columns), A in    */
+/* MC x KC blocks (panels of mr rows); a register-blocked mr x nr           */
+/* micro-kernel multiplies one A panel by one B panel. The micro-kernel     */
+/* (and so mr, nr) is picked per call by cpu_isa().                         */
 /* ------------------------------------------------------------------------ */
 
 #define MR_MAX 14
 #define NR_MAX 32
 #define KC 256
 #define MC 144   /* rounded down to a multiple of mr; an A block stays in L2 */
-#define NC 2048  /* multiple of every nr; a B block (2 MiB) stays in L3 */
+#define NC 2048  /* columns of C per task (at most): a multiple of every nr */
 
 /* Packs op(A)[i0:i0+mc, p0:p0+kc] as panels of mr rows, k-major inside a
  * panel, zero-padding the last panel. */
@@ -138,18 +142,21 @@ static void pack_b(bool tb, const float *B, int64_t ldb, int64_t p0, int64_t j0,
 			d[p * NR + c] = c >= nr ? 0 : tb ? B[(j0 + full + c) * ldb + p0 + p] : B[(p0 + p) * ldb + j0 + full + c];
 }
 
-/* C[0:mr, 0:nr] += alpha * acc (acc has rows of ld floats). */
-static void add_tile(const float *acc, int ld, float alpha, float *c, int64_t ldc, int mr, int nr)
+/* C[0:mr, 0:nr] += alpha * acc (acc has rows of ld floats); with ci, C's
+ * row i is set to ci[i] + alpha * acc instead (C is not read: the first
+ * KC block of a product whose C starts as zero or a row bias). */
+static void add_tile(const float *acc, int ld, float alpha, float *c, int64_t ldc, int mr, int nr, const float *ci)
 {
 	for (int i = 0; i < mr; i++)
 		for (int j = 0; j < nr; j++)
-			c[i * ldc + j] += alpha * acc[i * ld + j];
+			c[i * ldc + j] = (ci ? ci[i] : c[i * ldc + j]) + alpha * acc[i * ld + j];
 }
 
 /* Portable micro-kernel (4 x 8: the accumulators fit in 8 SSE registers): acc = A panel * B panel over kc, then added to C. */
 #define C_MR 4
 #define C_NR 8
-static void ukr_c(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int mr, int nr)
+static void ukr_c(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int mr, int nr,
+		  const float *ci)
 {
 	float acc[C_MR * C_NR] = { 0 };
 	for (int64_t p = 0; p < kc; p++) {
@@ -161,7 +168,7 @@ static void ukr_c(int64_t kc, const float *a, const float *b, float *c, int64_t 
 		a += C_MR;
 		b += C_NR;
 	}
-	add_tile(acc, C_NR, alpha, c, ldc, mr, nr);
+	add_tile(acc, C_NR, alpha, c, ldc, mr, nr, ci);
 }
 
 #ifdef SGEMM_X86
@@ -169,7 +176,8 @@ static void ukr_c(int64_t kc, const float *a, const float *b, float *c, int64_t 
 #define A2_MR 6
 #define A2_NR 16
 __attribute__((target("avx2,fma")))
-static void ukr_avx2(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int mr, int nr)
+static void ukr_avx2(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int mr, int nr,
+		  const float *ci)
 {
 	__m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
 	__m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
@@ -192,8 +200,9 @@ static void ukr_avx2(int64_t kc, const float *a, const float *b, float *c, int64
 	if (mr == A2_MR && nr == A2_NR) {
 		__m256 va = _mm256_set1_ps(alpha);
 #define ROW(i, x0, x1) \
-		_mm256_storeu_ps(c + (i) * ldc, _mm256_fmadd_ps(va, x0, _mm256_loadu_ps(c + (i) * ldc))); \
-		_mm256_storeu_ps(c + (i) * ldc + 8, _mm256_fmadd_ps(va, x1, _mm256_loadu_ps(c + (i) * ldc + 8)))
+		_mm256_storeu_ps(c + (i) * ldc, _mm256_fmadd_ps(va, x0, ci ? _mm256_set1_ps(ci[i]) : _mm256_loadu_ps(c + (i) * ldc))); \
+		_mm256_storeu_ps(c + (i) * ldc + 8, \
+				 _mm256_fmadd_ps(va, x1, ci ? _mm256_set1_ps(ci[i]) : _mm256_loadu_ps(c + (i) * ldc + 8)))
 		ROW(0, c00, c01); ROW(1, c10, c11); ROW(2, c20, c21);
 		ROW(3, c30, c31); ROW(4, c40, c41); ROW(5, c50, c51);
 #undef ROW
@@ -206,53 +215,97 @@ static void ukr_avx2(int64_t kc, const float *a, const float *b, float *c, int64
 	_mm256_store_ps(acc + 3 * A2_NR, c30); _mm256_store_ps(acc + 3 * A2_NR + 8, c31);
 	_mm256_store_ps(acc + 4 * A2_NR, c40); _mm256_store_ps(acc + 4 * A2_NR + 8, c41);
 	_mm256_store_ps(acc + 5 * A2_NR, c50); _mm256_store_ps(acc + 5 * A2_NR + 8, c51);
-	add_tile(acc, A2_NR, alpha, c, ldc, mr, nr);
+	add_tile(acc, A2_NR, alpha, c, ldc, mr, nr, ci);
 }
 
 /*
  * AVX-512 micro-kernel: A5_MR x 32 accumulators in 2 * A5_MR zmm registers
  * (plus two for the B row and one broadcast of A). The loops over rows have
  * constant bounds and are unrolled, so the accumulators stay in registers.
- * Partial tiles (mr < A5_MR or nr < 32) store through masks.
+ * Partial tiles (mr < A5_MR or nr < 32) store through masks; edge tiles of
+ * at most 6 rows or 16 columns compute only those (ukr_avx512_t with
+ * smaller constant bounds): every element still gets the same FMAs in the
+ * same order, so the result does not depend on which variant ran.
  */
 #define A5_MR 12
 #define A5_NR 32
-__attribute__((target("avx512f")))
-static void ukr_avx512(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int mr, int nr)
+__attribute__((target("avx512f"), always_inline))
+static inline void ukr_avx512_t(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int mr,
+				int nr, const float *ci, int64_t ldb, const int rows, const int halves)
 {
 	__m512 acc[A5_MR][2];
-#pragma GCC unroll 16
-	for (int i = 0; i < A5_MR; i++)
-		acc[i][0] = acc[i][1] = _mm512_setzero_ps();
-	for (int64_t p = 0; p < kc; p++) {
-		__m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
-#pragma GCC unroll 16
-		for (int i = 0; i < A5_MR; i++) {
-			__m512 av = _mm512_set1_ps(a[i]);
-			acc[i][0] = _mm512_fmadd_ps(av, b0, acc[i][0]);
-			acc[i][1] = _mm512_fmadd_ps(av, b1, acc[i][1]);
-		}
-		a += A5_MR;
-		b += A5_NR;
-	}
-	__m512 va = _mm512_set1_ps(alpha);
-	/* lanes of the two halves that are inside C */
+	/* lanes of the two halves that are inside C (and, read straight from
+	 * B, inside B's row) */
 	__mmask16 m0 = nr >= 16 ? 0xffff : (__mmask16)((1u << nr) - 1);
 	__mmask16 m1 = nr >= 32 ? 0xffff : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1);
 #pragma GCC unroll 16
-	for (int i = 0; i < A5_MR; i++) {
+	for (int i = 0; i < rows; i++)
+		acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+	for (int64_t p = 0; p < kc; p++) {
+		__m512 b0, b1;
+		if (!ldb) {
+			b0 = _mm512_load_ps(b);
+			b1 = halves > 1 ? _mm512_load_ps(b + 16) : b0;
+		} else {
+			/* a row of B itself: the lanes past nr read as 0, as in
+			 * a packed panel's padding */
+			b0 = _mm512_maskz_loadu_ps(m0, b);
+			b1 = halves > 1 ? _mm512_maskz_loadu_ps(m1, b + 16) : b0;
+		}
+#pragma GCC unroll 16
+		for (int i = 0; i < rows; i++) {
+			__m512 av = _mm512_set1_ps(a[i]);
+			acc[i][0] = _mm512_fmadd_ps(av, b0, acc[i][0]);
+			if (halves > 1)
+				acc[i][1] = _mm512_fmadd_ps(av, b1, acc[i][1]);
+		}
+		a += A5_MR;
+		b += ldb ? ldb : A5_NR;
+	}
+	__m512 va = _mm512_set1_ps(alpha);
+#pragma GCC unroll 16
+	for (int i = 0; i < rows; i++) {
 		if (i >= mr)
 			break;
-		float *ci = c + i * ldc;
+		float *cr = c + i * ldc;
+		__m512 i0 = ci ? _mm512_set1_ps(ci[i]) : nr == A5_NR ? _mm512_loadu_ps(cr) : _mm512_maskz_loadu_ps(m0, cr);
 		if (nr == A5_NR) {
-			_mm512_storeu_ps(ci, _mm512_fmadd_ps(va, acc[i][0], _mm512_loadu_ps(ci)));
-			_mm512_storeu_ps(ci + 16, _mm512_fmadd_ps(va, acc[i][1], _mm512_loadu_ps(ci + 16)));
+			__m512 i1 = ci ? i0 : _mm512_loadu_ps(cr + 16);
+			_mm512_storeu_ps(cr, _mm512_fmadd_ps(va, acc[i][0], i0));
+			_mm512_storeu_ps(cr + 16, _mm512_fmadd_ps(va, acc[i][1], i1));
 		} else {
-			_mm512_mask_storeu_ps(ci, m0, _mm512_fmadd_ps(va, acc[i][0], _mm512_maskz_loadu_ps(m0, ci)));
-			_mm512_mask_storeu_ps(ci + 16, m1,
-					      _mm512_fmadd_ps(va, acc[i][1], _mm512_maskz_loadu_ps(m1, ci + 16)));
+			_mm512_mask_storeu_ps(cr, m0, _mm512_fmadd_ps(va, acc[i][0], i0));
+			if (halves > 1) {
+				__m512 i1 = ci ? i0 : _mm512_maskz_loadu_ps(m1, cr + 16);
+				_mm512_mask_storeu_ps(cr + 16, m1, _mm512_fmadd_ps(va, acc[i][1], i1));
+			}
 		}
 	}
+}
+
+/* The variants by tile size; ldb 0: b is a packed panel, else b is B's
+ * own rows, ldb floats apart. */
+__attribute__((target("avx512f")))
+static void ukr_avx512_any(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int mr,
+			   int nr, const float *ci, int64_t ldb)
+{
+	if (mr == A5_MR && nr > 16)
+		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, ci, ldb, A5_MR, 2);
+	else if (mr <= A5_MR / 2 && nr <= 16)
+		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, ci, ldb, A5_MR / 2, 1);
+	else if (mr <= A5_MR / 2)
+		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, ci, ldb, A5_MR / 2, 2);
+	else if (nr <= 16)
+		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, ci, ldb, A5_MR, 1);
+	else
+		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, ci, ldb, A5_MR, 2);
+}
+
+__attribute__((target("avx512f")))
+static void ukr_avx512(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int mr, int nr,
+		       const float *ci)
+{
+	ukr_avx512_any(kc, a, b, c, ldc, alpha, mr, nr, ci, 0);
 }
 #endif
 
@@ -357,23 +410,31 @@ static void sgemm_rows(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float 
 	}
 }
 
-typedef void (*ukr_fn)(int64_t, const float *, const float *, float *, int64_t, float, int, int);
+typedef void (*ukr_fn)(int64_t, const float *, const float *, float *, int64_t, float, int, int, const float *);
 
 /* A micro-kernel and its tile. */
+/* A micro-kernel that reads B's rows itself (ldb floats apart) instead of
+ * a packed panel, with the same arithmetic. */
+typedef void (*ukr_direct_fn)(int64_t, const float *, const float *, float *, int64_t, float, int, int,
+			      const float *, int64_t);
+
+/* A micro-kernel and its tile; dfn: its unpacked-B form, or NULL. */
 struct ukr {
 	ukr_fn fn;
 	int mr, nr;
+	ukr_direct_fn dfn;
 };
 
 static struct ukr pick_ukr(void)
 {
-	struct ukr u = { ukr_c, C_MR, C_NR };
+	struct ukr u = { ukr_c, C_MR, C_NR, NULL };
 #ifdef SGEMM_X86
 	int isa = cpu_isa();
 	if (isa >= CPU_ISA_AVX512) {
 		u.fn = ukr_avx512;
 		u.mr = A5_MR;
 		u.nr = A5_NR;
+		u.dfn = ukr_avx512_any;
 	} else if (isa >= CPU_ISA_AVX2) {
 		u.fn = ukr_avx2;
 		u.mr = A2_MR;
@@ -399,8 +460,10 @@ static void sgemm_naive(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float
  * The packing buffers of this thread, kept between calls: fresh large
  * blocks come from mmap and cost a page fault per 4 KiB on first touch,
  * which for a conv net is as slow as the packing itself. At most
- * (MC + NC) * KC floats (2.2 MiB) per thread, never released (it stays
- * reachable, so leak checkers accept it).
+ * (MC + NCH) * KC floats (0.66 MiB) per thread, never released (it stays
+ * reachable, so leak checkers accept it). Per thread rather than per pool
+ * worker index: a product started from inside a parallel range runs on
+ * that range's thread, and the thread's buffer is free then.
  */
 static _Thread_local float *pack_buf;
 static _Thread_local size_t pack_cap;
@@ -416,60 +479,296 @@ static float *pack_space(size_t nfloats)
 	return pack_buf;
 }
 
-void cpu_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
-	       const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
-{
-	if (M <= 0 || N <= 0)
-		return;
-	/* beta first, so the blocked loops only accumulate */
-	if (beta != 1) {
-		for (int64_t i = 0; i < M; i++) {
-			float *c = C + i * ldc;
-			if (beta == 0)
-				memset(c, 0, (size_t)N * sizeof(float));
-			else
-				for (int64_t j = 0; j < N; j++)
-					c[j] *= beta;
-		}
-	}
-	if (K <= 0 || alpha == 0)
-		return;
-	if (M <= 2) {
-		sgemm_rows(ta, tb, M, N, K, alpha, A, lda, B, ldb, C, ldc);
-		return;
-	}
+/* Columns of B packed at a time inside a task: a KC x NCH block (512 KiB)
+ * stays in L2 next to the A block while the micro-kernels read it. */
+#define NCH 512
 
-	struct ukr u = pick_ukr();
-	int64_t MR = u.mr, NR = u.nr, mcb = MC / MR * MR;
-	int64_t ncap = N < NC ? (N + NR - 1) / NR * NR : NC;
-	int64_t kcap = K < KC ? K : KC;
-	int64_t mcap = M < mcb ? (M + MR - 1) / MR * MR : mcb;
-	/* B's block first: both stay 64-byte aligned (NR * 4 bytes divides 64) */
-	float *bp = pack_space((size_t)((mcap + ncap) * kcap));
-	if (!bp) {
-		sgemm_naive(ta, tb, M, N, K, alpha, A, lda, B, ldb, C, ldc);
-		return;
-	}
-	float *ap = bp + ncap * kcap;
-	for (int64_t jc = 0; jc < N; jc += NC) {
-		int64_t nc = N - jc < NC ? N - jc : NC;
-		for (int64_t pc = 0; pc < K; pc += KC) {
-			int64_t kc = K - pc < KC ? K - pc : KC;
-			pack_b(tb, B, ldb, pc, jc, kc, nc, bp, u.nr);
-			for (int64_t ic = 0; ic < M; ic += mcb) {
-				int64_t mc = M - ic < mcb ? M - ic : mcb;
-				pack_a(ta, A, lda, ic, pc, mc, kc, ap, u.mr);
-				for (int64_t jr = 0; jr < nc; jr += NR) {
-					int nr = (int)(nc - jr < NR ? nc - jr : NR);
-					for (int64_t ir = 0; ir < mc; ir += MR) {
-						int mr = (int)(mc - ir < MR ? mc - ir : MR);
-						u.fn(kc, ap + ir * kc, bp + jr * kc, C + (ic + ir) * ldc + jc + jr, ldc,
-						     alpha, mr, nr);
+/*
+ * One product cut into tasks: a task computes the C block of rows
+ * [im * mb, +mb) and columns [jn * nb, +nb), all of K, in a fixed order
+ * (KC blocks, then NCH chunks, then micro-tiles). mb and nb are multiples
+ * of the micro-kernel's mr and nr, so every element of C lies in the same
+ * micro-tile and sees the same arithmetic whatever the number of tasks or
+ * threads: results are bit-identical at any thread count.
+ */
+struct sgemm_job {
+	bool ta, tb;
+	int64_t M, N, K;
+	float alpha;
+	const float *A, *B;
+	int64_t lda, ldb, ldc;
+	float *C;
+	struct ukr u;
+	int64_t mb;             /* rows of A packed at a time (MC rounded to mr) */
+	int64_t mt, nb, tn;     /* task rows (mb, or a multiple of it when A is
+				 * packed beforehand), task columns, tasks along N */
+	bool failed;            /* a task could not get its packing buffer */
+	const float *apk, *bpk; /* op(A), op(B) packed whole (cpu_sgemm_pack_a/_b) or NULL */
+	int64_t mpad, npad;     /* M and N rounded up to mr and nr */
+	cpu_bpack_fn bsrc;      /* packs op(B)'s panels itself (no B matrix) or NULL */
+	const void *bctx;
+	bool init;              /* C starts as rowbias (or 0): the first KC block sets it, unread */
+	const float *rowbias;   /* M values or NULL */
+	bool bdirect;           /* few rows: the micro-kernel reads B itself (u.dfn), unpacked */
+};
+
+/* The row values of a C that starts as zero. */
+static const float zero_rows[MR_MAX];
+
+static void sgemm_task(void *ctx, int64_t begin, int64_t end, int worker)
+{
+	struct sgemm_job *j = ctx;
+	int64_t MR = j->u.mr, NR = j->u.nr;
+	(void)worker;
+	for (int64_t t = begin; t < end; t++) {
+		int64_t i0 = t / j->tn * j->mt, j0 = t % j->tn * j->nb;
+		int64_t mt = j->M - i0 < j->mt ? j->M - i0 : j->mt, nt = j->N - j0 < j->nb ? j->N - j0 : j->nb;
+		int64_t kcap = j->K < KC ? j->K : KC, mcap = j->apk ? 0 : (mt + MR - 1) / MR * MR;
+		int64_t ncap = nt < NCH ? (nt + NR - 1) / NR * NR : NCH;
+		/* B's chunk first: both stay 64-byte aligned (NR * 4 bytes divides 64) */
+		float *bp = pack_space((size_t)((mcap + ncap) * kcap));
+		if (!bp && j->bsrc) {
+			j->failed = true;
+			continue;
+		}
+		if (!bp) {
+			/* only when memory runs out; the element order differs
+			 * from the blocked path, which then matters little */
+			for (int64_t i = 0; i < mt && j->init; i++)
+				for (int64_t c = 0; c < nt; c++)
+					j->C[(i0 + i) * j->ldc + j0 + c] = j->rowbias ? j->rowbias[i0 + i] : 0;
+			sgemm_naive(j->ta, j->tb, mt, nt, j->K, j->alpha, j->ta ? j->A + i0 : j->A + i0 * j->lda,
+				    j->lda, j->tb ? j->B + j0 * j->ldb : j->B + j0, j->ldb, j->C + i0 * j->ldc + j0,
+				    j->ldc);
+			j->failed = true;
+			continue;
+		}
+		float *apack = bp + ncap * kcap;
+		for (int64_t pc = 0; pc < j->K; pc += KC) {
+			int64_t kc = j->K - pc < KC ? j->K - pc : KC;
+			/* unpacked A: the task is one block of rows, packed here */
+			if (!j->apk)
+				pack_a(j->ta, j->A, j->lda, i0, pc, mt, kc, apack, (int)MR);
+			for (int64_t jc = 0; jc < nt; jc += NCH) {
+				int64_t nc = nt - jc < NCH ? nt - jc : NCH;
+				if (j->bdirect)
+					;       /* read in place below */
+				else if (j->bpk)
+					bp = (float *)j->bpk + pc * j->npad + (j0 + jc) * kc;
+				else if (j->bsrc)
+					j->bsrc(j->bctx, pc, kc, j0 + jc, nc, bp, (int)NR);
+				else
+					pack_b(j->tb, j->B, j->ldb, pc, j0 + jc, kc, nc, bp, (int)NR);
+				/* the chunk of B stays in L2 while every block of
+				 * the task's rows goes by */
+				for (int64_t ic = 0; ic < mt; ic += j->mb) {
+					int64_t mc = mt - ic < j->mb ? mt - ic : j->mb;
+					/* packed A: the panels from row i0 + ic of block pc */
+					const float *ap = j->apk ? j->apk + pc * j->mpad + (i0 + ic) * kc : apack + ic * kc;
+					for (int64_t jr = 0; jr < nc; jr += NR) {
+						int nr = (int)(nc - jr < NR ? nc - jr : NR);
+						float *c = j->C + (i0 + ic) * j->ldc + j0 + jc + jr;
+						for (int64_t ir = 0; ir < mc; ir += MR) {
+							int mr = (int)(mc - ir < MR ? mc - ir : MR);
+							const float *ci = NULL;
+							if (pc == 0 && j->init)
+								ci = j->rowbias ? j->rowbias + i0 + ic + ir : zero_rows;
+							if (j->bdirect)
+								j->u.dfn(kc, ap + ir * kc, j->B + pc * j->ldb + j0 + jc + jr,
+									 c + ir * j->ldc, j->ldc, j->alpha, mr, nr, ci, j->ldb);
+							else
+								j->u.fn(kc, ap + ir * kc, bp + jr * kc, c + ir * j->ldc,
+									j->ldc, j->alpha, mr, nr, ci);
+						}
 					}
 				}
 			}
 		}
 	}
+}
+
+/* beta * C for rows [begin, end) (beta 0 overwrites, NaNs included). */
+struct scale_job {
+	int64_t N, ldc;
+	float beta, *C;
+};
+
+static void scale_rows(void *ctx, int64_t begin, int64_t end, int worker)
+{
+	struct scale_job *s = ctx;
+	(void)worker;
+	for (int64_t i = begin; i < end; i++) {
+		float *c = s->C + i * s->ldc;
+		if (s->beta == 0)
+			memset(c, 0, (size_t)s->N * sizeof(float));
+		else
+			for (int64_t j = 0; j < s->N; j++)
+				c[j] *= s->beta;
+	}
+}
+
+/* The products with one or two rows, split by columns of C. */
+struct rows_job {
+	bool ta, tb;
+	int64_t M, N, K;
+	float alpha;
+	const float *A, *B;
+	int64_t lda, ldb, ldc;
+	float *C;
+};
+
+/* Columns per index of rows_task: a multiple of the vector width, so that
+ * a column takes the vector loop or the scalar tail (FMA or not) as in an
+ * unsplit call. */
+#define ROWS_CW 16
+
+static void rows_task(void *ctx, int64_t begin, int64_t end, int worker)
+{
+	struct rows_job *r = ctx;
+	(void)worker;
+	int64_t c0 = begin * ROWS_CW, c1 = end * ROWS_CW < r->N ? end * ROWS_CW : r->N;
+	const float *b = r->tb ? r->B + c0 * r->ldb : r->B + c0;
+	sgemm_rows(r->ta, r->tb, r->M, c1 - c0, r->K, r->alpha, r->A, r->lda, b, r->ldb, r->C + c0, r->ldc);
+}
+
+/* cpu_sgemm_pack_floats(): see cpu.h */
+
+size_t cpu_sgemm_pack_floats(bool b_side, int64_t mn, int64_t K)
+{
+	struct ukr u = pick_ukr();
+	int64_t r = b_side ? u.nr : u.mr;
+	return mn > 0 && K > 0 ? (size_t)((mn + r - 1) / r * r * K) : 0;
+}
+
+/*
+ * op(A) packed whole for cpu_sgemm_pre: for each KC block of K (block pc
+ * at pc * mpad floats) the row panels of mr rows, k-major, zero-padded,
+ * exactly as the product packs them itself, so a product with the packed
+ * form gives the same bits.
+ */
+void cpu_sgemm_pack_a(bool ta, int64_t M, int64_t K, const float *A, int64_t lda, float *dst)
+{
+	struct ukr u = pick_ukr();
+	int64_t mpad = (M + u.mr - 1) / u.mr * u.mr;
+	for (int64_t pc = 0; pc < K; pc += KC)
+		pack_a(ta, A, lda, 0, pc, M, K - pc < KC ? K - pc : KC, dst + pc * mpad, u.mr);
+}
+
+/* op(B) (K x N) packed whole the same way: per KC block (at pc * npad) the
+ * column panels of nr columns. */
+void cpu_sgemm_pack_b(bool tb, int64_t K, int64_t N, const float *B, int64_t ldb, float *dst)
+{
+	struct ukr u = pick_ukr();
+	int64_t npad = (N + u.nr - 1) / u.nr * u.nr;
+	for (int64_t pc = 0; pc < K; pc += KC)
+		pack_b(tb, B, ldb, pc, 0, K - pc < KC ? K - pc : KC, N, dst + pc * npad, u.nr);
+}
+
+static void sgemm_blocked(struct sgemm_job *jp);
+
+void cpu_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+	       const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
+{
+	cpu_sgemm_pre(ta, tb, M, N, K, alpha, A, lda, NULL, B, ldb, NULL, beta, NULL, C, ldc);
+}
+
+void cpu_sgemm_pre(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+		   const float *apk, const float *B, int64_t ldb, const float *bpk, float beta, const float *rowbias,
+		   float *C, int64_t ldc)
+{
+	if (M <= 0 || N <= 0)
+		return;
+	bool blocked = M > 2 && K > 0 && alpha != 0;
+	if (beta == 0 && blocked) {
+		/* the first KC block writes C (the row bias plus its part) */
+		struct sgemm_job j = { ta, tb, M, N, K, alpha, A, B, lda, ldb, ldc, C, pick_ukr(), 0, 0, 0, 0, false,
+				       apk, bpk, 0, 0, NULL, NULL, true, rowbias, false };
+		sgemm_blocked(&j);
+		return;
+	}
+	if (beta == 0 && rowbias) {
+		/* C = rowbias, then the product is added */
+		for (int64_t i = 0; i < M; i++)
+			for (int64_t jj = 0; jj < N; jj++)
+				C[i * ldc + jj] = rowbias[i];
+		beta = 1;
+	}
+	/* beta first, so the blocked loops only accumulate */
+	if (beta != 1) {
+		struct scale_job s = { N, ldc, beta, C };
+		cpu_parallel_for(M, (1 << 14) / N + 1, scale_rows, &s);
+	}
+	if (K <= 0 || alpha == 0)
+		return;
+	if (M <= 2) {
+		/* each column of C is its own dot product or axpy lane, so
+		 * splitting the columns (in whole vectors) keeps the bits */
+		struct rows_job r = { ta, tb, M, N, K, alpha, A, B, lda, ldb, ldc, C };
+		int64_t units = (N + ROWS_CW - 1) / ROWS_CW;
+		cpu_parallel_for(units, (K * M < 4096 ? 4096 / (K * M + 1) : 1) + 1, rows_task, &r);
+		return;
+	}
+
+	struct sgemm_job j = { ta, tb, M, N, K, alpha, A, B, lda, ldb, ldc, C, pick_ukr(), 0, 0, 0, 0, false, apk,
+			       bpk, 0, 0, NULL, NULL, false, NULL, false };
+	sgemm_blocked(&j);
+}
+
+/* Runs the blocked product of j (M > 2, K > 0; C already scaled by beta):
+ * cuts it into tasks and hands them to the pool. */
+static void sgemm_blocked(struct sgemm_job *jp)
+{
+	struct sgemm_job j = *jp;
+	int64_t M = j.M, N = j.N;
+	int64_t MR = j.u.mr, NR = j.u.nr;
+	/* with at most four tiles of rows a packed panel of B would be used
+	 * at most four times: packing it costs more than reading B's rows */
+	j.bdirect = j.u.dfn && j.B && !j.tb && !j.bpk && !j.bsrc && M <= 4 * MR;
+	j.mpad = (M + MR - 1) / MR * MR;
+	j.npad = (N + NR - 1) / NR * NR;
+	j.mb = MC / MR * MR;
+	/* rows per task: one block of mb when A is packed by the task; with
+	 * A packed beforehand all of M (a packed chunk of B then serves every
+	 * row), split while there are fewer than two tasks per thread */
+	int64_t mblocks = (M + j.mb - 1) / j.mb, tm = j.apk ? 1 : mblocks;
+	/* columns per task: up to NC; narrower while there are fewer than
+	 * two tasks per thread, down to 4 micro-tiles wide */
+	int64_t npan = (N + NR - 1) / NR, tn = (N + NC - 1) / NC;
+	int64_t want = 2 * (int64_t)cpu_threads();
+	while (tm * tn < want) {
+		if (npan / (tn + 1) >= 4)
+			tn++;
+		else if (tm < mblocks)
+			tm++;
+		else
+			break;
+	}
+	int64_t per = (npan + tn - 1) / tn, mper = (mblocks + tm - 1) / tm;
+	j.nb = per * NR;
+	j.tn = (npan + per - 1) / per;
+	j.mt = mper * j.mb;
+	tm = (mblocks + mper - 1) / mper;
+	cpu_parallel_for(tm * j.tn, 1, sgemm_task, &j);
+	jp->failed = j.failed;
+}
+
+/* cpu_sgemm_src(): see cpu.h */
+
+bool cpu_sgemm_src(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const float *apk,
+		   cpu_bpack_fn bsrc, const void *bctx, bool init, const float *rowbias, float *C, int64_t ldc)
+{
+	if (M <= 0 || N <= 0)
+		return true;
+	if (K <= 0 || alpha == 0) {
+		for (int64_t i = 0; i < M && init; i++)
+			for (int64_t jj = 0; jj < N; jj++)
+				C[i * ldc + jj] = rowbias ? rowbias[i] : 0;
+		return true;
+	}
+	struct sgemm_job j = { false, false, M, N, K, alpha, A, NULL, lda, 0, ldc, C, pick_ukr(), 0, 0, 0, 0, false,
+			       apk, NULL, 0, 0, bsrc, bctx, init, rowbias, false };
+	sgemm_blocked(&j);
+	return !j.failed;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -514,6 +813,34 @@ static void store_f32(int dt, void *dst, const float *src, uint64_t n)
 	}
 	for (uint64_t i = 0; i < n; i++)
 		kst(dt, dst, i, src[i]);
+}
+
+/* A constant right side packed as the products' B (for the cache). */
+struct bpack_arg {
+	bool tb;
+	int64_t K, N, ldb;
+	const float *b;
+};
+
+static float *bpack(const void *arg)
+{
+	const struct bpack_arg *a = arg;
+	size_t n = cpu_sgemm_pack_floats(true, a->N, a->K);
+	float *p = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
+	if (p)
+		cpu_sgemm_pack_b(a->tb, a->K, a->N, a->b, a->ldb, p);
+	return p;
+}
+
+/* Input `in` (op(B), K x N, float32 data of the tensor itself) packed and
+ * cached when it is an initializer and the product packs (rows > 2). */
+static const float *cached_b(struct cpu_kctx *k, int in, bool tb, int64_t K, int64_t N, const float *b,
+			     int64_t rows)
+{
+	if (rows <= 2 || K <= 0 || N <= 0)
+		return NULL;
+	struct bpack_arg a = { tb, K, N, tb ? K : N, b };
+	return cpu_wcache_get(k, in, tb ? 0x42540000u : 0x42000000u, cpu_sgemm_pack_floats(true, N, K), bpack, &a);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -575,7 +902,9 @@ static int k_gemm(struct cpu_kctx *k)
 		for (int64_t i = 0; i < M; i++)
 			for (int64_t j = 0; j < N; j++)
 				fy[i * N + j] = pc ? pc[(cm == 1 ? 0 : i) * cn + (cn == 1 ? 0 : j)] : 0;
-		cpu_sgemm(ta, tb, M, N, K, alpha, pa, a->dims[1], pb, b->dims[1], pc ? beta : 0, fy, N);
+		const float *bpk = dt == IR_FLOAT ? cached_b(k, 1, tb, K, N, pb, M) : NULL;
+		cpu_sgemm_pre(ta, tb, M, N, K, alpha, pa, a->dims[1], NULL, pb, b->dims[1], bpk, pc ? beta : 0, NULL, fy,
+			      N);
 		if (dt != IR_FLOAT)
 			store_f32(dt, y, fy, MN);
 f32_out:
@@ -698,6 +1027,39 @@ static int bmm_plan(struct cpu_kctx *k, const struct ir_tensor *a, const struct 
 	return 0;
 }
 
+/* The float32 products of a batched MatMul, one per batch. */
+struct bmm_job {
+	const struct bmm *p;
+	const float *a, *b;
+	float *y;
+	const float *bpk;        /* b packed (a constant 2-d b, shared by the batches) or NULL */
+};
+
+/* Batches [begin, end): one cpu_sgemm each (serial inside when the
+ * batches are split among the threads; the same bits either way). */
+static void bmm_batches(void *ctx, int64_t begin, int64_t end, int worker)
+{
+	const struct bmm_job *j = ctx;
+	const struct bmm *p = j->p;
+	(void)worker;
+	for (int64_t i = begin; i < end; i++)
+		cpu_sgemm_pre(false, false, p->M, p->N, p->K, 1.0f, j->a + p->aoff[i], p->K, NULL, j->b + p->boff[i],
+			      p->N, j->bpk, 0.0f, NULL, j->y + (uint64_t)i * (uint64_t)(p->M * p->N), p->N);
+}
+
+/* Matrix-vector (N == 1): output rows [begin, end) over all batches, a
+ * dot product each. */
+static void bmm_dots(void *ctx, int64_t begin, int64_t end, int worker)
+{
+	const struct bmm_job *j = ctx;
+	const struct bmm *p = j->p;
+	(void)worker;
+	for (int64_t t = begin; t < end; t++) {
+		int64_t i = t / p->M, r = t % p->M;
+		j->y[t] = sdot(j->a + p->aoff[i] + r * p->K, j->b + p->boff[i], p->K);
+	}
+}
+
 static int k_matmul(struct cpu_kctx *k)
 {
 	const struct ir_tensor *a = kin_req(k, 0), *b = kin_req(k, 1);
@@ -733,22 +1095,23 @@ static int k_matmul(struct cpu_kctx *k)
 			bool shared = p.nb > 1 && N > 1;
 			for (uint64_t i = 0; i < p.nb && shared; i++)
 				shared = p.boff[i] == p.boff[0] && p.aoff[i] == (int64_t)i * M * K;
+			/* a constant 2-d b (every batch's) is packed once, cached */
+			const float *bpk = NULL;
+			if (dt == IR_FLOAT && b->rank == 2 && N > 1)
+				bpk = cached_b(k, 1, false, K, N, pb, shared ? (int64_t)p.nb * M : M);
 			if (shared) {
-				cpu_sgemm(false, false, (int64_t)p.nb * M, N, K, 1.0f, pa + p.aoff[0], K, pb + p.boff[0], N,
-					  0.0f, fy, N);
+				cpu_sgemm_pre(false, false, (int64_t)p.nb * M, N, K, 1.0f, pa + p.aoff[0], K, NULL,
+					      pb + p.boff[0], N, bpk, 0.0f, NULL, fy, N);
 				rc = kstop(k);
 			}
-			for (uint64_t i = 0; i < p.nb && !rc && !shared; i++) {
-				float *yc = fy + i * (uint64_t)(M * N);
-				if (N == 1 && K > 0) {
-					/* matrix-vector: a dot product per row */
-					const float *av = pa + p.aoff[i], *bv = pb + p.boff[i];
-					for (int64_t r = 0; r < M; r++)
-						yc[r] = sdot(av + r * K, bv, K);
-				} else {
-					cpu_sgemm(false, false, M, N, K, 1.0f, pa + p.aoff[i], K, pb + p.boff[i], N, 0.0f,
-						  yc, N);
-				}
+			if (!shared) {
+				struct bmm_job j = { &p, pa, pb, fy, bpk };
+				if (N == 1 && K > 0)
+					cpu_parallel_for((int64_t)p.nb * M, 4096 / (K + 1) + 1, bmm_dots, &j);
+				else if (p.nb > 1)
+					cpu_parallel_for((int64_t)p.nb, 1, bmm_batches, &j);
+				else
+					bmm_batches(&j, 0, 1, 0);
 				rc = kstop(k);
 			}
 			if (!rc && dt != IR_FLOAT)
