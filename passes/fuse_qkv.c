@@ -783,10 +783,8 @@ static int drop_in_transpose(struct pass_ctx *c, struct ir_value *src)
 			snprintf(base, sizeof(base), "%s_index", ga->outputs[0]->name);
 			struct ir_value *iv = pass_new_init(c->m->graph, base, it, c->d);
 			ir_tensor_unref(it);
-			struct ir_value *old = ga->inputs[1];
 			if (!iv || ir_node_set_input(ga, 1, iv))
 				return -1;
-			pass_drop_dead_consts(&old, 1);
 		}
 		if (ir_node_set_input(sh, 0, x)) {   /* drops this use of tv: i stays */
 			ir_diag_err(c->d, IR_ENOMEM, "out of memory");
@@ -882,8 +880,6 @@ static int drop_out_transposes(struct pass_ctx *c, struct ir_node *fa, struct pa
 	struct ir_node *sp = pass_producer(old_shape);
 	if (sp)
 		pass_remove_dead_from(c->m->graph, sp);
-	else
-		pass_drop_dead_consts(&old_shape, 1);
 	return dropped + 1;
 }
 
@@ -1127,20 +1123,21 @@ static int run(struct pass_ctx *c)
 			pass_rejected(c, fa, "q, k, v not packed: %s", q.why);
 			continue;
 		}
-		/* the old weights: initializers outlive their readers, so they are dropped by name below */
-		struct ir_value *olds[6];
+		/* initializers outlive the nodes that read them: the old weights and the view
+		 * chains' shapes and indices that nothing reads afterwards go (by this list) */
 		int n_old = 0;
-		for (int k = 0; three && k < 3; k++) {
-			if (p[k].mm->inputs[1]->init)
-				olds[n_old++] = p[k].mm->inputs[1];
-			struct ir_value *b = p[k].add ? pass_other_input(p[k].add, p[k].mm->outputs[0])
-					     : p[k].mm->n_inputs > 2 ? p[k].mm->inputs[2] : NULL;
-			if (b && b->init)
-				olds[n_old++] = b;
+		struct ir_value **olds = malloc(sizeof(*olds) * (size_t)(g->n_inits + 1));
+		if (!olds) {
+			rc = ir_diag_err(c->d, IR_ENOMEM, "out of memory");
+			break;
 		}
+		for (int k = 0; k < g->n_inits; k++)
+			if (pass_n_readers(g->inits[k]))
+				olds[n_old++] = g->inits[k];
 		rc = rewrite(c, &q, three, p);
 		if (!rc)
 			pass_drop_dead_consts(olds, n_old);
+		free(olds);
 	}
 	free(ids);
 	return rc;

@@ -20,6 +20,7 @@ def models():
     torch.manual_seed(0)
     vit = torchvision.models.VisionTransformer(image_size=16, patch_size=8, num_layers=2, num_heads=4,
                                                hidden_dim=32, mlp_dim=64, num_classes=10).eval()
+    torch.nn.init.normal_(vit.heads.head.weight, std=0.2)   # torchvision starts the head at zero
     yield "vit", vit, (torch.randn(2, 3, 16, 16),), ["pixels"]
     bcfg = transformers.BertConfig(vocab_size=50, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                                    intermediate_size=64, max_position_embeddings=32)

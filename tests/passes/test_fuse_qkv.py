@@ -236,6 +236,9 @@ def test_handmade():
           ["Transpose", "Gather", "Squeeze", "Unsqueeze"],
           want_text=["layout BS3HD", "the projection reads the input directly",
                      "the attention writes the order the output wants"])
+    # convert-fp16 after packing: the packed attention and its function in float16
+    apply("mha_fp16", mha_model("mha_fp16"), fa + ["convert-fp16"], {"FusedAttention": 1}, ["Gather", "Squeeze"],
+          dt=np.float16)
     # the rejections
     reject("other input", bert_model("bert_other", variant="other-input"), "q and k read different inputs")
     reject("weights input", bert_model("bert_winput", variant="weights-input"), "weights are not constant")
