@@ -1093,6 +1093,45 @@ static int match(struct qkv *q, struct ir_node *fa, bool *three_projs, struct pr
 	return 1;
 }
 
+/* Marks the functions that nodes of g (and its subgraphs) call. */
+struct fn_marks {
+	const struct ir_model *m;
+	bool *used;
+};
+
+static int mark_calls(struct ir_graph *g, void *arg)
+{
+	struct fn_marks *u = arg;
+	ir_for_each_node(g, n) {
+		const struct ir_function *f = ir_model_find_function(u->m, n);
+		if (f)
+			u->used[f - u->m->functions] = true;
+	}
+	return 0;
+}
+
+/* Drops the FusedAttention functions in was[] (called before the pass) that no node calls now. */
+static int drop_unused_fns(struct pass_ctx *c, const bool *was, size_t n_was)
+{
+	struct ir_model *m = c->m;
+	bool *used = calloc(m->n_functions ? m->n_functions : 1, 1);
+	if (!used)
+		return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
+	struct fn_marks u = { m, used };
+	ir_graph_walk(m->graph, mark_calls, &u);
+	size_t k = 0, n = m->n_functions;
+	for (size_t i = 0; i < n; i++) {
+		if (i < n_was && was[i] && !used[i]) {
+			ir_function_clear(&m->functions[i]);
+			continue;
+		}
+		m->functions[k++] = m->functions[i];
+	}
+	m->n_functions = k;
+	free(used);
+	return 0;
+}
+
 static int run(struct pass_ctx *c)
 {
 	struct ir_graph *g = c->m->graph;
@@ -1103,11 +1142,21 @@ static int run(struct pass_ctx *c)
 	if (!pass_fused_opset(c->m, why, sizeof(why)))
 		return 0;
 	int n_ids = 0, *ids = malloc(sizeof(int) * (size_t)(g->n_nodes + 1));
-	if (!ids)
+	/* the functions of the attention nodes this pass replaces: dropped when no node calls them any more */
+	size_t n_fn = c->m->n_functions;
+	bool *was = calloc(n_fn ? n_fn : 1, 1);
+	if (!ids || !was) {
+		free(ids);
+		free(was);
 		return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
+	}
 	ir_for_each_node(g, n)
-		if (n->op == IR_OP_ogsh_FusedAttention)
+		if (n->op == IR_OP_ogsh_FusedAttention) {
 			ids[n_ids++] = n->id;
+			const struct ir_function *f = ir_model_find_function(c->m, n);
+			if (f)
+				was[f - c->m->functions] = true;
+		}
 	rc = 0;
 	for (int i = 0; i < n_ids && !rc; i++) {
 		struct ir_node *fa = ir_node_by_id(g, ids[i]);
@@ -1139,6 +1188,9 @@ static int run(struct pass_ctx *c)
 			pass_drop_dead_consts(olds, n_old);
 		free(olds);
 	}
+	if (!rc && c->rep->rewritten)
+		rc = drop_unused_fns(c, was, n_fn);
+	free(was);
 	free(ids);
 	return rc;
 }

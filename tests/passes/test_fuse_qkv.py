@@ -95,6 +95,8 @@ def bert_model(name, dt=np.float32, variant=""):
         wname = "w_" + n
         nodes += [helper.make_node("MatMul", [src, wname], [n + "_mm"], name=n + "/MatMul"),
                   helper.make_node("Add", [n + "_mm", "b_" + n], [n + "_p"], name=n + "/Add")]
+        if variant == "input-k-bias" and n == "k":
+            nodes[-1] = helper.make_node("Add", [n + "_mm", "bk_in"], [n + "_p"], name=n + "/Add")
         if variant == "weights-input" and n == "v":
             pass
         else:
@@ -114,6 +116,12 @@ def bert_model(name, dt=np.float32, variant=""):
         ins.append(helper.make_tensor_value_info("x2", tdt, ["batch", S, E]))
     if variant == "weights-input":
         ins.append(helper.make_tensor_value_info("w_v", tdt, [E, E]))
+    if variant == "input-k-bias":
+        ins.append(helper.make_tensor_value_info("bk_in", tdt, [E]))
+    if variant == "extra-reader":   # the q projection's output is also a graph output
+        x = helper.make_tensor_value_info("x", tdt, ["batch", S, E])
+        outs = [helper.make_tensor_value_info("y", tdt, ["batch", S, E]), helper.make_tensor_value_info("q_p", tdt, None)]
+        return T.save_model(name, nodes, [x] + ins, outs, inits)
     return save(name, nodes, inits, tdt, ins)
 
 
@@ -168,6 +176,17 @@ def mha_model(name, variant=""):
              w("out_w", [E, E], np.float32, 3), w("out_b", [E], np.float32, 4)]
     inits += [ints(f"i{i}", i) for i in range(3)]
     return save(name, nodes, inits)
+
+
+def inputs_model(name, shapes, same=False):
+    """Attention straight on graph inputs: q, k, v of the given shapes (same: one input x4 as all three)."""
+    names = ["x4", "x4", "x4"] if same else ["q", "k", "v"]
+    ins = [helper.make_tensor_value_info(n, TensorProto.FLOAT, sh) for n, sh in zip(names, shapes)]
+    ins = ins[:1] if same else ins
+    out = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    nodes = attention_core(*names, "y")
+    inits = [numpy_helper.from_array(np.array(np.sqrt(D), dtype=np.float32), "sqrt_d")]
+    return T.save_model(name, nodes, ins, [out], inits)
 
 
 def counts(path):
@@ -245,6 +264,13 @@ def test_handmade():
     reject("bad reshape", bert_model("bert_bad", variant="bad-reshape"), "a reshape splits heads differently")
     reject("swapped split", gpt2_model("gpt2_swapped", variant="swapped"), "q is part 1 (K)")
     reject("swapped gather", mha_model("mha_swapped", variant="swapped"), "q is part 1 (K)")
+    reject("no k bias", bert_model("bert_kbias", variant="input-k-bias"), "k's projection 'k_p' is not MatMul + a constant bias")
+    reject("extra reader", bert_model("bert_extra", variant="extra-reader"), "q's projection output is read by more than")
+    reject("one tensor", inputs_model("one", [["batch", H, S, D]] * 3, same=True), "q, k and v are one tensor")
+    reject("symbolic heads", inputs_model("symheads", [["batch", "h", S, D]] * 3), "heads and head size of Q are not known")
+    reject("cross attention", inputs_model("cross", [["batch", H, S, D], ["batch", H, 12, D], ["batch", H, 12, D]]),
+           "cannot tell that Q, K and V have one shape")
+    reject("no projection", inputs_model("noproj", [["batch", H, S, D]] * 3), "q ('q') does not come from a MatMul or Gemm")
 
 
 def test_exported():
