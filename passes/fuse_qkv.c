@@ -940,8 +940,13 @@ static int rewrite(struct pass_ctx *c, struct qkv *q, bool three_projs, struct p
 			ids[n_ids++] = (p[i].add ? p[i].add : p[i].mm)->id;
 	for (int i = 0; i < fa->n_inputs; i++)
 		ir_node_set_input(fa, i, NULL);
-	if (ir_node_remove(fa, c->d))
+	/* the new node takes the old one's name (a temporary one while both were there) */
+	char *old_name = fa->name && fa->name[0] ? strdup(fa->name) : NULL;
+	if (ir_node_remove(fa, c->d) || (old_name && ir_node_rename(n, old_name, c->d))) {
+		free(old_name);
 		return IR_ERR;
+	}
+	free(old_name);
 	int swept = 0;
 	for (int i = 0; i < n_ids; i++) {
 		struct ir_node *x = ir_node_by_id(g, ids[i]);
