@@ -881,6 +881,8 @@ static bool attn_setup(const struct cuda_kctx *k, struct rd_attn *a, int64_t off
 		return false;
 	if (al.packed && (has_in(k, 1) || has_in(k, 2)))
 		return NO("layout %s packs Q, K and V in input 0: inputs 1 and 2 must be omitted", al.in);
+	if (!al.packed && (!has_in(k, 1) || !has_in(k, 2)))
+		return NO("K and V are missing (layout %s does not pack them in input 0)", al.in);
 	const struct cuda_tensor *Q = &k->in[0], *K = al.packed ? Q : &k->in[1], *V = al.packed ? Q : &k->in[2];
 	const bool bshd = !strcmp(al.in, "BSHD");
 	a->nan_zero = fused && attr_i(k, "nan_to_zero", 0) != 0;
@@ -999,7 +1001,8 @@ static int run_attention(struct cuda_kctx *k)
 		return ir_diag_err(k->d, IR_ERR, "%s", why);
 	if (has_in(k, 3))
 		a.mask = k->in[3].data;
-	const void *q = k->in[0].data, *kp = k->in[1].data, *vp = k->in[2].data;
+	const void *q = k->in[0].data;
+	const void *kp = has_in(k, 1) ? k->in[1].data : NULL, *vp = has_in(k, 2) ? k->in[2].data : NULL;
 	if (off[1] || off[2]) {   /* packed: K and V are further on in input 0 */
 		const size_t es = (size_t)(ir_dtype_bits(k->in[0].dtype) / 8);
 		kp = (const char *)q + (size_t)off[1] * es;
