@@ -52,6 +52,7 @@ struct qkv {
 	int split[F_MAX][2];          /* the factors a Reshape split one into (0: none) */
 	char xl[F_MAX];               /* the letter (B or S) each leading factor turned out to be */
 	int lead[2];                  /* the batch and sequence factors in the root's memory order */
+	struct ir_value *reuse;       /* a view of the root the chains share that is [X0, X1, 3E] already */
 	int64_t heads, hsize;
 	char why[320];
 };
@@ -414,6 +415,30 @@ static bool set_factors(struct qkv *q, const struct ir_value *root, int three)
 	return true;
 }
 
+/* The view after the first k ops of chain i (from its root, whose part is `part`; -1: packed). */
+static bool view_after(struct qkv *q, int i, int part, int k, struct view *out)
+{
+	struct view v = { .rank = q->n_x + 1, .part = part };
+	for (int a = 0; a < q->n_x; a++) {
+		v.grp[a][0] = F_X + a;
+		v.ng[a] = 1;
+	}
+	int f = 0;
+	if (part < 0)
+		v.grp[q->n_x][f++] = F_3;
+	v.grp[q->n_x][f++] = F_H;
+	v.grp[q->n_x][f++] = F_D;
+	v.ng[q->n_x] = f;
+	for (int c = q->n_chain[i] - 1; c >= q->n_chain[i] - k; c--) {
+		const struct ir_node *n = q->chain[i][c];
+		const struct ir_value *o = c ? q->chain[i][c - 1]->inputs[0] : q->in[i];
+		if (!view_apply(q, &v, n, o))
+			return false;
+	}
+	*out = v;
+	return true;
+}
+
 /* Replays chain i from its root; part: the root's part (-1: packed). */
 static bool replay(struct qkv *q, int i, int part, const char *layout)
 {
@@ -472,6 +497,41 @@ struct proj {
 	int64_t trans_b;
 };
 
+/*
+ * Whether sh (a reader of a projection's output of rank r) is a Shape whose
+ * dims are only Gathered one constant index at a time, never the last axis:
+ * it reads the leading dims, which the projection's input has too (exporters
+ * take the batch and sequence length so), and may read that instead.
+ */
+static bool leading_shape_reader(const struct ir_node *sh, int r)
+{
+	if (!pass_is_op(sh, IR_OP_Shape, 1) || ir_node_attr(sh, "start") || ir_node_attr(sh, "end") ||
+	    sh->outputs[0]->is_output || r < 2)
+		return false;
+	for (size_t j = 0; j < sh->outputs[0]->n_uses; j++) {
+		const struct ir_node *ga = sh->outputs[0]->uses[j].node;
+		const struct ir_tensor *it = pass_const_input(ga, 1);
+		int64_t idx;
+		if (!pass_is_op(ga, IR_OP_Gather, 2) || sh->outputs[0]->uses[j].slot != 0 || !it || it->rank != 0 ||
+		    const_ints(ga, 1, &idx, 1) != 1 || ir_node_attr_int(ga, "axis", 0) != 0)
+			return false;
+		idx = idx < 0 ? idx + r : idx;
+		if (idx < 0 || idx >= r - 1)
+			return false;
+	}
+	return true;
+}
+
+/* Readers of v other than leading_shape_reader()s (a graph output counts one). */
+static int data_readers(const struct ir_value *v)
+{
+	int n = v->is_output ? 1 : 0, r = pass_rank_of(v);
+	for (size_t i = 0; i < v->n_uses; i++)
+		if (!leading_shape_reader(v->uses[i].node, r))
+			n++;
+	return n + (pass_read_in_subgraph(v) ? 1 : 0);
+}
+
 static bool proj_of(struct ir_value *r, struct proj *p, char *why, size_t size, const char *what)
 {
 	memset(p, 0, sizeof(*p));
@@ -518,7 +578,7 @@ static bool proj_of(struct ir_value *r, struct proj *p, char *why, size_t size, 
 			 p->mm->name, p->mm->inputs[1]->name);
 		return false;
 	}
-	if (pass_n_readers(p->mm->outputs[0]) != 1 || (p->add && pass_n_readers(r) != 1)) {
+	if ((p->add && pass_n_readers(p->mm->outputs[0]) != 1) || data_readers(r) != 1) {
 		snprintf(why, size, "%s's projection output is read by more than the attention", what);
 		return false;
 	}
@@ -903,6 +963,17 @@ static int rewrite(struct pass_ctx *c, struct qkv *q, bool three_projs, struct p
 		src_rank = p[0].mm->op == IR_OP_Gemm ? 2 : pass_rank_of(p[0].x);
 		if (!(src = merge_projs(c, p, fa)))
 			return IR_ERR;
+		/* Shapes that read a projection's leading dims read them from its input */
+		for (int i = 0; i < 3; i++)
+			for (size_t u = 0; u < q->root[i]->n_uses;) {
+				struct ir_node *sh = q->root[i]->uses[u].node;
+				if (sh->op != IR_OP_Shape) {
+					u++;
+					continue;
+				}
+				if (ir_node_set_input(sh, 0, p[i].x))
+					return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
+			}
 	}
 	struct pass_attn_fn a = { .in_rank = 3, .heads = q->heads };
 	a.mask = fa->n_inputs > 3 && fa->inputs[3];
@@ -920,8 +991,9 @@ static int rewrite(struct pass_ctx *c, struct qkv *q, bool three_projs, struct p
 		return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
 	struct ir_node *n = ir_node_new(g, "FusedAttention", FUSED_DOMAIN, name, a.mask ? 4 : 1, 1, fa);
 	free(name);
-	/* reading src keeps it (and what makes it) out of the sweep below */
-	if (!n || ir_node_set_input(n, 0, src) || (a.mask && ir_node_set_input(n, 3, fa->inputs[3])))
+	/* reading src (or the view of it the chains share) keeps it out of the sweep below */
+	if (!n || ir_node_set_input(n, 0, q->reuse ? q->reuse : src) ||
+	    (a.mask && ir_node_set_input(n, 3, fa->inputs[3])))
 		return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
 	pass_add_from(n, fa);
 	int rc = take_output(c, fa, n);
@@ -953,7 +1025,8 @@ static int rewrite(struct pass_ctx *c, struct qkv *q, bool three_projs, struct p
 		if (x)
 			swept += pass_remove_dead_from(g, x);
 	}
-	int tin = pass_n_readers(src) == 1 ? drop_in_transpose(c, src) : 0;
+	/* (with the packed Reshape built here, whose shape must then be expressible) */
+	int tin = !q->reuse && pass_n_readers(src) == 1 && (d0 >= 0 || d1 >= 0) ? drop_in_transpose(c, src) : 0;
 	if (tin < 0)
 		return IR_ERR;
 	if (tin) {
@@ -965,8 +1038,8 @@ static int rewrite(struct pass_ctx *c, struct qkv *q, bool three_projs, struct p
 		d1 = d;
 	}
 	/* [rows, 3E] (or [seq, batch, 3E] read batch-first now) as [X0, X1, 3E]: a Reshape, which copies nothing */
-	struct ir_value *packed = src;
-	if (src_rank != 3 || tin) {
+	struct ir_value *packed = q->reuse ? q->reuse : src;
+	if (!q->reuse && (src_rank != 3 || tin)) {
 		const int64_t shape[3] = { d0, d1, e3 };
 		int64_t sd[1] = { 3 };
 		struct ir_tensor *st = ir_tensor_new(IR_INT64, 1, sd, c->d);
@@ -1088,7 +1161,23 @@ static int match(struct qkv *q, struct ir_node *fa, bool *three_projs, struct pr
 		snprintf(q->why, sizeof(q->why), "cannot tell the batch and sequence axes of '%s'", q->root[0]->name);
 		return -1;
 	}
-	if (q->fs[lead[0]].kind != IR_DIM_VALUE && q->fs[lead[1]].kind != IR_DIM_VALUE) {
+	/* a view the three chains share that is [X0, X1, 3E] in the lead factors' order already (GPT-2's
+	 * Reshape of its projection's rows back to [batch, seq, 3E]): the attention reads it */
+	for (int k = 1; one_root && k <= q->n_chain[0] && k <= q->n_chain[1] && k <= q->n_chain[2]; k++) {
+		struct ir_node *cn = q->chain[0][q->n_chain[0] - k];
+		if (cn != q->chain[1][q->n_chain[1] - k] || cn != q->chain[2][q->n_chain[2] - k])
+			break;
+		const struct ir_type *t = cn->n_outputs == 1 ? ir_value_type(cn->outputs[0]) : NULL;
+		struct view v;
+		if (!t || t->kind != IR_TYPE_TENSOR || t->rank != 3 || !view_after(q, 0, -1, k, &v))
+			continue;
+		/* its axes, as the replay proves: the lead factors, then 3, H, D */
+		if (v.rank == 3 && v.ng[0] == 1 && v.grp[0][0] == lead[0] && v.ng[1] == 1 && v.grp[1][0] == lead[1] &&
+		    v.ng[2] == 3 && v.grp[2][0] == F_3 && v.grp[2][1] == F_H && v.grp[2][2] == F_D)
+			q->reuse = cn->outputs[0];
+	}
+	const bool rank3 = *three_projs ? p[0].mm->op != IR_OP_Gemm && pass_rank_of(p[0].x) == 3 : q->n_x == 2;
+	if (!q->reuse && !rank3 && q->fs[lead[0]].kind != IR_DIM_VALUE && q->fs[lead[1]].kind != IR_DIM_VALUE) {
 		snprintf(q->why, sizeof(q->why), "neither the batch nor the sequence length is a known number (the "
 			 "packed input is reshaped to [.., .., 3*E])");
 		return -1;

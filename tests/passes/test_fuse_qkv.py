@@ -105,10 +105,20 @@ def bert_model(name, dt=np.float32, variant=""):
         if variant == "bad-reshape" and n == "q":   # [B, S, D, H]: the heads are the fast axis
             nodes += [helper.make_node("Reshape", [n + "_p", "shape_bad"], [n + "_4"], name=n + "/Reshape"),
                       helper.make_node("Transpose", [n + "_4"], [n], perm=[0, 3, 1, 2], name=n + "/tr")]
+        elif variant == "shape-readers":   # the heads shape from Shape(projection): [dim 0, dim 1, H, D]
+            nodes += [helper.make_node("Shape", [n + "_p"], [n + "_sh"], name=n + "/Shape"),
+                      helper.make_node("Gather", [n + "_sh", "i0"], [n + "_d0"], axis=0, name=n + "/Gather0"),
+                      helper.make_node("Gather", [n + "_sh", "i1"], [n + "_d1"], axis=0, name=n + "/Gather1"),
+                      helper.make_node("Unsqueeze", [n + "_d0", "ax0"], [n + "_u0"], name=n + "/Unsqueeze0"),
+                      helper.make_node("Unsqueeze", [n + "_d1", "ax0"], [n + "_u1"], name=n + "/Unsqueeze1"),
+                      helper.make_node("Concat", [n + "_u0", n + "_u1", "hd"], [n + "_shape"], axis=0,
+                                       name=n + "/Concat"),
+                      helper.make_node("Reshape", [n + "_p", n + "_shape"], [n + "_4"], name=n + "/Reshape"),
+                      helper.make_node("Transpose", [n + "_4"], [n], perm=[0, 2, 1, 3], name=n + "/tr")]
         else:
             nodes += [helper.make_node("Reshape", [n + "_p", "shape_bshd"], [n + "_4"], name=n + "/Reshape"),
                       helper.make_node("Transpose", [n + "_4"], [n], perm=[0, 2, 1, 3], name=n + "/tr")]
-    inits.append(ints("shape_bad", [0, 0, D, H]))
+    inits += [ints("shape_bad", [0, 0, D, H]), ints("i0", 0), ints("i1", 1), ints("ax0", [0]), ints("hd", [H, D])]
     nodes += attention_core("q", "k", "v", "att", mask="mask")
     nodes += tail("att", "y", dt)
     ins = [helper.make_tensor_value_info("mask", tdt, ["batch", 1, 1, S])]
@@ -245,6 +255,9 @@ def test_handmade():
     fa = ["fuse-attention", "fuse-qkv"]
     apply("bert", bert_model("bert"), fa, {"FusedAttention": 1, "MatMul": 2, "Add": 1},
           ["Transpose"], want_text=["3 projections of 'x' (MatMul) merged into one"])
+    apply("bert_shapes", bert_model("bert_shapes", variant="shape-readers"), fa,
+          {"FusedAttention": 1, "MatMul": 2, "Add": 1}, ["Transpose"],
+          want_text=["3 projections of 'x' (MatMul) merged into one"])
     apply("bert_f16", bert_model("bert_f16", np.float16), fa, {"FusedAttention": 1, "MatMul": 2, "Add": 1},
           ["Transpose"], dt=np.float16)
     apply("gpt2_split", gpt2_model("gpt2_split"), fa, {"FusedAttention": 1, "MatMul": 2},
