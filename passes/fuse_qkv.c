@@ -1161,9 +1161,12 @@ static int match(struct qkv *q, struct ir_node *fa, bool *three_projs, struct pr
 		snprintf(q->why, sizeof(q->why), "cannot tell the batch and sequence axes of '%s'", q->root[0]->name);
 		return -1;
 	}
-	/* a view the three chains share that is [X0, X1, 3E] in the lead factors' order already (GPT-2's
-	 * Reshape of its projection's rows back to [batch, seq, 3E]): the attention reads it */
-	for (int k = 1; one_root && k <= q->n_chain[0] && k <= q->n_chain[1] && k <= q->n_chain[2]; k++) {
+	const bool rank3 = *three_projs ? p[0].mm->op != IR_OP_Gemm && pass_rank_of(p[0].x) == 3 : q->n_x == 2;
+	const bool need = !rank3 && q->fs[lead[0]].kind != IR_DIM_VALUE && q->fs[lead[1]].kind != IR_DIM_VALUE;
+	/* when the Reshape of rows to [X0, X1, 3E] cannot be written with constants (both dims
+	 * symbolic), a view the three chains share that is that already (GPT-2's Reshape of its
+	 * projection's rows back to [batch, seq, 3E]) is what the attention reads */
+	for (int k = 1; need && one_root && k <= q->n_chain[0] && k <= q->n_chain[1] && k <= q->n_chain[2]; k++) {
 		struct ir_node *cn = q->chain[0][q->n_chain[0] - k];
 		if (cn != q->chain[1][q->n_chain[1] - k] || cn != q->chain[2][q->n_chain[2] - k])
 			break;
@@ -1176,8 +1179,7 @@ static int match(struct qkv *q, struct ir_node *fa, bool *three_projs, struct pr
 		    v.ng[2] == 3 && v.grp[2][0] == F_3 && v.grp[2][1] == F_H && v.grp[2][2] == F_D)
 			q->reuse = cn->outputs[0];
 	}
-	const bool rank3 = *three_projs ? p[0].mm->op != IR_OP_Gemm && pass_rank_of(p[0].x) == 3 : q->n_x == 2;
-	if (!q->reuse && !rank3 && q->fs[lead[0]].kind != IR_DIM_VALUE && q->fs[lead[1]].kind != IR_DIM_VALUE) {
+	if (need && !q->reuse) {
 		snprintf(q->why, sizeof(q->why), "neither the batch nor the sequence length is a known number (the "
 			 "packed input is reshaped to [.., .., 3*E])");
 		return -1;
