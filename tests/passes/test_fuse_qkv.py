@@ -95,6 +95,9 @@ def bert_model(name, dt=np.float32, variant=""):
         wname = "w_" + n
         nodes += [helper.make_node("MatMul", [src, wname], [n + "_mm"], name=n + "/MatMul"),
                   helper.make_node("Add", [n + "_mm", "b_" + n], [n + "_p"], name=n + "/Add")]
+        if variant == "k-no-bias" and n == "k":
+            nodes[-1] = helper.make_node("MatMul", ["x", wname], [n + "_p"], name=n + "/MatMul")
+            nodes.pop(-2)
         if variant == "input-k-bias" and n == "k":
             nodes[-1] = helper.make_node("Add", [n + "_mm", "bk_in"], [n + "_p"], name=n + "/Add")
         if variant == "weights-input" and n == "v":
@@ -142,7 +145,11 @@ def gpt2_model(name, form="split", variant=""):
     inits = common_inits(np.float32) + [w("w_qkv", [E, 3 * E], np.float32, 1), w("b_qkv", [3 * E], np.float32, 2),
                                         ints("split", [E, E, E]), ints("ax", [2])]
     order = ["q0", "k0", "v0"] if variant != "swapped" else ["k0", "q0", "v0"]
-    if form == "split":
+    if variant == "four":   # a projection of 4 parts, of which attention reads 3
+        inits[-4:-2] = [w("w_qkv", [E, 4 * E], np.float32, 1), w("b_qkv", [4 * E], np.float32, 2)]
+        inits[-2] = ints("split", [E, E, E, E])
+        nodes.append(helper.make_node("Split", ["qkv", "split"], order + ["extra"], axis=2, name="split"))
+    elif form == "split":
         nodes.append(helper.make_node("Split", ["qkv", "split"], order, axis=2, name="split"))
     else:
         for i, n in enumerate(order):
@@ -278,6 +285,9 @@ def test_handmade():
     reject("swapped split", gpt2_model("gpt2_swapped", variant="swapped"), "q is part 1 (K)")
     reject("swapped gather", mha_model("mha_swapped", variant="swapped"), "q is part 1 (K)")
     reject("no k bias", bert_model("bert_kbias", variant="input-k-bias"), "k's projection 'k_p' is not MatMul + a constant bias")
+    reject("four parts", gpt2_model("gpt2_four", variant="four"), "is not 3 x 4 heads x 16")
+    reject("k without bias", bert_model("bert_knobias", variant="k-no-bias"),
+           "the projections of q and k are not of one form")
     reject("extra reader", bert_model("bert_extra", variant="extra-reader"), "q's projection output is read by more than")
     reject("one tensor", inputs_model("one", [["batch", H, S, D]] * 3, same=True), "q, k and v are one tensor")
     reject("symbolic heads", inputs_model("symheads", [["batch", "h", S, D]] * 3), "heads and head size of Q are not known")
