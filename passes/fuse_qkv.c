@@ -1318,7 +1318,10 @@ const struct pass pass_fuse_qkv = {
 		"P's layout is then read off the factors. When they start at three MatMul (+ bias Add) or Gemm "
 		"nodes of one input with constant weights of one shape and type (float16 and bfloat16 too), the "
 		"weights and biases are concatenated on the output axis into one projection, whose output is P. "
-		"The view nodes, old projections and old weights go.\n\n"
+		"The view nodes, old projections and old weights go. A projection that is rows [N, 3E] gets a Reshape "
+		"to [X0, X1, 3E] (a view: nothing is copied), or, when both are symbolic, the attention reads the "
+		"Reshape back to [batch, seq, 3E] that the three already share; Shapes that read a projection's "
+		"leading dims read them from its input.\n\n"
 		"Transposes around the block that only swap the batch and sequence axes go too: a MatMul by "
 		"constant weights works on rows, so when P's projection reads Transpose(x, [1,0,2]) it may read x "
 		"and P's layout swaps its first two letters; an output Transpose that keeps D last becomes "
@@ -1327,7 +1330,8 @@ const struct pass pass_fuse_qkv = {
 		"number).\n\n"
 		"Nothing is rewritten (each with the reason) when Q, K and V are not known to be 4-D of one shape, "
 		"the heads or head size are not known numbers, the projections read different inputs, weights "
-		"are not constant, a projection's output is read by anything else, a reshape splits heads "
+		"are not constant, a projection's output is read by anything but Shapes of its leading dims, a "
+		"reshape splits heads "
 		"differently from the packed axis, or Q, K, V are not parts 0, 1, 2 in order.",
 	.level = PASS_LEVEL_EXTENDED,
 	.run = run,
