@@ -766,6 +766,26 @@ static bool swaps01(const struct ir_node *t, int r)
 }
 
 /*
+ * Gives v, whose values the rewrite reorders (batch-major rows where they
+ * were sequence-major, a Shape of another tensor), a new name: stages are
+ * compared by value name, and the old name would pair it with other numbers.
+ * 0 or an error code.
+ */
+static int rename_reordered(struct pass_ctx *c, struct ir_value *v, const char *suffix)
+{
+	if (!v || v->is_output || v->is_input)
+		return 0;
+	char base[400];
+	snprintf(base, sizeof(base), "%s_%s", v->name, suffix);
+	char *nm = pass_unique_name(c->m->graph, base);
+	if (!nm)
+		return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
+	int rc = ir_value_rename(v, nm, c->d);
+	free(nm);
+	return rc;
+}
+
+/*
  * The input Transpose: the packed projection (MatMul or Gemm by constant
  * weights, maybe + a constant bias, maybe after a Reshape to rows [N, E])
  * reads Transpose(x, [1, 0, 2]) and nothing else reads the steps between.
@@ -850,11 +870,16 @@ static int drop_in_transpose(struct pass_ctx *c, struct ir_value *src)
 			ir_diag_err(c->d, IR_ENOMEM, "out of memory");
 			return -1;
 		}
+		if (rename_reordered(c, sh->outputs[0], "of_input"))
+			return -1;
 	}
 	if (ir_node_set_input(r ? r : mm, 0, x)) {
 		ir_diag_err(c->d, IR_ENOMEM, "out of memory");
 		return -1;
 	}
+	if ((r && rename_reordered(c, r->outputs[0], "batch_major")) || rename_reordered(c, mm->outputs[0], "batch_major") ||
+	    (n != mm && rename_reordered(c, n->outputs[0], "batch_major")))
+		return -1;
 	pass_remove_dead_from(c->m->graph, t);
 	return 1;
 }
@@ -934,6 +959,10 @@ static int drop_out_transposes(struct pass_ctx *c, struct ir_node *fa, struct pa
 		return ir_diag_err(c->d, IR_ENOMEM, "out of memory"), -1;
 	a->l.out[0] = 'B';
 	a->l.out[1] = 'S';
+	if (rename_reordered(c, fa->outputs[0], "batch_major") || rename_reordered(c, r1->outputs[0], "batch_major") ||
+	    rename_reordered(c, pm->outputs[0], "batch_major") ||
+	    (last != pm && rename_reordered(c, last->outputs[0], "batch_major")))
+		return -1;
 	pass_add_from(r2, t3);
 	if (take_output(c, t3, r2) || ir_node_set_input(t3, 0, NULL) || ir_node_remove(t3, c->d))
 		return -1;
@@ -973,6 +1002,8 @@ static int rewrite(struct pass_ctx *c, struct qkv *q, bool three_projs, struct p
 				}
 				if (ir_node_set_input(sh, 0, p[i].x))
 					return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
+				if (rename_reordered(c, sh->outputs[0], "of_input"))
+					return IR_ERR;
 			}
 	}
 	struct pass_attn_fn a = { .in_rank = 3, .heads = q->heads };
