@@ -1465,10 +1465,29 @@ static void recurrent(struct cx *c, const struct ir_node *n, const struct cx_ent
 static bool attention_dims(struct cx *c, const struct ir_node *n, double *bh_s_l, double *d, double *dv)
 {
 	struct shp q, k, v;
+	const char *layout = n->op == IR_OP_ogsh_FusedAttention ? attr_str(n, "layout", "BHSD") : "BHSD";
+	struct ir_attn_layout al;
+	char why[200];
+	if (n->op == IR_OP_ogsh_FusedAttention && !ir_attn_layout_parse(layout, NULL, &al, why, sizeof(why)) &&
+	    al.packed) {
+		/* Q, K and V packed in input 0: one view of it gives all (K and V have Q's sizes) */
+		if (!in_shape(c, n, 0, &q))
+			return false;
+		int64_t dims[IR_MAX_RANK];
+		for (int i = 0; i < q.rank; i++)
+			dims[i] = (int64_t)q.d[i];
+		struct ir_attn_view w;
+		if (ir_attn_view(&al, 0, q.rank, dims, ir_node_attr_int(n, "q_num_heads", 0), &w, why, sizeof(why))) {
+			cx_unknown(c, "%s", why);
+			return false;
+		}
+		*bh_s_l = (double)w.b * (double)w.h * (double)w.s * (double)w.s;
+		*d = *dv = (double)w.d;
+		return true;
+	}
 	if (!in_shape(c, n, 0, &q) || !in_shape(c, n, 1, &k) || !in_shape(c, n, 2, &v))
 		return false;
 	double b, hq, s, dd, l, ddv;
-	const char *layout = n->op == IR_OP_ogsh_FusedAttention ? attr_str(n, "layout", "BHSD") : "BHSD";
 	if (q.rank == 4 && k.rank == 4 && v.rank == 4) {
 		int sx = strcmp(layout, "BSHD") ? 2 : 1;
 		b = q.d[0], hq = q.d[3 - sx], s = q.d[sx], dd = q.d[3];

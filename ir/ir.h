@@ -1084,4 +1084,38 @@ void ir_model_hash(const struct ir_model *m, char out[17]);
 #define IR_HASH_SEED 0xcbf29ce484222325ULL
 uint64_t ir_hash_bytes(uint64_t h, const void *p, size_t n);
 
+/*
+ * ai.ogsh FusedAttention's layouts (ir/attn_layout.c). `layout` names the
+ * axes of Q, K and V in memory order with the letters B (batch), S
+ * (sequence), H (heads) and D (head size): BHSD (the default) or BSHD, each
+ * 4-D (or 3-D [batch, seq, heads*size] with q_num_heads/kv_num_heads). A
+ * packed layout adds the letter 3, the Q/K/V axis, and input 0 then holds
+ * all three (inputs 1 and 2 are omitted): BS3HD is [batch, seq, 3, heads,
+ * size] (a fused QKV projection), SB3HD the sequence-first form of torch's
+ * MultiheadAttention. A packed input may merge its trailing 3, H and D into
+ * its last axis ([batch, seq, 3*heads*size]; q_num_heads gives the heads).
+ * `out_layout` orders the 4-D output (B, S, H in any order, then D); by
+ * default it is the input layout without its 3. D is last everywhere.
+ */
+struct ir_attn_layout {
+	char in[6], out[5];    /* the letters */
+	bool packed;           /* in has a 3 */
+	bool has_out;          /* out_layout was given */
+};
+/* 0, or -1 with why (layout NULL: BHSD; out_layout NULL: the default). */
+int ir_attn_layout_parse(const char *layout, const char *out_layout, struct ir_attn_layout *l, char *why, size_t size);
+/* Sizes and element strides of Q (which 0), K (1) or V (2) read with l from
+ * a tensor of dims[rank]: (b, h, s, d) is at off + b*sb + h*sh + s*ss + d.
+ * heads: q_num_heads for Q and packed input, kv_num_heads for K, V (0:
+ * none). 0, or -1 with why. */
+struct ir_attn_view {
+	int64_t b, h, s, d;
+	int64_t sb, sh, ss, off;
+};
+int ir_attn_view(const struct ir_attn_layout *l, int which, int rank, const int64_t *dims, int64_t heads,
+		 struct ir_attn_view *v, char *why, size_t size);
+/* The 4-D output's dims in l->out order and its strides. */
+void ir_attn_out(const struct ir_attn_layout *l, int64_t b, int64_t h, int64_t s, int64_t d, int64_t dims[4],
+		 int64_t *sb, int64_t *sh, int64_t *ss);
+
 #endif

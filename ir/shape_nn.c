@@ -1205,11 +1205,90 @@ static struct ir_dim div_by(struct ir_infer *x, const struct ir_dim *a, int64_t 
 	return sx_div(x, a, &bd);
 }
 
+/* The output's dims in the order of l->out. */
+static void attn_out_dims(const struct ir_attn_layout *l, const struct ir_dim *b, const struct ir_dim *h,
+			  const struct ir_dim *s, const struct ir_dim *d, struct ir_dim y[4])
+{
+	for (int i = 0; i < 4; i++)
+		y[i] = l->out[i] == 'B' ? *b : l->out[i] == 'H' ? *h : l->out[i] == 'S' ? *s : *d;
+}
+
+/*
+ * FusedAttention with Q, K and V packed in input 0 (layout with a 3): its
+ * first rank-1 axes are letters of their own, the rest share the last axis
+ * (3 and the heads divide it out; q_num_heads gives merged heads).
+ */
+static void packed_attention(struct ir_infer *x, struct ir_node *n, const struct ir_attn_layout *l, int64_t qh)
+{
+	int eq = sx_elem(x, n, 0), r = sx_rank(x, n, 0);
+	const int nl = (int)strlen(l->in);
+	if (sx_has(n, 1) || sx_has(n, 2)) {
+		sx_fail(x, n, "layout %s packs Q, K and V in input 0: inputs 1 and 2 must be omitted", l->in);
+		return;
+	}
+	if (r < 0) {
+		sx_out_from(x, n, 0, eq, 0);
+		return;
+	}
+	if (r < 2 || r > nl) {
+		sx_fail(x, n, "the packed input has rank %d: layout %s wants %d axes, or fewer with the trailing ones "
+			"merged", r, l->in, nl);
+		return;
+	}
+	struct ir_dim full[5];
+	for (int i = 0; i < r - 1; i++)
+		full[i] = sx_in_dim(x, n, 0, i);
+	struct ir_dim rest = sx_in_dim(x, n, 0, r - 1);
+	for (int i = r - 1; i < nl - 1; i++) {
+		if (l->in[i] == 'B' || l->in[i] == 'S') {
+			sx_fail(x, n, "layout %s merges %c into the last axis: only 3, H and D may share it", l->in, l->in[i]);
+			return;
+		}
+		if (l->in[i] == 'H' && qh < 1) {
+			sx_fail(x, n, "the packed input merges the heads into its last axis: q_num_heads must be positive");
+			return;
+		}
+		full[i] = sx_v(l->in[i] == '3' ? 3 : qh);
+		rest = div_by(x, &rest, l->in[i] == '3' ? 3 : qh);
+	}
+	full[nl - 1] = rest;
+	struct ir_dim b = full[strchr(l->in, 'B') - l->in], s = full[strchr(l->in, 'S') - l->in];
+	struct ir_dim h = full[strchr(l->in, 'H') - l->in], three = full[strchr(l->in, '3') - l->in];
+	struct ir_dim want3 = sx_v(3), wanth = sx_v(qh);
+	if (!sx_unify(&three, &want3)) {
+		sx_fail(x, n, "the Q/K/V axis of the packed input does not have 3 entries");
+		return;
+	}
+	if (qh > 0 && !sx_unify(&h, &wanth)) {
+		sx_fail(x, n, "the packed input's heads differ from q_num_heads");
+		return;
+	}
+	struct ir_dim y[4];
+	attn_out_dims(l, &b, &h, &s, &rest, y);
+	out_dims(x, n, 0, eq, 4, y, "%s", "a dimension of the packed input is not known");
+}
+
 /* Attention (opset 23): Q, K, V, attn_mask, past_key, past_value, nonpad_kv_seqlen */
 static void attention(struct ir_infer *x, struct ir_node *n)
 {
 	int eq = sx_elem(x, n, 0);
 	int rq = sx_rank(x, n, 0), rk = sx_rank(x, n, 1), rv = sx_rank(x, n, 2);
+	/* ogsh's FusedAttention may have its 4-D tensors as [batch, sequence, heads, size],
+	 * Q, K and V packed in input 0, and the output in another order */
+	const bool fused = n->op == IR_OP_ogsh_FusedAttention;
+	const char *layout = fused ? sx_attr_str(x, n, "layout", "BHSD") : "BHSD";
+	const char *out_layout = fused ? sx_attr_str(x, n, "out_layout", NULL) : NULL;
+	struct ir_attn_layout al;
+	char lwhy[200];
+	if (ir_attn_layout_parse(layout, out_layout, &al, lwhy, sizeof(lwhy))) {
+		sx_fail(x, n, "%s", lwhy);
+		return;
+	}
+	if (al.packed) {
+		const struct ir_attr *pa = sx_attr(x, n, "q_num_heads");
+		packed_attention(x, n, &al, pa && pa->type == IR_ATTR_INT ? pa->i : 0);
+		return;
+	}
 	if (!sx_rank_in(x, n, 0, 3, 4, "Q") || !sx_rank_in(x, n, 1, 3, 4, "K") || !sx_rank_in(x, n, 2, 3, 4, "V") ||
 	    !sx_rank_in(x, n, 4, 4, 4, "past_key") || !sx_rank_in(x, n, 5, 4, 4, "past_value"))
 		return;
@@ -1223,13 +1302,7 @@ static void attention(struct ir_infer *x, struct ir_node *n)
 		sx_fail(x, n, "q_num_heads or kv_num_heads is out of range");
 		return;
 	}
-	/* ogsh's FusedAttention may have its 4-D tensors as [batch, sequence, heads, size] */
-	const char *layout = n->op == IR_OP_ogsh_FusedAttention ? sx_attr_str(x, n, "layout", "BHSD") : "BHSD";
-	if (strcmp(layout, "BHSD") && strcmp(layout, "BSHD")) {
-		sx_fail(x, n, "layout '%s' is not BHSD or BSHD", layout);
-		return;
-	}
-	const int hx = strcmp(layout, "BSHD") ? 1 : 2, sq = 3 - hx;
+	const int hx = strcmp(al.in, "BSHD") ? 1 : 2, sq = 3 - hx;
 	struct ir_dim batch = sx_in_dim(x, n, 0, 0), kb = sx_in_dim(x, n, 1, 0), vb = sx_in_dim(x, n, 2, 0);
 	if (!sx_unify(&batch, &kb) || !sx_unify(&batch, &vb)) {
 		sx_fail(x, n, "Q, K and V have different batch sizes");
@@ -1263,12 +1336,9 @@ static void attention(struct ir_infer *x, struct ir_node *n)
 	const char *why = "a dimension of Q, K, V or the past is not known";
 	if (rq < 0) {
 		sx_out_from(x, n, 0, eq, 0);
-	} else if (rq == 4) {
-		struct ir_dim y[4] = { batch, q_heads, q_seq, v_head };
-		if (hx == 2) {
-			y[1] = q_seq;
-			y[2] = q_heads;
-		}
+	} else if (rq == 4 || al.has_out) {
+		struct ir_dim y[4];
+		attn_out_dims(&al, &batch, &q_heads, &q_seq, &v_head, y);
 		out_dims(x, n, 0, eq, 4, y, "%s", why);
 	} else {
 		struct ir_dim y[3] = { batch, q_seq, sx_mul(x, &q_heads, &v_head) };

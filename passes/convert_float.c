@@ -717,8 +717,14 @@ static bool red_depth(const struct cv *v, const struct ir_node *n, double *depth
 	*sym = false;
 	*depth = 0;
 	const struct ir_value *x = n->n_inputs > 0 ? n->inputs[0] : NULL;
-	if (n->op == IR_OP_ogsh_FusedAttention)
-		x = n->n_inputs > 1 ? n->inputs[1] : NULL;
+	struct ir_attn_layout al = { .in = "BHSD" };
+	if (n->op == IR_OP_ogsh_FusedAttention) {
+		const struct ir_attr *l = ir_node_attr(n, "layout");
+		char why[200];
+		if (ir_attn_layout_parse(l && l->type == IR_ATTR_STRING ? l->s.data : NULL, NULL, &al, why, sizeof(why)))
+			return false;
+		x = al.packed ? x : n->n_inputs > 1 ? n->inputs[1] : NULL;   /* the keys: K, or the packed input */
+	}
 	if (!x)
 		return false;
 	const struct ir_type *t = type_of(x);
@@ -752,8 +758,12 @@ static bool red_depth(const struct cv *v, const struct ir_node *n, double *depth
 		return true;
 	}
 	case IR_OP_ogsh_FusedAttention: {
-		const struct ir_attr *l = ir_node_attr(n, "layout");
-		bool bshd = l && l->type == IR_ATTR_STRING && l->s.data && !strcmp(l->s.data, "BSHD");
+		/* the softmax sums over the keys: the S axis (of the packed input, one of its own) */
+		if (al.packed) {
+			int sx = (int)(strchr(al.in, 'S') - al.in);
+			return sx < r - 1 && dims_prod(t, sx, sx + 1, depth, sym);
+		}
+		bool bshd = !strcmp(al.in, "BSHD");
 		return r == 4 && dims_prod(t, bshd ? 1 : 2, bshd ? 2 : 3, depth, sym);
 	}
 	case IR_OP_MeanVarianceNormalization: {

@@ -294,3 +294,214 @@ int pass_fused_fn_use(struct pass_ctx *c, struct ir_node *n, const char *base, c
 	n->overload = o;
 	return fn_model_needs(m, c->d);
 }
+
+/* ------------------------------------------------------------------------ */
+/* FusedAttention with packed Q, K, V or an output layout                    */
+/* ------------------------------------------------------------------------ */
+
+/* An int64 Constant of the body: rank 0 (one value) or 1. */
+static struct ir_value *fb_const_i64(struct pass_fbody *b, const int64_t *v, int n, int rank)
+{
+	if (b->rc)
+		return NULL;
+	int64_t dims[1] = { n };
+	struct ir_tensor *t = ir_tensor_new(IR_INT64, rank, dims, b->d);
+	if (!t) {
+		b->rc = IR_ERR;
+		return NULL;
+	}
+	int64_t *p = ir_tensor_mutable(t);
+	for (int i = 0; i < n; i++)
+		p[i] = v[i];
+	struct ir_node *c;
+	struct ir_value *out = pass_fb_node(b, "Constant", NULL, 0, &c);
+	if (!out) {
+		ir_tensor_unref(t);
+		return NULL;
+	}
+	struct ir_attr a = { 0 };
+	a.name = strdup("value");
+	a.type = IR_ATTR_TENSOR;
+	a.has_type = true;
+	a.t = t;
+	if (!a.name || ir_node_set_attr(c, &a, b->d)) {
+		ir_attr_clear(&a);
+		b->rc = IR_ENOMEM;
+	}
+	return out;
+}
+
+static void fb_set_ints(struct pass_fbody *b, struct ir_node *n, const char *name, const int64_t *v, int k)
+{
+	if (b->rc || !n)
+		return;
+	struct ir_attr a = { 0 };
+	a.name = strdup(name);
+	a.ints = malloc(sizeof(int64_t) * (size_t)(k ? k : 1));
+	a.type = IR_ATTR_INTS;
+	a.has_type = true;
+	a.n = (size_t)k;
+	if (a.ints)
+		memcpy(a.ints, v, sizeof(int64_t) * (size_t)k);
+	if (!a.name || !a.ints || ir_node_set_attr(n, &a, b->d)) {
+		ir_attr_clear(&a);
+		b->rc = IR_ENOMEM;
+	}
+}
+
+static void fb_set_int(struct pass_fbody *b, struct ir_node *n, const char *name, int64_t v)
+{
+	if (b->rc || !n)
+		return;
+	struct ir_attr a = { 0 };
+	a.name = strdup(name);
+	a.type = IR_ATTR_INT;
+	a.has_type = true;
+	a.i = v;
+	if (!a.name || ir_node_set_attr(n, &a, b->d)) {
+		ir_attr_clear(&a);
+		b->rc = IR_ENOMEM;
+	}
+}
+
+static struct ir_value *fb_transpose(struct pass_fbody *b, struct ir_value *x, const int64_t *perm, int k)
+{
+	struct ir_node *n = NULL;
+	struct ir_value *y = pass_fb_node(b, "Transpose", &x, 1, &n);
+	fb_set_ints(b, n, "perm", perm, k);
+	return y;
+}
+
+/*
+ * The body: the packed input reshaped to its full rank (the merged axes
+ * split), transposed to [3, B, H, S, D] and Gathered into Q, K, V (or Q, K,
+ * V transposed from BSHD to BHSD); softmax(Q K^T * scale + mask) V; the
+ * result transposed from BHSD to out_layout.
+ */
+static void build_attention_fn(struct pass_fbody *b, void *arg)
+{
+	const struct pass_attn_fn *a = arg;
+	const struct ir_attn_layout *l = &a->l;
+	struct ir_value *q, *k, *v;
+	struct ir_value *in[3];
+	if (l->packed) {
+		struct ir_value *x = pass_fb_input(b, "QKV");
+		if (a->mask) {
+			pass_fb_input(b, "K");
+			pass_fb_input(b, "V");
+		}
+		const int nl = (int)strlen(l->in);
+		if (a->in_rank < nl) {   /* [.., 3*H*D] -> [.., 3, H, D]: 0 keeps an axis */
+			int64_t shape[5];
+			for (int i = 0; i < nl; i++)
+				shape[i] = i < a->in_rank - 1 ? 0 : l->in[i] == '3' ? 3 : l->in[i] == 'H' ? a->heads : -1;
+			in[0] = x;
+			in[1] = fb_const_i64(b, shape, nl, 1);
+			x = pass_fb_node(b, "Reshape", in, 2, NULL);
+		}
+		int64_t perm[5];
+		const char *order = "3BHSD";
+		for (int i = 0; i < 5; i++)
+			perm[i] = strchr(l->in, order[i]) - l->in;
+		x = fb_transpose(b, x, perm, 5);
+		struct ir_value *parts[3];
+		for (int64_t i = 0; i < 3; i++) {
+			struct ir_node *g = NULL;
+			in[0] = x;
+			in[1] = fb_const_i64(b, &i, 1, 0);
+			parts[i] = pass_fb_node(b, "Gather", in, 2, &g);
+			fb_set_int(b, g, "axis", 0);
+		}
+		q = parts[0];
+		k = parts[1];
+		v = parts[2];
+	} else {
+		q = pass_fb_input(b, "Q");
+		k = pass_fb_input(b, "K");
+		v = pass_fb_input(b, "V");
+		if (!strcmp(l->in, "BSHD")) {
+			static const int64_t swap[4] = { 0, 2, 1, 3 };
+			q = fb_transpose(b, q, swap, 4);
+			k = fb_transpose(b, k, swap, 4);
+			v = fb_transpose(b, v, swap, 4);
+		}
+	}
+	struct ir_value *mask = a->mask ? pass_fb_input(b, "mask") : NULL;
+	static const int64_t kt_perm[4] = { 0, 1, 3, 2 };
+	in[0] = q;
+	in[1] = fb_transpose(b, k, kt_perm, 4);
+	struct ir_value *s = pass_fb_node(b, "MatMul", in, 2, NULL);
+	in[0] = s;
+	in[1] = pass_fb_const(b, a->scale);
+	s = pass_fb_node(b, "Mul", in, 2, NULL);
+	if (mask) {
+		in[0] = s;
+		in[1] = mask;
+		s = pass_fb_node(b, "Add", in, 2, NULL);
+	}
+	struct ir_node *sm = NULL;
+	struct ir_value *p = pass_fb_node(b, "Softmax", &s, 1, &sm);
+	fb_set_int(b, sm, "axis", -1);
+	if (a->nan_zero) {
+		struct ir_value *isn = pass_fb_node(b, "IsNaN", &p, 1, NULL);
+		in[0] = isn;
+		in[1] = pass_fb_const(b, 0);
+		in[2] = p;
+		p = pass_fb_node(b, "Where", in, 3, NULL);
+	}
+	in[0] = p;
+	in[1] = v;
+	struct ir_value *y = pass_fb_node(b, "MatMul", in, 2, NULL);
+	if (strcmp(l->out, "BHSD")) {
+		int64_t perm[4];
+		for (int i = 0; i < 4; i++)
+			perm[i] = strchr("BHSD", l->out[i]) - "BHSD";
+		y = fb_transpose(b, y, perm, 4);
+	}
+	pass_fb_output(b, y);
+}
+
+/*
+ * Sets FusedAttention node n's layout, out_layout, q_num_heads (packed),
+ * scale and nan_to_zero from `a`, and gives it the model-local function of
+ * its variant.
+ */
+int pass_fused_attention_fn(struct pass_ctx *c, struct ir_node *n, const struct pass_attn_fn *a, int elem)
+{
+	const struct ir_attn_layout *l = &a->l;
+	struct ir_attr sa = { 0 };
+	sa.name = strdup("scale");
+	sa.type = IR_ATTR_FLOAT;
+	sa.has_type = true;
+	sa.f = (float)a->scale;
+	if (!sa.name)
+		return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
+	int rc = ir_node_set_attr(n, &sa, c->d);
+	if (!rc)
+		rc = pass_fused_set_str(n, "layout", l->in, c->d);
+	if (!rc && l->has_out)
+		rc = pass_fused_set_str(n, "out_layout", l->out, c->d);
+	if (!rc && l->packed && a->heads > 0) {
+		struct ir_attr ha = { 0 };
+		ha.name = strdup("q_num_heads");
+		ha.type = IR_ATTR_INT;
+		ha.has_type = true;
+		ha.i = a->heads;
+		rc = ha.name ? ir_node_set_attr(n, &ha, c->d) : ir_diag_err(c->d, IR_ENOMEM, "out of memory");
+	}
+	if (rc)
+		return rc;
+	char key[240], base[96], doc[400];
+	double sc = (double)(float)a->scale;
+	snprintf(key, sizeof(key), "FusedAttention|%s|out=%s|rank=%d|heads=%lld|mask=%d|nan=%d|scale=%.9g|%s", l->in,
+		 l->out, a->in_rank, (long long)a->heads, a->mask, a->nan_zero, sc, ir_dtype_name(elem));
+	snprintf(base, sizeof(base), "%s_to_%s%s%s%s%s", l->in, l->out, a->mask ? "_mask" : "", a->nan_zero ? "_nan0" : "",
+		 elem != IR_FLOAT ? "_" : "", elem != IR_FLOAT ? ir_dtype_name(elem) : "");
+	snprintf(doc, sizeof(doc), "ogsh fused op: Y = softmax(Q K^T * %.9g%s) V per batch and head%s; %s %s, Y %s", sc,
+		 a->mask ? " + mask" : "", a->nan_zero ? ", NaN softmax rows as 0" : "",
+		 l->packed ? "Q, K and V packed in input 0 as" : "Q, K, V", l->in, l->out);
+	static const char *const names[] = { "scale", "nan_to_zero", "layout", "out_layout", "q_num_heads", "kv_num_heads" };
+	struct pass_attn_fn copy = *a;
+	copy.scale = sc;
+	return pass_fused_fn_use(c, n, base, key, doc, names, 6, elem, build_attention_fn, &copy);
+}

@@ -32,6 +32,16 @@ void pass_fb_output(struct pass_fbody *b, struct ir_value *v);
 int pass_fused_fn_use(struct pass_ctx *c, struct ir_node *n, const char *base, const char *key, const char *doc,
 		      const char *const *attrs, int n_attrs, int dtype,
 		      void (*build)(struct pass_fbody *b, void *arg), void *arg);
+/* A FusedAttention variant: its layouts, the packed input's rank and heads
+ * (0: not packed), a mask, nan_to_zero and the scale. */
+struct pass_attn_fn {
+	struct ir_attn_layout l;
+	int in_rank;
+	int64_t heads;
+	bool mask, nan_zero;
+	double scale;
+};
+int pass_fused_attention_fn(struct pass_ctx *c, struct ir_node *n, const struct pass_attn_fn *a, int elem);
 int pass_fused_set_str(struct ir_node *n, const char *name, const char *value, struct ir_diag *d);
 
 #endif

@@ -647,6 +647,13 @@ static int plan_node(struct qstate *S, struct ir_node *n, int kind)
 		return 0;
 	}
 
+	/* fuse-qkv's packed attention: Q, K and V are one tensor, not two activations to quantize apart */
+	if (kind == K_ATTN && (n->n_inputs < 2 || !n->inputs[1])) {
+		keep_float(S, n, dt, "it reads Q, K and V packed in one input (fuse-qkv): quantized attention reads Q "
+			   "and K apart");
+		return 0;
+	}
+
 	/* int4: weight-only, MatMul and Gemm */
 	if (S->o.prec == PREC_INT4) {
 		if (kind == K_CONV || kind == K_CONVT || kind == K_ATTN) {

@@ -24,6 +24,7 @@ extern const struct pass pass_fuse_matmul_add;
 extern const struct pass pass_fuse_gelu;
 extern const struct pass pass_fuse_layernorm;
 extern const struct pass pass_fuse_attention;
+extern const struct pass pass_fuse_qkv;
 extern const struct pass pass_fuse_activation;
 extern const struct pass pass_fuse_elementwise;
 extern const struct pass pass_convert_fp16;
@@ -45,6 +46,7 @@ const struct pass *const pass_registry[] = {
 	&pass_fuse_layernorm,
 	&pass_fuse_activation,
 	&pass_fuse_attention,
+	&pass_fuse_qkv,
 	&pass_fuse_elementwise,
 	&pass_convert_fp16,
 	&pass_convert_bf16,

@@ -42,18 +42,20 @@ RMSNormalization LpNormalization MeanVarianceNormalization LRN""".split()
 #   FusedConv(X, W, B?, Z?)  Y = act(Conv(X, W, B) + Z)
 #   FusedGemm(A, B, C?)      Y = act(alpha * A' * B' + beta * C)
 #   Pointwise(x0, x1, ...)   Y = expr(x0, x1, ...), elementwise with broadcasting
-#   FusedAttention(Q, K, V, mask?)
+#   FusedAttention(Q, K?, V?, mask?)
 #                            Y = softmax(Q K^T * scale + mask) V per batch and head, as
 #                            ONNX Attention (3-D or 4-D, q/kv_num_heads); layout BSHD:
 #                            4-D Q, K, V, Y are [batch, sequence, heads, head size];
-#                            nan_to_zero:
+#                            a layout with a 3 (BS3HD, SB3HD...): input 0 holds Q, K
+#                            and V packed, inputs 1 and 2 are omitted; out_layout:
+#                            the output's order (ir/attn_layout.c); nan_to_zero:
 #                            softmax rows that are NaN count as 0 (the exporters'
 #                            Where(IsNaN(p), 0, p))
 OGSH_OPS = [
     ("FusedConv", 2, 4, 1, 1, "0"),
     ("FusedGemm", 2, 3, 1, 1, "0"),
     ("Pointwise", 1, -1, 1, 1, "IR_OPF_ELEMENTWISE"),
-    ("FusedAttention", 3, 4, 1, 1, "0"),
+    ("FusedAttention", 1, 4, 1, 1, "0"),
     # the GPU planner's quantized islands (exec/qfuse.c): made in the plan's
     # copy of a stage, never in a stage; no CPU kernel
     # QConv(x_q, x_scale, W_q, W_scale, bias?, z?, z_scale?, y_scale?, a_scale?):
@@ -74,7 +76,7 @@ OGSH_ATTRS = {
                   ("transA", "INT", False, "0"), ("transB", "INT", False, "0")] + _ACT,
     "Pointwise": [("dtype", "INT", True, None), ("expr", "STRING", True, None)],
     "FusedAttention": [("kv_num_heads", "INT", False, None), ("layout", "STRING", False, "BHSD"),
-                       ("nan_to_zero", "INT", False, "0"),
+                       ("nan_to_zero", "INT", False, "0"), ("out_layout", "STRING", False, None),
                        ("q_num_heads", "INT", False, None), ("scale", "FLOAT", False, None)],
     "QConv": [("auto_pad", "STRING", False, "NOTSET"), ("dilations", "INTS", False, None),
               ("group", "INT", False, "1"), ("kernel_shape", "INTS", False, None),

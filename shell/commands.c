@@ -144,7 +144,8 @@ const struct sh_cmd sh_commands[] = {
 	  "round changes nothing (at most 10 rounds), like ONNX Runtime's optimization levels: basic cleans "
 	  "up (fold constants and shapes, remove no-ops, dead code and duplicates), extended adds fusions "
 	  "(default; among them fuse-elementwise, which makes one Pointwise node of a chain of "
-	  "elementwise ops, and fuse-attention), all is every pass (today the same passes as extended). Each "
+	  "elementwise ops, fuse-attention, and fuse-qkv, which lets the attention read Q, K and V packed from "
+	  "one projection), all is every pass (today the same passes as extended). Each "
 	  "pass that changes the model makes a "
 	  "stage and prints its report (--quiet prints the total only).",
 	  "optimize --level=all", "--level= --quiet", SH_C_NONE, 0, "passes" },

@@ -80,8 +80,8 @@ static void softmax_row(double *s, int64_t n)
  * heads * head_size). An element (b, h, s, d) is at b*sb + h*sh + s*ss + d.
  */
 struct attn_view {
-	int64_t heads, seq, size;   /* head count, sequence length, head size */
-	int64_t sb, sh, ss;
+	int64_t b, heads, seq, size;   /* batch, head count, sequence length, head size */
+	int64_t sb, sh, ss, off;
 };
 
 static int attn_view(struct cpu_kctx *k, const struct ir_tensor *t, const char *what, int64_t heads, bool bshd,
@@ -90,6 +90,8 @@ static int attn_view(struct cpu_kctx *k, const struct ir_tensor *t, const char *
 	if (t->rank == 4) {   /* heads on axis 1, or 2 with bshd (batch, seq, heads, head_size) */
 		const int hx = bshd ? 2 : 1, sx = 3 - hx;
 		const int64_t st[3] = { t->dims[1] * t->dims[2] * t->dims[3], t->dims[2] * t->dims[3], t->dims[3] };
+		v->b = t->dims[0];
+		v->off = 0;
 		v->heads = t->dims[hx];
 		v->seq = t->dims[sx];
 		v->size = t->dims[3];
@@ -103,6 +105,8 @@ static int attn_view(struct cpu_kctx *k, const struct ir_tensor *t, const char *
 	if (t->dims[2] % heads)
 		return kerr(k, "%s's last dimension %lld is not a multiple of its %lld heads", what,
 			    (long long)t->dims[2], (long long)heads);
+	v->b = t->dims[0];
+	v->off = 0;
 	v->heads = heads;
 	v->seq = t->dims[1];
 	v->size = t->dims[2] / heads;
@@ -126,8 +130,7 @@ struct attn_job {
 	void *yd, *qkout;
 	int64_t mode;
 	bool nan_zero;
-	int yrank;
-	bool bshd;
+	int64_t ysb, ysh, yss;   /* y (b, h, i, d) at b*ysb + h*ysh + i*yss + d */
 	double *scratch;         /* per worker: D + 3 T doubles */
 };
 
@@ -143,8 +146,9 @@ static void attn_heads(void *ctx, int64_t p0, int64_t p1, int worker)
 	const int64_t group = jb->group, P = jb->P, mode = jb->mode;
 	const double scale = jb->scale, softcap = jb->softcap;
 	const int64_t *mdims = jb->mdims, *mstr = jb->mstr, *nonpad = jb->nonpad;
-	const bool mbool = jb->mbool, nan_zero = jb->nan_zero, bshd = jb->bshd;
-	const int is_causal = jb->is_causal, yrank = jb->yrank;
+	const bool mbool = jb->mbool, nan_zero = jb->nan_zero;
+	const int is_causal = jb->is_causal;
+	const int64_t ysb = jb->ysb, ysh = jb->ysh, yss = jb->yss;
 	void *yd = jb->yd, *qkout = jb->qkout;
 	double *qv = jb->scratch + (size_t)worker * (size_t)(D + 3 * T);
 	double *row = qv + D, *raw = row + T, *cap = raw + T;
@@ -153,7 +157,7 @@ static void attn_heads(void *ctx, int64_t p0, int64_t p1, int worker)
 		const int64_t hk = h / group;
 		const double *kb = pk + (b * Hkv + hk) * T * D, *vb = pv + (b * Hkv + hk) * T * Dv;
 		for (int64_t i = 0; i < Lq; i++) {
-			uint64_t qo = (uint64_t)(b * q.sb + h * q.sh + i * q.ss);
+			uint64_t qo = (uint64_t)(q.off + b * q.sb + h * q.sh + i * q.ss);
 			for (int64_t d = 0; d < D; d++)
 				qv[d] = kld(qt, kdata(Q), qo + (uint64_t)d);
 			for (int64_t j = 0; j < T; j++) {
@@ -203,23 +207,44 @@ static void attn_heads(void *ctx, int64_t p0, int64_t p1, int worker)
 				double acc = 0;
 				for (int64_t j = 0; j < T; j++)
 					acc += row[j] * vb[j * Dv + d];
-				uint64_t yo = yrank == 4 && !bshd ? (uint64_t)(((b * Hq + h) * Lq + i) * Dv + d)
-							 : (uint64_t)((b * Lq + i) * Hq * Dv + h * Dv + d);
-				kst(qt, yd, yo, acc);
+				kst(qt, yd, (uint64_t)(b * ysb + h * ysh + i * yss + d), acc);
 			}
 		}
 	}
 }
 
+/* Q (which 0), K or V of FusedAttention's packed input (see ir_attn_view). */
+static int attn_packed_view(struct cpu_kctx *k, const struct ir_attn_layout *l, const struct ir_tensor *t, int which,
+			    int64_t heads, struct attn_view *v)
+{
+	struct ir_attn_view w;
+	char why[200];
+	if (ir_attn_view(l, which, t->rank, t->dims, heads, &w, why, sizeof(why)))
+		return kerr(k, "%s", why);
+	*v = (struct attn_view){ .b = w.b, .heads = w.h, .seq = w.s, .size = w.d, .sb = w.sb, .sh = w.sh,
+				 .ss = w.ss, .off = w.off };
+	return 0;
+}
+
 /*
  * Attention, and ai.ogsh FusedAttention (Q, K, V, mask?): the same with
  * the mask broadcast as numpy's (a last axis of 1 spans every key) and,
- * with nan_to_zero, NaN softmax rows counted as zeros.
+ * with nan_to_zero, NaN softmax rows counted as zeros. FusedAttention's
+ * layout may pack Q, K and V in input 0 and its out_layout order the
+ * output (ir_attn_layout); its BHSD and BSHD forms are read as before.
  */
 static int k_attention(struct cpu_kctx *k)
 {
 	const bool fused = k->node->op == IR_OP_ogsh_FusedAttention;
-	const struct ir_tensor *Q = kin_req(k, 0), *K = kin_req(k, 1), *V = kin_req(k, 2);
+	struct ir_attn_layout al;
+	char lwhy[200];
+	if (ir_attn_layout_parse(fused ? kattr_s(k, "layout", "BHSD") : "BHSD", fused ? kattr_s(k, "out_layout", NULL)
+				 : NULL, &al, lwhy, sizeof(lwhy)))
+		return kerr(k, "%s", lwhy);
+	if (al.packed && (kin(k, 1) || kin(k, 2)))
+		return kerr(k, "layout %s packs Q, K and V in input 0: inputs 1 and 2 must be omitted", al.in);
+	const struct ir_tensor *Q = kin_req(k, 0);
+	const struct ir_tensor *K = al.packed ? Q : kin_req(k, 1), *V = al.packed ? Q : kin_req(k, 2);
 	if (!Q || !K || !V)
 		return IR_ERR;
 	const struct ir_tensor *M = kin(k, 3), *PK = kin(k, 4), *PV = kin(k, 5);
@@ -230,19 +255,21 @@ static int k_attention(struct cpu_kctx *k)
 			    ir_dtype_name(K->dtype), ir_dtype_name(V->dtype));
 	if (K->dtype != qt)
 		return kerr(k, "K is %s, Q is %s", ir_dtype_name(K->dtype), ir_dtype_name(qt));
-	if ((Q->rank != 3 && Q->rank != 4) || K->rank != Q->rank || V->rank != Q->rank)
+	if (!al.packed && ((Q->rank != 3 && Q->rank != 4) || K->rank != Q->rank || V->rank != Q->rank))
 		return kerr(k, "Q, K and V must all be 3-D or all 4-D, not %s, %s, %s", kshape(Q), kshape(K), kshape(V));
 	int64_t qh = kattr_i(k, "q_num_heads", 0), kvh = kattr_i(k, "kv_num_heads", 0);
-	const char *layout = fused ? kattr_s(k, "layout", "BHSD") : "BHSD";
-	if (strcmp(layout, "BHSD") && strcmp(layout, "BSHD"))
-		return kerr(k, "layout '%s' is not BHSD or BSHD", layout);
-	const bool bshd = !strcmp(layout, "BSHD");
+	const bool bshd = !strcmp(al.in, "BSHD");
 	struct attn_view q, kk, vv;
-	if (attn_view(k, Q, "Q", qh, bshd, &q) || attn_view(k, K, "K", kvh, bshd, &kk) ||
-	    attn_view(k, V, "V", kvh, bshd, &vv))
+	if (al.packed) {
+		if (attn_packed_view(k, &al, Q, 0, qh, &q) || attn_packed_view(k, &al, Q, 1, qh, &kk) ||
+		    attn_packed_view(k, &al, Q, 2, qh, &vv))
+			return IR_ERR;
+	} else if (attn_view(k, Q, "Q", qh, bshd, &q) || attn_view(k, K, "K", kvh, bshd, &kk) ||
+		   attn_view(k, V, "V", kvh, bshd, &vv)) {
 		return IR_ERR;
-	const int64_t B = Q->dims[0];
-	if (K->dims[0] != B || V->dims[0] != B)
+	}
+	const int64_t B = q.b;
+	if (kk.b != B || vv.b != B)
 		return kerr(k, "Q, K and V have different batch sizes: %s, %s, %s", kshape(Q), kshape(K), kshape(V));
 	if (kk.heads != vv.heads || kk.seq != vv.seq)
 		return kerr(k, "K %s and V %s differ in heads or sequence length", kshape(K), kshape(V));
@@ -314,17 +341,22 @@ static int k_attention(struct cpu_kctx *k)
 	double scale = kattr_has(k, "scale") ? kattr_f(k, "scale", 0) : 1.0 / sqrt((double)D);
 	const bool nan_zero = fused && kattr_i(k, "nan_to_zero", 0) != 0;
 
-	/* outputs */
+	/* outputs: y (b, h, i, d) at b*ysb + h*ysh + i*yss + d */
 	int64_t ydims[4] = { B, Hq, Lq, Dv };
+	int64_t ysb = Hq * Lq * Dv, ysh = Lq * Dv, yss = Dv;
 	int yrank = 4;
-	if (bshd) {
+	if (al.packed || al.has_out) {
+		ir_attn_out(&al, B, Hq, Lq, Dv, ydims, &ysb, &ysh, &yss);
+	} else if (bshd || Q->rank == 3) {
 		ydims[1] = Lq;
 		ydims[2] = Hq;
-	}
-	if (Q->rank == 3) {
-		yrank = 3;
-		ydims[1] = Lq;
-		ydims[2] = Hq * Dv;
+		ysb = Lq * Hq * Dv;
+		yss = Hq * Dv;
+		ysh = Dv;
+		if (Q->rank == 3) {
+			yrank = 3;
+			ydims[2] = Hq * Dv;
+		}
 	}
 	int64_t pkd[4] = { B, Hkv, T, D }, pvd[4] = { B, Hkv, T, Dv }, qkd[4] = { B, Hq, Lq, T };
 	struct ir_tensor *ty = kout(k, 0, qt, yrank, ydims);
@@ -365,8 +397,8 @@ static int k_attention(struct cpu_kctx *k)
 					for (int64_t d = 0; d < Dv; d++)
 						dv[d] = kld(PV->dtype, kdata(PV), ov + (uint64_t)d);
 				} else {
-					uint64_t ok = (uint64_t)(b * kk.sb + h * kk.sh + (t - P) * kk.ss);
-					uint64_t ov = (uint64_t)(b * vv.sb + h * vv.sh + (t - P) * vv.ss);
+					uint64_t ok = (uint64_t)(kk.off + b * kk.sb + h * kk.sh + (t - P) * kk.ss);
+					uint64_t ov = (uint64_t)(vv.off + b * vv.sb + h * vv.sh + (t - P) * vv.ss);
 					for (int64_t d = 0; d < D; d++)
 						dk[d] = kld(K->dtype, kdata(K), ok + (uint64_t)d);
 					for (int64_t d = 0; d < Dv; d++)
@@ -381,8 +413,8 @@ static int k_attention(struct cpu_kctx *k)
 			kst(tpv->dtype, kwdata(tpv), i, pv[i]);
 
 	struct attn_job j = { Q, M, &q, qt, pk, pv, D, Dv, T, Lq, Hq, Hkv, group, P, scale, softcap, mdims, mstr,
-			      mbool, is_causal, nonpad, kwdata(ty), tqk ? kwdata(tqk) : NULL, mode, nan_zero, yrank,
-			      bshd, NULL };
+			      mbool, is_causal, nonpad, kwdata(ty), tqk ? kwdata(tqk) : NULL, mode, nan_zero, ysb,
+			      ysh, yss, NULL };
 	uint64_t per = (uint64_t)D + 3 * (uint64_t)T, nscr = (uint64_t)cpu_threads();
 	if (!mul_ok(&nscr, (int64_t)per) || !(j.scratch = alloc_f64(k, nscr)))
 		goto out;

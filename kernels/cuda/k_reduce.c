@@ -839,17 +839,52 @@ static bool attn_view(const struct cuda_tensor *t, const char *what, int64_t hea
 	return true;
 }
 
-/* Attention, and ogsh's FusedAttention: its layout, nan_to_zero and a mask broadcast as numpy's */
-static bool attn_setup(const struct cuda_kctx *k, struct rd_attn *a, char *why, size_t size)
+/* The string attribute `name` of the node, or NULL. */
+static const char *attr_str(const struct cuda_kctx *k, const char *name)
 {
-	const struct cuda_tensor *Q = &k->in[0], *K = &k->in[1], *V = &k->in[2];
+	const struct ir_attr *a = ir_node_attr(k->node, name);
+	return a && a->type == IR_ATTR_STRING && a->s.data ? a->s.data : NULL;
+}
+
+/* One of Q (which 0), K, V of FusedAttention's packed input 0: its strides, and its
+ * offset from the input's start in elements (K and V are Q's pointer moved on). */
+static bool attn_packed_view(const struct ir_attn_layout *l, const struct cuda_tensor *t, int which, int64_t heads,
+			     int64_t *h, int64_t *seq, int64_t *hs, int64_t *sb, int64_t *sh, int64_t *ss, int64_t *off,
+			     char *why, size_t size)
+{
+	struct ir_attn_view w;
+	if (ir_attn_view(l, which, t->rank, t->dims, heads, &w, why, size))
+		return false;
+	*h = w.h;
+	*seq = w.s;
+	*hs = w.d;
+	*sb = w.sb;
+	*sh = w.sh;
+	*ss = w.ss;
+	*off = w.off;
+	return true;
+}
+
+/*
+ * Attention, and ogsh's FusedAttention: its layout (Q, K, V packed in input
+ * 0 included: off[] gets where K and V start, in elements past Q's pointer),
+ * out_layout, nan_to_zero and a mask broadcast as numpy's.
+ */
+static bool attn_setup(const struct cuda_kctx *k, struct rd_attn *a, int64_t off[3], char *why, size_t size)
+{
 	memset(a, 0, sizeof(*a));
+	off[0] = off[1] = off[2] = 0;
 	const bool fused = k->node->op == IR_OP_ogsh_FusedAttention;
-	const struct ir_attr *la = fused ? ir_node_attr(k->node, "layout") : NULL;
-	const char *layout = la && la->type == IR_ATTR_STRING && la->s.data ? la->s.data : "BHSD";
-	if (strcmp(layout, "BHSD") && strcmp(layout, "BSHD"))
-		return NO("layout '%s' is not BHSD or BSHD", layout);
-	const bool bshd = !strcmp(layout, "BSHD");
+	struct ir_attn_layout al;
+	if (ir_attn_layout_parse(fused ? attr_str(k, "layout") : NULL, fused ? attr_str(k, "out_layout") : NULL, &al,
+				 why, size))
+		return false;
+	if (al.packed && (has_in(k, 1) || has_in(k, 2)))
+		return NO("layout %s packs Q, K and V in input 0: inputs 1 and 2 must be omitted", al.in);
+	if (!al.packed && (!has_in(k, 1) || !has_in(k, 2)))
+		return NO("K and V are missing (layout %s does not pack them in input 0)", al.in);
+	const struct cuda_tensor *Q = &k->in[0], *K = al.packed ? Q : &k->in[1], *V = al.packed ? Q : &k->in[2];
+	const bool bshd = !strcmp(al.in, "BSHD");
 	a->nan_zero = fused && attr_i(k, "nan_to_zero", 0) != 0;
 	if (!cuda_is_float(Q->dtype))
 		return NO("dtype %s is not supported on the GPU", dtname(Q->dtype));
@@ -864,18 +899,30 @@ static bool attn_setup(const struct cuda_kctx *k, struct rd_attn *a, char *why, 
 			return NO("output %d (present key/value or qk) is not supported on the GPU", o);
 	if (attr_f(k, "softcap", 0) != 0)
 		return NO("softcap is not supported on the GPU");
-	if ((Q->rank != 3 && Q->rank != 4) || K->rank != Q->rank || V->rank != Q->rank)
+	if (!al.packed && ((Q->rank != 3 && Q->rank != 4) || K->rank != Q->rank || V->rank != Q->rank))
 		return NO("Q, K and V must all be 3-D or all 4-D");
 	int64_t qh = attr_i(k, "q_num_heads", 0), kvh = attr_i(k, "kv_num_heads", 0);
 	int64_t Lk, Dk, Hv, Lv;
-	if (!attn_view(Q, "Q", qh, bshd, &a->Hq, &a->Lq, &a->D, &a->q_sb, &a->q_sh, &a->q_ss, why, size) ||
-	    !attn_view(K, "K", kvh, bshd, &a->Hkv, &Lk, &Dk, &a->k_sb, &a->k_sh, &a->k_ss, why, size) ||
-	    !attn_view(V, "V", kvh, bshd, &Hv, &Lv, &a->Dv, &a->v_sb, &a->v_sh, &a->v_ss, why, size))
-		return false;
-	a->B = Q->dims[0];
+	if (al.packed) {
+		if (!attn_packed_view(&al, Q, 0, qh, &a->Hq, &a->Lq, &a->D, &a->q_sb, &a->q_sh, &a->q_ss, &off[0], why,
+				      size) ||
+		    !attn_packed_view(&al, Q, 1, qh, &a->Hkv, &Lk, &Dk, &a->k_sb, &a->k_sh, &a->k_ss, &off[1], why, size) ||
+		    !attn_packed_view(&al, Q, 2, qh, &Hv, &Lv, &a->Dv, &a->v_sb, &a->v_sh, &a->v_ss, &off[2], why, size))
+			return false;
+		struct ir_attn_view w;
+		if (ir_attn_view(&al, 0, Q->rank, Q->dims, qh, &w, why, size))
+			return false;
+		a->B = w.b;
+	} else {
+		if (!attn_view(Q, "Q", qh, bshd, &a->Hq, &a->Lq, &a->D, &a->q_sb, &a->q_sh, &a->q_ss, why, size) ||
+		    !attn_view(K, "K", kvh, bshd, &a->Hkv, &Lk, &Dk, &a->k_sb, &a->k_sh, &a->k_ss, why, size) ||
+		    !attn_view(V, "V", kvh, bshd, &Hv, &Lv, &a->Dv, &a->v_sb, &a->v_sh, &a->v_ss, why, size))
+			return false;
+		a->B = Q->dims[0];
+		if (K->dims[0] != a->B || V->dims[0] != a->B)
+			return NO("Q, K and V have different batch sizes");
+	}
 	a->T = Lk;
-	if (K->dims[0] != a->B || V->dims[0] != a->B)
-		return NO("Q, K and V have different batch sizes");
 	if (Hv != a->Hkv || Lv != Lk)
 		return NO("K and V differ in heads or sequence length");
 	if (Dk != a->D)
@@ -886,7 +933,10 @@ static bool attn_setup(const struct cuda_kctx *k, struct rd_attn *a, char *why, 
 		return NO("head sizes over 256 are not supported on the GPU");
 	if (a->Hq > 65535 || a->B > 65535 || (a->Lq + 15) / 16 > INT32_MAX)
 		return NO("too many heads, batches or queries for the GPU kernel");
-	if (Q->rank == 4 && bshd) {
+	if (al.packed || al.has_out) {
+		int64_t yd[4];
+		ir_attn_out(&al, a->B, a->Hq, a->Lq, a->Dv, yd, &a->y_sb, &a->y_sh, &a->y_ss);
+	} else if (Q->rank == 4 && bshd) {
 		a->y_sh = a->Dv;
 		a->y_ss = a->Hq * a->Dv;
 		a->y_sb = a->Lq * a->y_ss;
@@ -938,20 +988,28 @@ static bool attn_setup(const struct cuda_kctx *k, struct rd_attn *a, char *why, 
 static bool supports_attention(const struct cuda_kctx *k, char *why, size_t size)
 {
 	struct rd_attn a;
-	return attn_setup(k, &a, why, size);
+	int64_t off[3];
+	return attn_setup(k, &a, off, why, size);
 }
 
 static int run_attention(struct cuda_kctx *k)
 {
 	struct rd_attn a;
-	char why[160];
-	if (!attn_setup(k, &a, why, sizeof(why)))
+	int64_t off[3];
+	char why[200];
+	if (!attn_setup(k, &a, off, why, sizeof(why)))
 		return ir_diag_err(k->d, IR_ERR, "%s", why);
 	if (has_in(k, 3))
 		a.mask = k->in[3].data;
+	const void *q = k->in[0].data;
+	const void *kp = has_in(k, 1) ? k->in[1].data : NULL, *vp = has_in(k, 2) ? k->in[2].data : NULL;
+	if (off[1] || off[2]) {   /* packed: K and V are further on in input 0 */
+		const size_t es = (size_t)(ir_dtype_bits(k->in[0].dtype) / 8);
+		kp = (const char *)q + (size_t)off[1] * es;
+		vp = (const char *)q + (size_t)off[2] * es;
+	}
 	const char *impl = NULL;
-	cudaError_t e = rd_attention(k->in[0].dtype, &a, k->in[0].data, k->in[1].data, k->in[2].data, k->out[0].data,
-				     k->ctx->stream, &impl);
+	cudaError_t e = rd_attention(k->in[0].dtype, &a, q, kp, vp, k->out[0].data, k->ctx->stream, &impl);
 	if (impl)
 		snprintf(k->impl, sizeof(k->impl), "%s", impl);
 	return cuda_check(e, "rd_attention", k->d);

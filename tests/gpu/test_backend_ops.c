@@ -335,6 +335,16 @@ static const struct spec specs[] = {
 	  { "2x70x3x64|1x16x2x64|1x9x2x40", "2x130x3x64|1x16x2x64|1x9x2x40", "2x130x3x64|1x16x2x64|1x9x2x40",
 	    "2x1x70x130|1x1x1x1=-inf|1x1x9x1" }, .tol = 10 },
 	{ "ai.ogsh:FusedAttention", F, "", { "2x3x16x64", "2x3x16x64", "2x3x16x64", "1x1x1x1=-inf|2x1x16x16@big" }, .tol = 10 },
+	/* Q, K and V packed in input 0 (fuse-qkv), read in place: [B, S, 3*H*D] (ViT-B: 12 heads of 64, rows of
+	 * 2304), sequence-first [S, B, 3*H*D] (torch's MultiheadAttention), a rank-5 [B, S, 3, H, D]; the output
+	 * in any order of B, S, H */
+	{ "ai.ogsh:FusedAttention", F, "layout='BS3HD';q_num_heads=12", { "2x197x2304", "", "" }, .tol = 10 },
+	{ "ai.ogsh:FusedAttention", F, "layout='SB3HD';q_num_heads=4;out_layout='SBHD'",
+	  { "10x2x192|70x3x384", "", "", "2x1x1x10|3x1x1x70" }, .tol = 10 },
+	{ "ai.ogsh:FusedAttention", F, "layout='SB3HD';q_num_heads=2;out_layout='BSHD';nan_to_zero=1",
+	  { "33x2x384", "", "", "1x1x1x1=-inf" }, .tol = 10 },
+	{ "ai.ogsh:FusedAttention", F, "layout='BS3HD';out_layout='BHSD'", { "2x40x3x4x32|1x130x3x8x64", "", "" },
+	  .tol = 10 },
 	/* ---- convolution, pooling ---- */
 	{ "Conv", F, "pads=[1,1,1,1]", { "1x3x9x11|2x16x33x35", "!4x3x3x3|!32x16x3x3", "!4|!32" }, .tol = 10, .flags = MUST_F32 },
 	{ "Conv", F, "strides=[2,2];pads=[0,1,2,1];dilations=[1,2]", { "2x3x9x11", "!5x3x3x3" }, .tol = 10 },

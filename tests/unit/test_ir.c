@@ -597,6 +597,43 @@ static void test_save(void)
 	CHECK(system(cmd) == 0);
 }
 
+/* FusedAttention's layouts: parsing, and the strides of packed and plain inputs and of the output */
+static void test_attn_layout(void)
+{
+	struct ir_attn_layout l;
+	struct ir_attn_view v;
+	char why[200];
+	CHECK(!ir_attn_layout_parse(NULL, NULL, &l, why, sizeof(why)) && !l.packed && !strcmp(l.out, "BHSD"));
+	CHECK(!ir_attn_layout_parse("BSHD", NULL, &l, why, sizeof(why)) && !strcmp(l.out, "BSHD") && !l.has_out);
+	CHECK(!ir_attn_layout_parse("SB3HD", NULL, &l, why, sizeof(why)) && l.packed && !strcmp(l.out, "SBHD"));
+	CHECK(!ir_attn_layout_parse("SB3HD", "BSHD", &l, why, sizeof(why)) && l.has_out && !strcmp(l.out, "BSHD"));
+	CHECK(ir_attn_layout_parse("SBHD", NULL, &l, why, sizeof(why)) && strstr(why, "not BHSD, BSHD or a packed"));
+	CHECK(ir_attn_layout_parse("BS3DH", NULL, &l, why, sizeof(why)));   /* D must be last */
+	CHECK(ir_attn_layout_parse("BS3HD", "BHDS", &l, why, sizeof(why)) && strstr(why, "out_layout"));
+	CHECK(ir_attn_layout_parse("BB3HD", NULL, &l, why, sizeof(why)));
+	/* [S=5, B=2, 3*4*16]: part 1 (K) of (b, h, s, d) at 64 + b*192 + h*16 + s*384 + d */
+	const int64_t sb3e[3] = { 5, 2, 192 };
+	CHECK(!ir_attn_layout_parse("SB3HD", NULL, &l, why, sizeof(why)));
+	CHECK(!ir_attn_view(&l, 1, 3, sb3e, 4, &v, why, sizeof(why)));
+	CHECK(v.b == 2 && v.s == 5 && v.h == 4 && v.d == 16 && v.off == 64 && v.sb == 192 && v.sh == 16 && v.ss == 384);
+	CHECK(ir_attn_view(&l, 0, 3, sb3e, 0, &v, why, sizeof(why)) && strstr(why, "q_num_heads"));
+	CHECK(ir_attn_view(&l, 0, 3, sb3e, 5, &v, why, sizeof(why)) && strstr(why, "does not split"));
+	/* rank 5 [B, S, 3, H, D]: the heads from the dims */
+	const int64_t full[5] = { 2, 7, 3, 4, 8 };
+	CHECK(!ir_attn_layout_parse("BS3HD", NULL, &l, why, sizeof(why)));
+	CHECK(!ir_attn_view(&l, 2, 5, full, 0, &v, why, sizeof(why)));
+	CHECK(v.b == 2 && v.s == 7 && v.h == 4 && v.d == 8 && v.off == 64 && v.sb == 7 * 96 && v.ss == 96 && v.sh == 8);
+	const int64_t bad3[5] = { 2, 7, 2, 4, 8 };
+	CHECK(ir_attn_view(&l, 0, 5, bad3, 0, &v, why, sizeof(why)) && strstr(why, "not 3"));
+	/* plain BSHD, and the output in another order */
+	const int64_t bshd[4] = { 2, 7, 4, 8 };
+	CHECK(!ir_attn_layout_parse("BSHD", "SBHD", &l, why, sizeof(why)));
+	CHECK(!ir_attn_view(&l, 0, 4, bshd, 0, &v, why, sizeof(why)) && v.h == 4 && v.s == 7 && v.sh == 8 && v.ss == 32);
+	int64_t yd[4], ysb, ysh, yss;
+	ir_attn_out(&l, 2, 4, 7, 8, yd, &ysb, &ysh, &yss);
+	CHECK(yd[0] == 7 && yd[1] == 2 && yd[2] == 4 && yd[3] == 8 && ysb == 32 && ysh == 8 && yss == 64);
+}
+
 int main(void)
 {
 	test_build_and_uses();
@@ -609,6 +646,7 @@ int main(void)
 	test_tensors_and_dtypes();
 	test_parse_dims();
 	test_op_table();
+	test_attn_layout();
 	test_symdims();
 	test_save();
 	printf("%d checks, %d failed\n", checks, failures);
