@@ -40,7 +40,7 @@ RMSNormalization LpNormalization MeanVarianceNormalization LRN""".split()
 # written to saved models with a model-local ONNX function that says what it
 # computes in standard ops (passes/fuse_activation.c, fuse_elementwise.c).
 #   FusedConv(X, W, B?, Z?)  Y = act(Conv(X, W, B) + Z)
-#   FusedGemm(A, B, C?)      Y = act(alpha * A' * B' + beta * C)
+#   FusedGemm(A, B, C?, Z?)  Y = act(alpha * A' * B' + beta * C + Z)
 #   Pointwise(x0, x1, ...)   Y = expr(x0, x1, ...), elementwise with broadcasting
 #   FusedAttention(Q, K?, V?, mask?)
 #                            Y = softmax(Q K^T * scale + mask) V per batch and head, as
@@ -53,7 +53,7 @@ RMSNormalization LpNormalization MeanVarianceNormalization LRN""".split()
 #                            Where(IsNaN(p), 0, p))
 OGSH_OPS = [
     ("FusedConv", 2, 4, 1, 1, "0"),
-    ("FusedGemm", 2, 3, 1, 1, "0"),
+    ("FusedGemm", 2, 4, 1, 1, "0"),
     ("Pointwise", 1, -1, 1, 1, "IR_OPF_ELEMENTWISE"),
     ("FusedAttention", 1, 4, 1, 1, "0"),
     # the GPU planner's quantized islands (exec/qfuse.c): made in the plan's
