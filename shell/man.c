@@ -120,8 +120,8 @@ static const struct {
 	{ "OGSH_QCONV_UNSTAGED", "1: the quantized convolution kernel writes its outputs without the staged "
 				 "epilogue (for comparisons; the tests run both)." },
 	{ "OGSH_QGEMM_LT", "0: quantized matrix products use only ogsh's kernel, never cuBLASLt." },
-	{ "OGSH_ATTN_OCC", "1: the float16/bfloat16 attention kernel is held to 128 registers a thread (more "
-			   "blocks at once, a few values spilled), for comparisons." },
+	{ "OGSH_ATTN_OCC", "0: the float16/bfloat16 attention kernel is not held to 128 registers a thread "
+			   "(fewer blocks at once, nothing spilled), for comparisons." },
 	{ "OGSH_CONV_API", "legacy: cuDNN's legacy convolution API only." },
 	{ "OGSH_CUDNN_DEBUG", "set: every cuDNN candidate timed, on standard error." },
 	{ "OGSH_NO_NVRTC", "set: no kernels compiled at run time with NVRTC (fused elementwise chains use the "

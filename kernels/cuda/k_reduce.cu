@@ -1507,14 +1507,16 @@ attention_mma(const T *q, const T *k, const T *v, T *y, rd_attn a)
 	}
 }
 
-// OGSH_ATTN_OCC=1: the tensor-core attention capped at 128 registers (4 blocks of 4 warps a
-// multiprocessor) where it has 4 warps and head size 64 or less; read once
+// The tensor-core attention with 4 warps and head size 64 or less is held to 128 registers (4 blocks
+// a multiprocessor): on an H200 that took BERT-base's attention at batch 32 from 0.56 to 0.48 ms and
+// ViT-B/16's from 0.77 to 0.68 (bench/RESULTS.md, issue 20). OGSH_ATTN_OCC=0 gives the compiler its own
+// choice (167 registers, 3 blocks), for comparisons; read once.
 static bool attn_occupancy()
 {
 	static int v = -1;
 	if (v < 0) {
 		const char *e = getenv("OGSH_ATTN_OCC");
-		v = e && !strcmp(e, "1");
+		v = !(e && !strcmp(e, "0"));
 	}
 	return v == 1;
 }
