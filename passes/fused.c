@@ -82,16 +82,9 @@ struct ir_value *pass_fb_node(struct pass_fbody *b, const char *op, struct ir_va
 	return out;
 }
 
-/* A scalar Constant of the body's element type. */
-struct ir_value *pass_fb_const(struct pass_fbody *b, double v)
+/* A Constant node of the body holding t (its reference is taken, also on error). */
+static struct ir_value *fb_const_node(struct pass_fbody *b, struct ir_tensor *t)
 {
-	if (b->rc)
-		return NULL;
-	struct ir_tensor *t = pass_tensor_from_f64(b->dtype, 0, NULL, &v, b->d);
-	if (!t) {
-		b->rc = IR_ERR;
-		return NULL;
-	}
 	struct ir_node *n;
 	struct ir_value *out = pass_fb_node(b, "Constant", NULL, 0, &n);
 	if (!out) {
@@ -108,6 +101,19 @@ struct ir_value *pass_fb_const(struct pass_fbody *b, double v)
 		b->rc = IR_ENOMEM;
 	}
 	return out;
+}
+
+/* A scalar Constant of the body's element type. */
+struct ir_value *pass_fb_const(struct pass_fbody *b, double v)
+{
+	if (b->rc)
+		return NULL;
+	struct ir_tensor *t = pass_tensor_from_f64(b->dtype, 0, NULL, &v, b->d);
+	if (!t) {
+		b->rc = IR_ERR;
+		return NULL;
+	}
+	return fb_const_node(b, t);
 }
 
 /* Attribute `name` of n refers to the calling node's attribute of that name. */
@@ -313,22 +319,7 @@ static struct ir_value *fb_const_i64(struct pass_fbody *b, const int64_t *v, int
 	int64_t *p = ir_tensor_mutable(t);
 	for (int i = 0; i < n; i++)
 		p[i] = v[i];
-	struct ir_node *c;
-	struct ir_value *out = pass_fb_node(b, "Constant", NULL, 0, &c);
-	if (!out) {
-		ir_tensor_unref(t);
-		return NULL;
-	}
-	struct ir_attr a = { 0 };
-	a.name = strdup("value");
-	a.type = IR_ATTR_TENSOR;
-	a.has_type = true;
-	a.t = t;
-	if (!a.name || ir_node_set_attr(c, &a, b->d)) {
-		ir_attr_clear(&a);
-		b->rc = IR_ENOMEM;
-	}
-	return out;
+	return fb_const_node(b, t);
 }
 
 static void fb_set_ints(struct pass_fbody *b, struct ir_node *n, const char *name, const int64_t *v, int k)

@@ -159,6 +159,11 @@ void kiter_seek(struct kiter *it, int64_t flat);
 /* A shape as "[2,3,4]" in a static per-thread buffer (for messages). */
 const char *kshape(const struct ir_tensor *t);
 
+/* For a kernel tap at input offset off (column o reads o * stride + off), the
+ * output columns [*lo, *hi) of out whose input lies in [0, in); *lo >= *hi
+ * when none does. */
+void ktap_range(int64_t off, int64_t in, int64_t stride, int64_t out, int64_t *lo, int64_t *hi);
+
 /* Reads a 1-D (or scalar) integer tensor into vals (up to max); -1 with an error if not integer. */
 int kread_ints(struct cpu_kctx *k, const struct ir_tensor *t, int64_t *vals, int max, const char *what);
 

@@ -378,13 +378,8 @@ static void dw_planes(void *ctx, int64_t begin, int64_t end, int worker)
 			for (int64_t c = 0; c < kw; c++) {
 				float wv = wc[a * kw + c];
 				/* columns: 0 <= o * sw - pw + c * dw < iw */
-				int64_t off = c * dw - pw, lo = 0, hi = ow;
-				if (off < 0)
-					lo = (-off + sw - 1) / sw;
-				if (iw - off <= 0)
-					hi = 0;
-				else if ((iw - off + sw - 1) / sw < hi)
-					hi = (iw - off + sw - 1) / sw;
+				int64_t off = c * dw - pw, lo, hi;
+				ktap_range(off, iw, sw, ow, &lo, &hi);
 				if (lo >= hi)
 					continue;
 				for (int64_t r = 0; r < oh; r++) {

@@ -255,13 +255,8 @@ static void maxpool2d_planes(void *ctx, int64_t pl0, int64_t pl1, int worker)
 		for (int64_t o = 0; o < g->outsz; o++)
 			yp[o] = NAN;   /* "no tap yet": any tap replaces it */
 		for (int64_t c = 0; c < kw; c++) {
-			int64_t off = c * dw - pw, lo = 0, hi = ow;
-			if (off < 0)
-				lo = (-off + sw - 1) / sw;
-			if (iw - off <= 0)
-				hi = 0;
-			else if ((iw - off + sw - 1) / sw < hi)
-				hi = (iw - off + sw - 1) / sw;
+			int64_t off = c * dw - pw, lo, hi;
+			ktap_range(off, iw, sw, ow, &lo, &hi);
 			if (lo >= hi)
 				continue;
 			for (int64_t a = 0; a < kh; a++) {

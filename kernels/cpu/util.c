@@ -666,3 +666,13 @@ void kern_slice_dim(int64_t dim, int64_t start, int64_t end, int64_t step, int64
 	}
 	*s0 = start;
 }
+
+void ktap_range(int64_t off, int64_t in, int64_t stride, int64_t out, int64_t *lo, int64_t *hi)
+{
+	*lo = off < 0 ? (-off + stride - 1) / stride : 0;
+	*hi = out;
+	if (in - off <= 0)
+		*hi = 0;
+	else if ((in - off + stride - 1) / stride < *hi)
+		*hi = (in - off + stride - 1) / stride;
+}
