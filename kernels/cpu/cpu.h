@@ -217,6 +217,9 @@ int cpu_isa(void);
 
 /* --- GEMM (k_gemm.c) --- */
 
+/* Frees the calling thread's GEMM packing buffer (a pool worker, as it exits). */
+void cpu_sgemm_thread_done(void);
+
 /* C = alpha * op(A) op(B) + beta * C, row-major float32; op transposes when
  * ta/tb. Packed panels and an AVX2/FMA or AVX-512 micro-kernel when the
  * CPU has them; split among the pool's threads by blocks of C, the same

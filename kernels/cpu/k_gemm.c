@@ -460,13 +460,21 @@ static void sgemm_naive(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float
  * The packing buffers of this thread, kept between calls: fresh large
  * blocks come from mmap and cost a page fault per 4 KiB on first touch,
  * which for a conv net is as slow as the packing itself. At most
- * (MC + NCH) * KC floats (0.66 MiB) per thread, never released (it stays
- * reachable, so leak checkers accept it). Per thread rather than per pool
- * worker index: a product started from inside a parallel range runs on
- * that range's thread, and the thread's buffer is free then.
+ * (MC + NCH) * KC floats (0.66 MiB) per thread; a pool worker frees its
+ * own when it exits (cpu_sgemm_thread_done), the calling thread's stays
+ * reachable. Per thread rather than per pool worker index: a product
+ * started from inside a parallel range runs on that range's thread, and
+ * the thread's buffer is free then.
  */
 static _Thread_local float *pack_buf;
 static _Thread_local size_t pack_cap;
+
+void cpu_sgemm_thread_done(void)
+{
+	free(pack_buf);
+	pack_buf = NULL;
+	pack_cap = 0;
+}
 
 static float *pack_space(size_t nfloats)
 {

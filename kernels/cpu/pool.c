@@ -17,6 +17,7 @@
  * until cpu_set_threads changes it (which stops the pool; the next call
  * starts it at the new size). The pool is stopped and joined at exit.
  */
+#include "kernels/cpu/cpu.h"
 #include "kernels/cpu/pool.h"
 #include "kernels/kernels.h"
 
@@ -144,6 +145,7 @@ static void *pool_main(void *arg)
 			pthread_cond_signal(&pool_done);
 	}
 	pthread_mutex_unlock(&pool_mu);
+	cpu_sgemm_thread_done();   /* this thread's GEMM packing buffer */
 	return NULL;
 }
 
