@@ -492,30 +492,7 @@ static void build_attention(struct pass_fbody *b, void *arg)
 	} else {
 		kt = body_transpose(b, k, 0, 1, 3, 2);
 	}
-	struct ir_value *in[3] = { q, kt };
-	struct ir_value *s = pass_fb_node(b, "MatMul", in, 2, NULL);
-	in[0] = s;
-	in[1] = pass_fb_const(b, a->scale);
-	s = pass_fb_node(b, "Mul", in, 2, NULL);
-	if (mask) {
-		in[0] = s;
-		in[1] = mask;
-		s = pass_fb_node(b, "Add", in, 2, NULL);
-	}
-	struct ir_node *sm = NULL;
-	struct ir_value *p = pass_fb_node(b, "Softmax", &s, 1, &sm);
-	if (p && set_attr_int(sm, "axis", -1, b->d))
-		b->rc = IR_ERR;
-	if (a->nan_zero) {
-		struct ir_value *isn = pass_fb_node(b, "IsNaN", &p, 1, NULL);
-		in[0] = isn;
-		in[1] = pass_fb_const(b, 0);
-		in[2] = p;
-		p = pass_fb_node(b, "Where", in, 3, NULL);
-	}
-	in[0] = p;
-	in[1] = v;
-	struct ir_value *y = pass_fb_node(b, "MatMul", in, 2, NULL);
+	struct ir_value *y = pass_fb_sdpa(b, q, kt, v, mask, a->scale, a->nan_zero);
 	if (a->bshd)
 		y = body_transpose(b, y, 0, 2, 1, 3);
 	pass_fb_output(b, y);

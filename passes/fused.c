@@ -363,6 +363,35 @@ static struct ir_value *fb_transpose(struct pass_fbody *b, struct ir_value *x, c
 	return y;
 }
 
+
+struct ir_value *pass_fb_sdpa(struct pass_fbody *b, struct ir_value *q, struct ir_value *kt, struct ir_value *v,
+			      struct ir_value *mask, double scale, bool nan_zero)
+{
+	struct ir_value *in[3] = { q, kt, NULL };
+	struct ir_value *s = pass_fb_node(b, "MatMul", in, 2, NULL);
+	in[0] = s;
+	in[1] = pass_fb_const(b, scale);
+	s = pass_fb_node(b, "Mul", in, 2, NULL);
+	if (mask) {
+		in[0] = s;
+		in[1] = mask;
+		s = pass_fb_node(b, "Add", in, 2, NULL);
+	}
+	struct ir_node *sm = NULL;
+	struct ir_value *p = pass_fb_node(b, "Softmax", &s, 1, &sm);
+	fb_set_int(b, sm, "axis", -1);
+	if (nan_zero) {
+		struct ir_value *isn = pass_fb_node(b, "IsNaN", &p, 1, NULL);
+		in[0] = isn;
+		in[1] = pass_fb_const(b, 0);
+		in[2] = p;
+		p = pass_fb_node(b, "Where", in, 3, NULL);
+	}
+	in[0] = p;
+	in[1] = v;
+	return pass_fb_node(b, "MatMul", in, 2, NULL);
+}
+
 /*
  * The body: the packed input reshaped to its full rank (the merged axes
  * split), transposed to [3, B, H, S, D] and Gathered into Q, K, V (or Q, K,
@@ -419,30 +448,8 @@ static void build_attention_fn(struct pass_fbody *b, void *arg)
 	}
 	struct ir_value *mask = a->mask ? pass_fb_input(b, "mask") : NULL;
 	static const int64_t kt_perm[4] = { 0, 1, 3, 2 };
-	in[0] = q;
-	in[1] = fb_transpose(b, k, kt_perm, 4);
-	struct ir_value *s = pass_fb_node(b, "MatMul", in, 2, NULL);
-	in[0] = s;
-	in[1] = pass_fb_const(b, a->scale);
-	s = pass_fb_node(b, "Mul", in, 2, NULL);
-	if (mask) {
-		in[0] = s;
-		in[1] = mask;
-		s = pass_fb_node(b, "Add", in, 2, NULL);
-	}
-	struct ir_node *sm = NULL;
-	struct ir_value *p = pass_fb_node(b, "Softmax", &s, 1, &sm);
-	fb_set_int(b, sm, "axis", -1);
-	if (a->nan_zero) {
-		struct ir_value *isn = pass_fb_node(b, "IsNaN", &p, 1, NULL);
-		in[0] = isn;
-		in[1] = pass_fb_const(b, 0);
-		in[2] = p;
-		p = pass_fb_node(b, "Where", in, 3, NULL);
-	}
-	in[0] = p;
-	in[1] = v;
-	struct ir_value *y = pass_fb_node(b, "MatMul", in, 2, NULL);
+	struct ir_value *kt = fb_transpose(b, k, kt_perm, 4);
+	struct ir_value *y = pass_fb_sdpa(b, q, kt, v, mask, a->scale, a->nan_zero);
 	if (strcmp(l->out, "BHSD")) {
 		int64_t perm[4];
 		for (int i = 0; i < 4; i++)

@@ -26,6 +26,10 @@ struct ir_value *pass_fb_input(struct pass_fbody *b, const char *name);
 struct ir_value *pass_fb_node(struct pass_fbody *b, const char *op, struct ir_value *const *in, int n_in,
 			      struct ir_node **node);
 struct ir_value *pass_fb_const(struct pass_fbody *b, double v);
+/* softmax(q kt * scale + mask) v, the last axis the keys (mask NULL: none);
+ * with nan_zero, softmax rows that are NaN count as zeros (IsNaN, Where). */
+struct ir_value *pass_fb_sdpa(struct pass_fbody *b, struct ir_value *q, struct ir_value *kt, struct ir_value *v,
+			      struct ir_value *mask, double scale, bool nan_zero);
 void pass_fb_attr_ref(struct pass_fbody *b, struct ir_node *n, const char *name, enum ir_attr_type type);
 void pass_fb_attr_float(struct pass_fbody *b, struct ir_node *n, const char *name, double v);
 void pass_fb_output(struct pass_fbody *b, struct ir_value *v);
