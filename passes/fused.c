@@ -479,6 +479,14 @@ int pass_fused_attention_fn(struct pass_ctx *c, struct ir_node *n, const struct 
 		rc = pass_fused_set_str(n, "layout", l->in, c->d);
 	if (!rc && l->has_out)
 		rc = pass_fused_set_str(n, "out_layout", l->out, c->d);
+	if (!rc && a->nan_zero) {
+		struct ir_attr na = { 0 };
+		na.name = strdup("nan_to_zero");
+		na.type = IR_ATTR_INT;
+		na.has_type = true;
+		na.i = 1;
+		rc = na.name ? ir_node_set_attr(n, &na, c->d) : ir_diag_err(c->d, IR_ENOMEM, "out of memory");
+	}
 	if (!rc && l->packed && a->heads > 0) {
 		struct ir_attr ha = { 0 };
 		ha.name = strdup("q_num_heads");

@@ -328,6 +328,14 @@ def test_exported():
                         str(list(n.input)))
                 near.update(prod[i].op_type for i in n.input if i in prod)
                 near.update(r.op_type for r in m.graph.node if n.output[0] in r.input)
+            # the exporter's guard of rows masked everywhere (Where(IsNaN(p), 0, p)) went into the fused
+            # node: it must still carry nan_to_zero=1 after fuse-qkv rebuilt it
+            if before.get("IsNaN") and not after.get("IsNaN"):
+                for n in m.graph.node:
+                    if n.op_type == "FusedAttention":
+                        nz = [a.i for a in n.attribute if a.name == "nan_to_zero"]
+                        T.check(nz == [1], f"{name}_{exp}: {n.name} keeps nan_to_zero=1 (the IsNaN/Where guard)",
+                                str(nz))
             copies = {op: k for op, k in near.items() if op in ("Transpose", "Gather", "Split", "Slice", "Squeeze")}
             T.check(not copies, f"{name}_{exp}: no Transpose, Gather, Split, Slice or Squeeze next to attention",
                     str(dict(near)))
