@@ -122,8 +122,11 @@ static const struct {
 	{ "OGSH_QGEMM_LT", "0: quantized matrix products use only ogsh's kernel, never cuBLASLt." },
 	{ "OGSH_ATTN_OCC", "0: the float16/bfloat16 attention kernel is not held to 128 registers a thread "
 			   "(fewer blocks at once, nothing spilled), for comparisons." },
+	{ "OGSH_ATTN_CUDNN", "0: float16/bfloat16 attention never runs on cuDNN's fused flash-attention engines, "
+			    "only on ogsh's own kernels, for comparisons." },
 	{ "OGSH_CONV_API", "legacy: cuDNN's legacy convolution API only." },
-	{ "OGSH_CUDNN_DEBUG", "set: every cuDNN candidate timed, on standard error." },
+	{ "OGSH_CUDNN_DEBUG", "set: every cuDNN candidate timed, and why an attention does not run on cuDNN, on "
+			      "standard error." },
 	{ "OGSH_NO_NVRTC", "set: no kernels compiled at run time with NVRTC (fused elementwise chains use the "
 			   "generic kernel)." },
 	{ "NO_COLOR", "set: no colour, even at a terminal." },

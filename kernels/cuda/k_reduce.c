@@ -11,10 +11,13 @@
  */
 #include "kernels/cuda/cuda.h"
 #include "kernels/cuda/k_reduce.h"
+#include "kernels/cuda/k_sdpa.h"
+#include "kernels/cuda/cudnn_api.h"
 
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- small helpers ---- */
@@ -992,6 +995,148 @@ static bool supports_attention(const struct cuda_kctx *k, char *why, size_t size
 	return attn_setup(k, &a, off, why, size);
 }
 
+/*
+ * float16/bfloat16 attention through cuDNN's fused flash-attention engines
+ * (k_sdpa.c) when cuDNN plans it; ogsh's own kernels otherwise, and for
+ * what the graph does not express: a row whose every key is masked is NaN by
+ * the softmax's definition, and zeros on cuDNN, so a mask (or a causal limit
+ * with more queries than keys) goes to cuDNN only with FusedAttention's
+ * nan_to_zero, which asks for those zeros. The mask goes in as cuDNN's additive bias: in place
+ * when it is [b|1, h|1, Lq, T] of the attention's type with rows 16-byte
+ * aligned, else made by rd_attn_bias into the workspace on every run.
+ * OGSH_ATTN_CUDNN=0 turns the path off (read once).
+ */
+struct attn_state {
+	struct sdpa *sd;
+	bool mask, mask_direct;
+	int64_t bm, hm, tp;     /* the materialized bias: [bm, hm, Lq, T], rows tp apart */
+	size_t bias_off;        /* where it starts in the workspace */
+};
+
+static void release_attention(void *p)
+{
+	struct attn_state *st = p;
+	if (!st)
+		return;
+	sdpa_free(st->sd);
+	free(st);
+}
+
+static bool attn_cudnn_on(void)
+{
+	static int v = -1;
+	if (v < 0) {
+		const char *e = getenv("OGSH_ATTN_CUDNN");
+		v = !(e && !strcmp(e, "0"));
+	}
+	return v == 1;
+}
+
+static size_t up256(size_t n)
+{
+	return (n + 255) / 256 * 256;
+}
+
+static int prepare_attention(struct cuda_kctx *k)
+{
+	struct rd_attn a;
+	int64_t off[3];
+	char why[200];
+	if (!attn_setup(k, &a, off, why, sizeof(why)))
+		return ir_diag_err(k->d, IR_ERR, "%s", why);
+	const int dt = k->in[0].dtype;
+	if (!attn_cudnn_on() || (dt != IR_FLOAT16 && dt != IR_BFLOAT16))
+		return 0;
+	const bool mask = has_in(k, 3);
+	const char *skip = NULL;
+	const int64_t st8[] = { a.q_sb, a.q_sh, a.q_ss, a.k_sb, a.k_sh, a.k_ss, a.v_sb, a.v_sh, a.v_ss, a.y_sb, a.y_sh, a.y_ss };
+	for (size_t i = 0; i < sizeof(st8) / sizeof(st8[0]); i++)
+		if (st8[i] % 8)
+			skip = "a stride is not a multiple of 8 elements";
+	if (a.D != a.Dv || a.D % 8 || a.D > 128)
+		skip = "head sizes differ, or are not a multiple of 8 up to 128";
+	if (off[1] % 8 || off[2] % 8)
+		skip = "packed K or V does not start 16-byte aligned";
+	/* a row every key of which is masked gives zeros on cuDNN (as nan_to_zero asks), NaN on ours (as
+	 * the softmax of -inf everywhere is) */
+	if (!a.nan_zero && (mask || (a.causal && a.Lq > a.T)))
+		skip = "a row masked everywhere must give NaN (nan_to_zero is 0), and cuDNN gives zeros";
+	if (a.Lq < 1 || a.T < 1)
+		skip = "no queries or no keys";
+	if (skip) {
+		if (getenv("OGSH_CUDNN_DEBUG"))
+			fprintf(stderr, "cudnn attention: %s: %s\n", k->node->name, skip);
+		return 0;
+	}
+	struct attn_state *st = calloc(1, sizeof(*st));
+	if (!st)
+		return ir_diag_err(k->d, IR_ENOMEM, "out of memory");
+	struct sdpa_bias bias;
+	if (mask) {
+		const struct cuda_tensor *M = &k->in[3];
+		int64_t md[4] = { 1, 1, 1, 1 };
+		for (int i = 3, j = M->rank - 1; j >= 0; i--, j--)
+			md[i] = M->dims[j];
+		st->mask = true;
+		st->bm = md[0];
+		st->hm = md[1];
+		st->mask_direct = M->dtype == dt && md[2] == a.Lq && md[3] == a.T && a.mstr[3] == 1 && a.mstr[2] % 8 == 0 &&
+				  (md[0] == 1 || a.mstr[0] % 8 == 0) && (md[1] == 1 || a.mstr[1] % 8 == 0);
+		bias.dims[0] = st->bm, bias.dims[1] = st->hm, bias.dims[2] = a.Lq, bias.dims[3] = a.T;
+		if (st->mask_direct) {
+			bias.strides[3] = 1;
+			bias.strides[2] = a.mstr[2];
+			bias.strides[1] = md[1] == 1 ? a.Lq * a.mstr[2] : a.mstr[1];
+			bias.strides[0] = md[0] == 1 ? st->hm * bias.strides[1] : a.mstr[0];
+		} else {
+			st->tp = (a.T + 7) / 8 * 8;
+			bias.strides[3] = 1;
+			bias.strides[2] = st->tp;
+			bias.strides[1] = a.Lq * st->tp;
+			bias.strides[0] = st->hm * a.Lq * st->tp;
+		}
+	}
+	struct ir_diag quiet;
+	ir_diag_init(&quiet);
+	const struct cudnn_api *api = cuda_cudnn(&quiet);
+	void *h = api ? cuda_cudnn_handle(k->ctx, &quiet) : NULL;
+	st->sd = h ? sdpa_new(api, h, dt, &a, mask ? &bias : NULL, &quiet) : NULL;
+	if (!st->sd) {
+		if (getenv("OGSH_CUDNN_DEBUG"))
+			fprintf(stderr,
+				"cudnn attention: %s: %s (B %lld Hq %lld Hkv %lld Lq %lld T %lld D %lld; q %lld %lld %lld, k %lld %lld %lld, "
+				"y %lld %lld %lld; mask %d causal %d)\n",
+				k->node->name, quiet.error ? quiet.error : "no reason given", (long long)a.B, (long long)a.Hq,
+				(long long)a.Hkv, (long long)a.Lq, (long long)a.T, (long long)a.D, (long long)a.q_sb,
+				(long long)a.q_sh, (long long)a.q_ss, (long long)a.k_sb, (long long)a.k_sh, (long long)a.k_ss,
+				(long long)a.y_sb, (long long)a.y_sh, (long long)a.y_ss, mask, a.causal);
+		ir_diag_clear(&quiet);
+		free(st);
+		return 0;
+	}
+	ir_diag_clear(&quiet);
+	k->state = st;
+	st->bias_off = up256((size_t)sdpa_ws(st->sd));
+	k->ws_bytes = st->bias_off;
+	if (mask && !st->mask_direct)
+		k->ws_bytes += (size_t)(st->bm * st->hm * a.Lq * st->tp) * 2;
+	snprintf(k->impl, sizeof(k->impl), "cudnn sdpa engine %d%s", sdpa_engine(st->sd),
+		 mask ? (st->mask_direct ? " +bias" : " +bias (converted)") : "");
+	if (getenv("OGSH_CUDNN_DEBUG"))
+		fprintf(stderr, "cudnn attention: %s: planned: %s, workspace %zu bytes\n", k->node->name, k->impl, k->ws_bytes);
+	return 0;
+}
+
+/* Whether the pointers of this run suit the cuDNN plan: 16-byte aligned. */
+static bool attn_ptrs_ok(const void *q, const void *kp, const void *vp, const void *y, const void *m)
+{
+	const void *p[] = { q, kp, vp, y, m };
+	for (size_t i = 0; i < 5; i++)
+		if ((uintptr_t)p[i] % 16)
+			return false;
+	return true;
+}
+
 static int run_attention(struct cuda_kctx *k)
 {
 	struct rd_attn a;
@@ -1007,6 +1152,22 @@ static int run_attention(struct cuda_kctx *k)
 		const size_t es = (size_t)(ir_dtype_bits(k->in[0].dtype) / 8);
 		kp = (const char *)q + (size_t)off[1] * es;
 		vp = (const char *)q + (size_t)off[2] * es;
+	}
+	struct attn_state *st = k->state;
+	if (st && st->sd) {
+		void *bias = st->mask ? (void *)a.mask : NULL;
+		if (st->mask && !st->mask_direct) {
+			bias = (char *)k->ws + st->bias_off;
+			if (cuda_check(rd_attn_bias(k->in[0].dtype, &a, st->bm, st->hm, st->tp, bias, k->ctx->stream),
+				       "rd_attn_bias", k->d))
+				return IR_ERR;
+		}
+		if (attn_ptrs_ok(q, kp, vp, k->out[0].data, bias)) {
+			void *h = cuda_cudnn_handle(k->ctx, k->d);
+			if (!h)
+				return IR_ERR;
+			return sdpa_run(st->sd, h, q, kp, vp, bias, k->out[0].data, k->ws, k->d);
+		}
 	}
 	const char *impl = NULL;
 	cudaError_t e = rd_attention(k->in[0].dtype, &a, q, kp, vp, k->out[0].data, k->ctx->stream, &impl);
@@ -1040,7 +1201,7 @@ const struct cuda_kernel cuda_k_reduce[] = {
 	{ IR_OP_GroupNormalization, supports_groupnorm, NULL, run_groupnorm, NULL },
 	{ IR_OP_LpNormalization, supports_lpnorm, NULL, run_lpnorm, NULL },
 	{ IR_OP_MeanVarianceNormalization, supports_mvn, prepare_mvn, run_mvn, NULL },
-	{ IR_OP_Attention, supports_attention, NULL, run_attention, NULL },
-	{ IR_OP_ogsh_FusedAttention, supports_attention, NULL, run_attention, NULL },
+	{ IR_OP_Attention, supports_attention, prepare_attention, run_attention, release_attention },
+	{ IR_OP_ogsh_FusedAttention, supports_attention, prepare_attention, run_attention, release_attention },
 	{ .op = -1 },
 };

@@ -2067,3 +2067,48 @@ extern "C" cudaError_t rd_attention(int dtype, const struct rd_attn *a, const vo
 		return cudaErrorInvalidValue;
 	DISPATCH_FLOAT(dtype, attention_t<T>(a, q, k, v, y, s, impl))
 }
+
+// The attention mask of a as the additive bias cuDNN's attention graph adds: [Bm, Hm, Lq, T] of T with
+// rows Tp apart; a bool mask gives 0 (kept) and -inf, keys past the mask's columns -inf, and finite
+// values below T's range the lowest finite T (a float32 -3.4e38 stays a finite "masked")
+template <typename T>
+__global__ void attn_bias_k(rd_attn a, int64_t Bm, int64_t Hm, int64_t Tp, T *dst, int64_t total)
+{
+	const float lo = std::is_same<T, __half>::value ? -65504.f : -3.38953139e38f;
+	for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
+		int64_t r = e;
+		const int64_t j = r % a.T;
+		r /= a.T;
+		const int64_t i = r % a.Lq;
+		r /= a.Lq;
+		const int64_t h = r % Hm, b = r / Hm;
+		float x = -INFINITY;
+		if (j < a.mcols) {
+			const int64_t mo = b * a.mstr[0] + h * a.mstr[1] + i * a.mstr[2] + j * a.mstr[3];
+			if (a.mask_dtype == RD_BOOL)
+				x = ((const uint8_t *)a.mask)[mo] ? 0.f : -INFINITY;
+			else {
+				x = ldf(a.mask, a.mask_dtype, mo);
+				if (x < lo && x != -INFINITY)
+					x = lo;
+			}
+		}
+		dst[((b * Hm + h) * a.Lq + i) * Tp + j] = fromf<T>(x);
+	}
+}
+
+extern "C" cudaError_t rd_attn_bias(int dtype, const struct rd_attn *a, int64_t Bm, int64_t Hm, int64_t Tp, void *dst,
+				    cudaStream_t s)
+{
+	const int64_t total = Bm * Hm * a->Lq * a->T;
+	if (total <= 0)
+		return cudaSuccess;
+	const int64_t blocks = (total + 255) / 256 < 4096 ? (total + 255) / 256 : 4096;
+	if (dtype == RD_F16)
+		attn_bias_k<__half><<<(unsigned)blocks, 256, 0, s>>>(*a, Bm, Hm, Tp, (__half *)dst, total);
+	else if (dtype == RD_BF16)
+		attn_bias_k<__nv_bfloat16><<<(unsigned)blocks, 256, 0, s>>>(*a, Bm, Hm, Tp, (__nv_bfloat16 *)dst, total);
+	else
+		return cudaErrorInvalidValue;
+	return cudaGetLastError();
+}

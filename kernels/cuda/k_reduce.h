@@ -122,6 +122,11 @@ struct rd_attn {
 };
 cudaError_t rd_attention(int dtype, const struct rd_attn *a, const void *q, const void *k, const void *v, void *y,
 			 cudaStream_t s, const char **impl);
+/* a's mask (mask, mask_dtype, mstr, mcols) as an additive bias of dtype (RD_F16 or RD_BF16) in dst:
+ * [Bm, Hm, Lq, T] with rows Tp elements apart; bool masks give 0 and -inf, keys past the mask's
+ * columns -inf, finite values below the type's range its lowest finite value. */
+cudaError_t rd_attn_bias(int dtype, const struct rd_attn *a, int64_t Bm, int64_t Hm, int64_t Tp, void *dst,
+			 cudaStream_t s);
 
 #ifdef __cplusplus
 }
