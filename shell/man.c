@@ -122,7 +122,10 @@ static const struct {
 	{ "OGSH_QGEMM_LT", "0: quantized matrix products use only ogsh's kernel, never cuBLASLt." },
 	{ "OGSH_ATTN_OCC", "0: the float16/bfloat16 attention kernel is not held to 128 registers a thread "
 			   "(fewer blocks at once, nothing spilled), for comparisons." },
-	{ "OGSH_CONV_API", "legacy: cuDNN's legacy convolution API only." },
+	{ "OGSH_CONV_API", "legacy: cuDNN's legacy convolution API only (none of ogsh's own conv paths)." },
+	{ "OGSH_CONV_PATCH", "0: no patch GEMM (a convolution whose kernel is its stride, such as ViT's patch "
+			     "embedding, runs through cuDNN instead of as patches and one cuBLASLt product), for "
+			     "comparisons." },
 	{ "OGSH_CUDNN_DEBUG", "set: every cuDNN candidate timed, on standard error." },
 	{ "OGSH_NO_NVRTC", "set: no kernels compiled at run time with NVRTC (fused elementwise chains use the "
 			   "generic kernel)." },
