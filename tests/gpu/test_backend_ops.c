@@ -64,9 +64,10 @@ struct spec {
 	double tol;            /* tolerance multiplier (0: 1) */
 	int opset;             /* 0: 21 */
 	unsigned flags;
-	/* the kernel's description (k.impl) in the NCHW run must contain this
-	 * text, or with a leading '!' must not (NULL: anything); not checked
-	 * when OGSH_CONV_PATCH or OGSH_CONV_API changes the choice */
+	/* the kernel's description (k.impl) in the NCHW run and the "nhwc
+	 * out" one must contain this text, or with a leading '!' must not
+	 * (NULL: anything); not checked when OGSH_CONV_PATCH or OGSH_CONV_API
+	 * changes the choice */
 	const char *impl;
 };
 
@@ -398,7 +399,8 @@ static const struct spec specs[] = {
 	/* the patch GEMM (kernel == stride, no pads, C*kh*kw % 8 == 0: patches and one cuBLASLt
 	 * product; ViT's patch embedding): batch 1 and 3, with and without bias, inputs not a whole
 	 * number of patches, non-square, ViT's 16x16 over 3 channels (K = 768), 1-D, FusedConv's
-	 * activation and Z, an odd M (Y's columns 2-byte aligned); then C*kh*kw = 12: cuDNN.
+	 * activation and Z, an odd M (Y's rows 4-byte aligned, 2-byte in the nhwc-out run); then
+	 * C*kh*kw = 12: cuDNN.
 	 * kernel_shape marks them: --filter 'Conv .*kernel_shape' */
 	{ "Conv", F, "kernel_shape=[4,4];strides=[4,4]", { "1x3x16x16|3x3x17x18|1x3x16x16|3x3x17x18", "!16x3x4x4",
 	  "!16|!16|" }, .tol = 10, .impl = "patch GEMM" },
@@ -1152,6 +1154,14 @@ static bool impl_ok(const char *want, const char *impl)
 	return (strstr(impl, want + neg) != NULL) != neg;
 }
 
+/* msg (the kernel's description) becomes the failure's message. */
+static void impl_msg(const char *want, char *msg, size_t size)
+{
+	char ran[160];
+	snprintf(ran, sizeof(ran), "%.150s", msg);
+	snprintf(msg, size, "ran as '%s', expected %s'%s'", ran, *want == '!' ? "not " : "", want + (*want == '!'));
+}
+
 static bool gpu_init(char *why, size_t size)
 {
 	/* the executor's answer (driver, device, OGSH_DEVICE=cpu), then our own */
@@ -1674,10 +1684,7 @@ int main(int argc, char **argv)
 				char msg[1024] = "";
 				enum result r = gpu_case(&c, kern, &c.want, 0, msg, sizeof(msg));
 				if (r == R_PASS && !impl_ok(sp->impl, msg)) {
-					char ran[160];
-					snprintf(ran, sizeof(ran), "%.150s", msg);
-					snprintf(msg, sizeof(msg), "ran as '%s', expected %s'%s'", ran, *sp->impl == '!' ? "not " : "",
-						 sp->impl + (*sp->impl == '!'));
+					impl_msg(sp->impl, msg, sizeof(msg));
 					r = R_FAIL;
 				}
 				/* the channels-last layouts the planner may give the node */
@@ -1690,6 +1697,10 @@ int main(int argc, char **argv)
 					char m2[1024] = "";
 					n_cases++;
 					enum result r2 = gpu_case(&c, kern, &c.want, lay, m2, sizeof(m2));
+					if (r2 == R_PASS && lay == L_Y && !impl_ok(sp->impl, m2)) {
+						impl_msg(sp->impl, m2, sizeof(m2));
+						r2 = R_FAIL;
+					}
 					const char *ln = lay == L_X ? "nhwc in" : lay == L_Y ? "nhwc out" : "nhwc";
 					if (r2 == R_FAIL) {
 						n_fail++;
