@@ -1293,8 +1293,9 @@ static int epilogue_init(struct cuda_kctx *k, struct conv_state *s, const struct
  * Both products are "TN" (the inner dimension contiguous on both sides).
  * FusedConv's Z and activation run after as ogsh's epilogue.
  *
- * Taken when K % 8 == 0 (rows of 16 bytes), X is NCHW, W (and B) are
- * constants and cuBLASLt has an algorithm; cuBLASLt's first heuristic
+ * Taken when the window has 2 elements or more (not ResNet's 1x1 convs),
+ * K % 8 == 0 (rows of 16 bytes), X is NCHW, W (and B) are constants and
+ * cuBLASLt has an algorithm; cuBLASLt's first heuristic
  * choice, not timed. OGSH_CONV_PATCH=0 (or OGSH_CONV_API=legacy) turns it
  * off.
  */
@@ -1348,6 +1349,10 @@ static bool patch_fits(const struct cuda_kctx *k, const struct geom *g, bool tra
 	for (int i = 0; i < 2; i++)
 		if (g->ker[i] != g->str[i] || g->dil[i] != 1 || g->pb[i] || g->pe[i])
 			return false;
+	/* a 1x1 window (stride 1) is a product already: cuDNN runs it on X as
+	 * it is, with the bias and activation fused (ResNet's 1x1 convs) */
+	if (g->ker[0] * g->ker[1] < 2)
+		return false;
 	int64_t K = g->C * g->ker[0] * g->ker[1], P = g->out[0] * g->out[1];
 	if (K <= 0 || K % 8 || K > INT_MAX - 8 || !k->in[1].host || (present(k, 2) && !k->in[2].host))
 		return false;

@@ -400,7 +400,7 @@ static const struct spec specs[] = {
 	 * product; ViT's patch embedding): batch 1 and 3, with and without bias, inputs not a whole
 	 * number of patches, non-square, ViT's 16x16 over 3 channels (K = 768), 1-D, FusedConv's
 	 * activation and Z, an odd M (Y's rows 4-byte aligned, 2-byte in the nhwc-out run); then
-	 * C*kh*kw = 12: cuDNN.
+	 * C*kh*kw = 12 and a 1x1 window: cuDNN.
 	 * kernel_shape marks them: --filter 'Conv .*kernel_shape' */
 	{ "Conv", F, "kernel_shape=[4,4];strides=[4,4]", { "1x3x16x16|3x3x17x18|1x3x16x16|3x3x17x18", "!16x3x4x4",
 	  "!16|!16|" }, .tol = 10, .impl = "patch GEMM" },
@@ -413,6 +413,7 @@ static const struct spec specs[] = {
 	  { "2x4x6x8|3x4x6x8", "!8x4x2x2", "!8|", "2x8x3x4|1x8x1x1" }, .tol = 10, .impl = "patch GEMM" },
 	{ "Conv", F, "kernel_shape=[2,2];strides=[2,2]", { "1x3x8x6|3x3x8x6", "!5x3x2x2", "!5|" }, .tol = 10,
 	  .impl = "!patch GEMM" },
+	{ "Conv", F, "kernel_shape=[1,1]", { "2x16x5x7", "!8x16x1x1", "!8" }, .tol = 10, .impl = "!patch GEMM" },
 	{ "MaxPool", F, "kernel_shape=[3,3];strides=[2,2];pads=[1,1,1,1]", { "1x3x9x11|2x64x56x56" }, .flags = MUST_F32 },
 	{ "MaxPool", F, "kernel_shape=[2,2];strides=[2,2]", { "1x3x9x11|2x64x33x17" } },
 	{ "MaxPool", F, "kernel_shape=[3,3];ceil_mode=1;strides=[2,2]", { "1x3x10x11" } },
