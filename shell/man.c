@@ -124,7 +124,10 @@ static const struct {
 			   "(fewer blocks at once, nothing spilled), for comparisons." },
 	{ "OGSH_ATTN_CUDNN", "0: float16/bfloat16 attention never runs on cuDNN's fused flash-attention engines, "
 			    "only on ogsh's own kernels, for comparisons." },
-	{ "OGSH_CONV_API", "legacy: cuDNN's legacy convolution API only." },
+	{ "OGSH_CONV_API", "legacy: cuDNN's legacy convolution API only (none of ogsh's own conv paths)." },
+	{ "OGSH_CONV_PATCH", "0: no patch GEMM (a convolution whose kernel is its stride, such as ViT's patch "
+			     "embedding, runs through cuDNN instead of as patches and one cuBLASLt product), for "
+			     "comparisons." },
 	{ "OGSH_CUDNN_DEBUG", "set: every cuDNN candidate timed, and why an attention does not run on cuDNN, on "
 			      "standard error." },
 	{ "OGSH_NO_NVRTC", "set: no kernels compiled at run time with NVRTC (fused elementwise chains use the "

@@ -4,7 +4,9 @@
  * (opened with dlopen, libs_cudnn.c), with our own kernels (k_conv.cu) for
  * what cuDNN does not do: asymmetric pads (the input is padded into the
  * workspace, or a ConvTranspose output cropped from it) and the epilogue
- * (bias, residual Z, any activation of FusedConv).
+ * (bias, residual Z, any activation of FusedConv). A conv whose kernel is
+ * its stride (ViT's patch embedding) runs as patches and one cuBLASLt
+ * product instead (see "The patch GEMM" below).
  *
  * To add a kernel: write supports/prepare/run here and list them in
  * cuda_k_conv[] at the end of the file.
@@ -15,6 +17,7 @@
  * choice. float32 runs without TF32 unless ctx->tf32.
  */
 #include "kernels/cuda/cudnn_api.h"
+#include "kernels/cuda/cublaslt_api.h"
 #include "kernels/fused.h"
 #include "kernels/cuda/k_conv.h"
 
@@ -352,10 +355,13 @@ struct conv_state {
 	bool dw_nchw;            /* depthwise NCHW: our tiled kernel on W as it is */
 	int cpad;                /* X of fewer than 8 channels padded to 8 in xt (and W so), or 0 */
 	struct kconv_dw dwp;
+	struct patch_gemm *pg;   /* the patch GEMM, or NULL (then cuDNN or the depthwise kernels) */
 };
 
 struct cg_conv;
 static void cg_free(struct cg_conv *c);
+struct patch_gemm;
+static void patch_free(struct patch_gemm *pg);
 
 static void conv_release(void *p)
 {
@@ -381,6 +387,7 @@ static void conv_release(void *p)
 	if (s->w_nhwc)
 		cudaFree(s->w_nhwc);
 	cg_free(s->cg);
+	patch_free(s->pg);
 	free(s);
 }
 
@@ -1218,6 +1225,305 @@ static void dw_params(struct kconv_dw *p, const struct geom *g, const int *pad, 
 	p->act = a->kind, p->p0 = a->p0, p->p1 = a->p1;
 }
 
+/* s->ep (the epilogue on NCHW Y) and s->ep_cl (on channels-last Y) for the
+ * activation a and FusedConv's Z (zfull: Z is Y's size; else broadcast);
+ * the bias pointer is the caller's at run. 0 or an error. */
+static int epilogue_init(struct cuda_kctx *k, struct conv_state *s, const struct act *a, bool zfull)
+{
+	const struct cuda_tensor *y = &k->out[0];
+	const struct geom *g = &s->g;
+	int64_t ynumel = cuda_numel(y);
+	struct kconv_epilogue *e = &s->ep;
+	e->n = ynumel;
+	e->channels = g->M;
+	e->inner = g->M ? ynumel / (g->N * g->M) : 1;
+	if (e->inner < 1)
+		e->inner = 1;
+	e->act = a->kind;
+	e->p0 = a->p0;
+	e->p1 = a->p1;
+	e->zfull = zfull;
+	e->rank = y->rank;
+	if (s->z_in >= 0 && !zfull) {
+		if (y->rank > KCONV_MAX_RANK)
+			return ir_diag_err(k->d, IR_ERR, "output rank %d is too large", y->rank);
+		int64_t st[IR_MAX_RANK];
+		cuda_bcast_strides(&k->in[s->z_in], y->rank, y->dims, st);
+		for (int i = 0; i < y->rank; i++) {
+			e->dims[i] = y->dims[i];
+			e->zstrides[i] = st[i];
+		}
+	}
+	/* the same epilogue on channels-last Y (the channel is the fastest axis) */
+	s->ep_cl = *e;
+	s->ep_cl.inner = 1;
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The patch GEMM                                                            */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A 2-D (or 1-D) conv whose kernel is its stride, without pads or
+ * dilation, in one group, is a matrix product: its windows do not overlap,
+ * so the patches are a rearrangement of X. ViT's patch embedding (16x16
+ * over 3 channels, where cuDNN has no tensor-core kernel: 0.29 ms at batch
+ * 32 on an H200) is [N*196, 768] x [768, 768]. With K = C*kh*kw and
+ * P = OH*OW:
+ *
+ *   Pt [N*P, Kp]  the patches (kconv_launch_patches, into the workspace
+ *                 each run), row-major, columns in the (c, i, j) order of
+ *                 W's [M, C, kh, kw]; Kp = K, plus 8 columns when there
+ *                 is a bias: column K holds 1, the others 0
+ *   Wp [M, Kp]    W's rows with the bias in column K (made once, at prepare)
+ *   Y             per image b: Y_b [M, P] = Wp Pt_b^T (the bias through
+ *                 column K: 1 times b[m], accumulated in float)
+ *
+ * cuBLASLt is column-major; a row-major [r, c] matrix is the column-major
+ * [c, r] one with leading dimension c.
+ *   Y NCHW: Y_b, row-major [M, P], is column-major D_b [P, M], ld P:
+ *     D_b = op(A_b) op(B) with A_b = Pt_b stored column-major [Kp, P],
+ *     ld Kp, op T; B = Wp stored column-major [Kp, M], ld Kp, op N;
+ *     m = P, n = M, k = Kp; strided batch of N: A every P*Kp elements,
+ *     B every 0 (shared), D every M*P.
+ *   Y channels-last: row-major [N*P, M], column-major D [M, N*P], ld M:
+ *     A = Wp as [Kp, M], ld Kp, op T; B = Pt as [Kp, N*P], ld Kp, op N;
+ *     m = M, n = N*P, k = Kp; no batch.
+ * Both products are "TN" (the inner dimension contiguous on both sides).
+ * FusedConv's Z and activation run after as ogsh's epilogue.
+ *
+ * Taken when the window has 2 elements or more (not ResNet's 1x1 convs),
+ * K % 8 == 0 (rows of 16 bytes), X is NCHW, W (and B) are constants and
+ * cuBLASLt has an algorithm; cuBLASLt's first heuristic
+ * choice, not timed. OGSH_CONV_PATCH=0 (or OGSH_CONV_API=legacy) turns it
+ * off.
+ */
+#define PATCH_MAX_WS ((size_t)32 << 20)
+
+struct patch_gemm {
+	const struct cuda_lt_api *lt;
+	cublasLtHandle_t h;
+	cublasLtMatmulDesc_t desc;
+	cublasLtMatrixLayout_t la, lb, ld;   /* cuBLASLt's A, B and C = D, as above */
+	cublasLtMatmulAlgo_t algo;
+	size_t algo_ws;          /* its workspace, after the patches' */
+	size_t p_bytes;          /* the patches, at the start of the workspace */
+	size_t y_align;          /* the alignment of Y promised to cuBLASLt */
+	struct kconv_patch q;
+	void *wp;                /* Wp [M, Kp] (owned) */
+	bool ycl;                /* Y channels-last: A is Wp, B the patches */
+};
+
+static void patch_free(struct patch_gemm *pg)
+{
+	if (!pg)
+		return;
+	if (pg->lt) {
+		if (pg->desc)
+			(void)pg->lt->MatmulDescDestroy(pg->desc);
+		if (pg->la)
+			(void)pg->lt->MatrixLayoutDestroy(pg->la);
+		if (pg->lb)
+			(void)pg->lt->MatrixLayoutDestroy(pg->lb);
+		if (pg->ld)
+			(void)pg->lt->MatrixLayoutDestroy(pg->ld);
+	}
+	if (pg->wp)
+		cudaFree(pg->wp);
+	free(pg);
+}
+
+/* Whether the patch GEMM is off (OGSH_CONV_PATCH=0, or cuDNN's legacy API only). */
+static bool patch_off(void)
+{
+	const char *e = getenv("OGSH_CONV_PATCH");
+	return (e && !strcmp(e, "0")) || capi_is_legacy();
+}
+
+/* Whether the conv of g (promoted to 2-d) has the patch GEMM's shape. */
+static bool patch_fits(const struct cuda_kctx *k, const struct geom *g, bool transpose)
+{
+	if (transpose || g->nd != 2 || g->G != 1 || k->in[0].nhwc || patch_off())
+		return false;
+	for (int i = 0; i < 2; i++)
+		if (g->ker[i] != g->str[i] || g->dil[i] != 1 || g->pb[i] || g->pe[i])
+			return false;
+	/* a 1x1 window (stride 1) is a product already: cuDNN runs it on X as
+	 * it is, with the bias and activation fused (ResNet's 1x1 convs) */
+	if (g->ker[0] * g->ker[1] < 2)
+		return false;
+	int64_t K = g->C * g->ker[0] * g->ker[1], P = g->out[0] * g->out[1];
+	if (K <= 0 || K % 8 || K > INT_MAX - 8 || !k->in[1].host || (present(k, 2) && !k->in[2].host))
+		return false;
+	/* cuBLASLt's sizes and batch count are 32-bit */
+	return g->M <= INT_MAX && P <= INT_MAX && g->N * P <= INT_MAX;
+}
+
+static cudaDataType_t lt_type(int dt)
+{
+	return dt == IR_FLOAT16 ? CUDA_R_16F : dt == IR_BFLOAT16 ? CUDA_R_16BF : CUDA_R_32F;
+}
+
+/* A column-major [rows, cols] layout with leading dimension ld, a strided
+ * batch of `batch` when more than 1. */
+static cublasStatus_t patch_layout(const struct cuda_lt_api *lt, cublasLtMatrixLayout_t *l, int dt, int64_t rows,
+				   int64_t cols, int64_t ld, int32_t batch, int64_t stride)
+{
+	cublasStatus_t st = lt->MatrixLayoutCreate(l, lt_type(dt), (uint64_t)rows, (uint64_t)cols, ld);
+	if (st == CUBLAS_STATUS_SUCCESS && batch > 1)
+		st = lt->MatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof(batch));
+	if (st == CUBLAS_STATUS_SUCCESS && batch > 1)
+		st = lt->MatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride));
+	return st;
+}
+
+/* The descriptors and cuBLASLt's first heuristic choice; false when
+ * cuBLASLt refuses any of it. */
+static bool patch_matmul(struct cuda_kctx *k, struct conv_state *s, struct patch_gemm *pg)
+{
+	const struct cuda_lt_api *lt = pg->lt;
+	const struct geom *g = &s->g;
+	int64_t P = g->out[0] * g->out[1], kp = pg->q.kp;
+	size_t es = dt_size(s->dt);
+	cublasComputeType_t ct = s->dt == IR_FLOAT && k->ctx->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+	int32_t opt = CUBLAS_OP_T, opn = CUBLAS_OP_N;
+	/* see above: m, n and the batch of either form */
+	int64_t m = pg->ycl ? g->M : P, n = pg->ycl ? g->N * P : g->M;
+	int32_t batch = pg->ycl ? 1 : (int32_t)g->N;
+	cublasStatus_t st = lt->MatmulDescCreate(&pg->desc, ct, CUDA_R_32F);
+	if (st == CUBLAS_STATUS_SUCCESS)
+		st = lt->MatmulDescSetAttribute(pg->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opt, sizeof(opt));
+	if (st == CUBLAS_STATUS_SUCCESS)
+		st = lt->MatmulDescSetAttribute(pg->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opn, sizeof(opn));
+	if (st == CUBLAS_STATUS_SUCCESS)
+		st = patch_layout(lt, &pg->la, s->dt, kp, m, kp, batch, pg->ycl ? 0 : P * kp);
+	if (st == CUBLAS_STATUS_SUCCESS)
+		st = patch_layout(lt, &pg->lb, s->dt, kp, n, kp, batch, 0);
+	if (st == CUBLAS_STATUS_SUCCESS)
+		st = patch_layout(lt, &pg->ld, s->dt, m, n, m, batch, m * n);
+	if (st != CUBLAS_STATUS_SUCCESS)
+		return false;
+	/* the patches and Wp start 256-byte aligned with rows of 16-byte
+	 * multiples; Y's columns (and images) may be less aligned than its start */
+	size_t ya = 16;
+	while (ya > es && (((size_t)m * es) % ya || (batch > 1 && ((size_t)(m * n) * es) % ya)))
+		ya /= 2;
+	pg->y_align = ya;
+	uint32_t a16 = 16, a_y = (uint32_t)ya;
+	uint64_t wsmax = PATCH_MAX_WS;
+	cublasLtMatmulPreference_t pref = NULL;
+	st = lt->MatmulPreferenceCreate(&pref);
+	if (st != CUBLAS_STATUS_SUCCESS)
+		return false;
+	st = lt->MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsmax, sizeof(wsmax));
+	if (st == CUBLAS_STATUS_SUCCESS)
+		st = lt->MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &a16, sizeof(a16));
+	if (st == CUBLAS_STATUS_SUCCESS)
+		st = lt->MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &a16, sizeof(a16));
+	if (st == CUBLAS_STATUS_SUCCESS)
+		st = lt->MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &a_y, sizeof(a_y));
+	if (st == CUBLAS_STATUS_SUCCESS)
+		st = lt->MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &a_y, sizeof(a_y));
+	cublasLtMatmulHeuristicResult_t res;
+	int got = 0;
+	memset(&res, 0, sizeof(res));
+	if (st == CUBLAS_STATUS_SUCCESS)
+		st = lt->MatmulAlgoGetHeuristic(pg->h, pg->desc, pg->la, pg->lb, pg->ld, pg->ld, pref, 1, &res, &got);
+	(void)lt->MatmulPreferenceDestroy(pref);
+	if (st != CUBLAS_STATUS_SUCCESS || got < 1 || res.state != CUBLAS_STATUS_SUCCESS ||
+	    res.workspaceSize > PATCH_MAX_WS)
+		return false;
+	pg->algo = res.algo;
+	pg->algo_ws = res.workspaceSize;
+	return true;
+}
+
+/*
+ * Prepares the patch GEMM of a node patch_fits takes (a: FusedConv's
+ * activation): 0 with s->pg set, 1 when cuBLASLt is missing or has no
+ * algorithm (s->pg stays NULL: the caller goes on to cuDNN), or an error.
+ */
+static int patch_prepare(struct cuda_kctx *k, struct conv_state *s, const struct act *a)
+{
+	const struct geom *g = &s->g;
+	struct ir_diag *d = k->d;
+	struct ir_diag quiet;
+	ir_diag_init(&quiet);
+	const struct cuda_lt_api *lt = cuda_lt_api(&quiet);
+	cublasLtHandle_t h = lt ? cuda_cublaslt_handle(k->ctx, &quiet) : NULL;
+	if (getenv("OGSH_CUDNN_DEBUG") && !h)
+		fprintf(stderr, "ogsh: %s: no patch GEMM: %s\n", k->node->name, quiet.error ? quiet.error : "?");
+	ir_diag_clear(&quiet);
+	if (!h)
+		return 1;
+	struct patch_gemm *pg = calloc(1, sizeof(*pg));
+	if (!pg)
+		return ir_diag_err(d, IR_ENOMEM, "out of memory");
+	pg->lt = lt;
+	pg->h = h;
+	pg->ycl = k->out[0].nhwc;
+	int64_t K = g->C * g->ker[0] * g->ker[1], P = g->out[0] * g->out[1];
+	bool bias = s->bias_in >= 0;
+	int kp = (int)K + (bias ? 8 : 0);
+	pg->q = (struct kconv_patch){ .n = g->N, .c = (int)g->C, .h = (int)g->in[0], .w = (int)g->in[1],
+				      .oh = (int)g->out[0], .ow = (int)g->out[1], .kh = (int)g->ker[0],
+				      .kw = (int)g->ker[1], .k = (int)K, .kp = kp, .one = bias };
+	size_t es = dt_size(s->dt);
+	if (!patch_matmul(k, s, pg)) {
+		if (getenv("OGSH_CUDNN_DEBUG"))
+			fprintf(stderr, "ogsh: %s: no patch GEMM: cuBLASLt has no algorithm\n", k->node->name);
+		patch_free(pg);
+		return 1;
+	}
+	s->pg = pg;   /* conv_release frees it from here on */
+	pg->p_bytes = align256((size_t)(g->N * P * kp) * es);
+	if (cuda_check(cudaMalloc(&pg->wp, (size_t)(g->M * kp) * es), "cudaMalloc (the patch GEMM's weights)", d))
+		return IR_ERR;
+	kconv_launch_patch_weights(s->dt, k->in[1].data, bias ? k->in[s->bias_in].data : NULL, pg->wp, g->M, (int)K, kp,
+				   k->ctx->stream);
+	if (cuda_check_launch("kconv_patch_weights", d))
+		return IR_ERR;
+	bool zfull = s->z_in >= 0 && cuda_numel(&k->in[s->z_in]) == cuda_numel(&k->out[0]);
+	s->epilogue = s->z_in >= 0 || a->kind != KCONV_ACT_NONE;
+	if (s->epilogue && epilogue_init(k, s, a, zfull))
+		return IR_ERR;
+	snprintf(k->impl, sizeof(k->impl), "patch GEMM (cuBLASLt)%s%s", pg->ycl ? " nhwc out" : "",
+		 s->epilogue ? " + ogsh epilogue" : "");
+	k->ws_bytes = pg->p_bytes + pg->algo_ws;
+	return 0;
+}
+
+/* The patches into the workspace, the product into Y, then the epilogue. */
+static int patch_run(struct cuda_kctx *k, const struct conv_state *s)
+{
+	const struct patch_gemm *pg = s->pg;
+	struct ir_diag *d = k->d;
+	cudaStream_t st = k->ctx->stream;
+	void *pt = k->ws, *y = k->out[0].data;
+	void *algo_ws = pg->algo_ws ? (char *)k->ws + pg->p_bytes : NULL;
+	if ((uintptr_t)pt % 16 || (uintptr_t)y % pg->y_align)
+		return ir_diag_err(d, IR_ERR, "the patch GEMM needs its workspace aligned to 16 bytes and Y to %zu",
+				   pg->y_align);
+	kconv_launch_patches(s->dt, k->in[0].data, pt, &pg->q, st);
+	if (cuda_check_launch("kconv_patches", d))
+		return IR_ERR;
+	float one = 1.0f, zero = 0.0f;
+	const void *a = pg->ycl ? pg->wp : pt, *b = pg->ycl ? pt : pg->wp;
+	if (cuda_lt_check(pg->lt->Matmul(pg->h, pg->desc, &one, a, pg->la, b, pg->lb, &zero, y, pg->ld, y, pg->ld,
+					 &pg->algo, algo_ws, pg->algo_ws, st),
+			  "cublasLtMatmul", d))
+		return IR_ERR;
+	if (!s->epilogue)
+		return 0;
+	const void *z = s->z_in >= 0 ? k->in[s->z_in].data : NULL;
+	if (pg->ycl)
+		kconv_launch_epilogue_cl(s->dt, y, NULL, z, &s->ep_cl, st);
+	else
+		kconv_launch_epilogue(s->dt, y, NULL, z, &s->ep, st);
+	return cuda_check_launch("kconv_epilogue", d);
+}
+
 static int conv_prepare_any(struct cuda_kctx *k, bool transpose, bool fused)
 {
 	char why[200];
@@ -1241,6 +1547,11 @@ static int conv_prepare_any(struct cuda_kctx *k, bool transpose, bool fused)
 	snprintf(k->impl, sizeof(k->impl), "cudnn %s", transpose ? "convtranspose" : "conv");
 	if (ynumel == 0)
 		return 0;   /* run does nothing */
+	if (patch_fits(k, &g, transpose)) {
+		int rc = patch_prepare(k, s, &a);
+		if (rc <= 0)
+			return rc;
+	}
 
 	const struct cudnn_api *api = cuda_cudnn(k->d);
 	cudnnHandle_t h = api ? cuda_cudnn_handle(k->ctx, k->d) : NULL;
@@ -1546,7 +1857,6 @@ static int conv_prepare_any(struct cuda_kctx *k, bool transpose, bool fused)
 
 	/* the epilogue: cuDNN's fused conv+bias+relu for float32 with a full-size Z
 	 * or none, else our kernel */
-	const struct cuda_tensor *y = &k->out[0];
 	if (relu_call && !s->cg) {
 		int64_t ones[MAX_SP] = { 1, 1, 1 };
 		if (cuda_cudnn_check(api->CreateTensorDescriptor(&s->bd), "cudnnCreateTensorDescriptor", d) ||
@@ -1565,30 +1875,8 @@ static int conv_prepare_any(struct cuda_kctx *k, bool transpose, bool fused)
 		snprintf(k->impl, sizeof(k->impl), "cudnn conv+bias+relu %s", fwd_algo_name(s->algo));
 	} else {
 		s->epilogue = !s->cg_fused && (s->bias_in >= 0 || s->z_in >= 0 || a.kind != KCONV_ACT_NONE);
-		struct kconv_epilogue *e = &s->ep;
-		e->n = ynumel;
-		e->channels = g.M;
-		e->inner = g.M ? ynumel / (g.N * g.M) : 1;
-		if (e->inner < 1)
-			e->inner = 1;
-		e->act = a.kind;
-		e->p0 = a.p0;
-		e->p1 = a.p1;
-		e->zfull = zfull;
-		e->rank = y->rank;
-		if (s->z_in >= 0 && !zfull) {
-			if (y->rank > KCONV_MAX_RANK)
-				return ir_diag_err(d, IR_ERR, "output rank %d is too large", y->rank);
-			int64_t st[IR_MAX_RANK];
-			cuda_bcast_strides(&k->in[s->z_in], y->rank, y->dims, st);
-			for (int i = 0; i < y->rank; i++) {
-				e->dims[i] = y->dims[i];
-				e->zstrides[i] = st[i];
-			}
-		}
-		/* the same epilogue on channels-last Y (the channel is the fastest axis) */
-		s->ep_cl = *e;
-		s->ep_cl.inner = 1;
+		if (epilogue_init(k, s, &a, zfull))
+			return IR_ERR;
 		/* X back to NCHW: a transpose of [N][HW][C] with nothing applied */
 		memset(&s->ep_tx, 0, sizeof(s->ep_tx));
 		s->ep_tx.channels = g.C;
@@ -1636,6 +1924,8 @@ static int legacy_fwd(const struct conv_state *s, cudnnHandle_t h, const void *x
 static int conv_run(struct cuda_kctx *k)
 {
 	struct conv_state *s = k->state;
+	if (s && s->pg)
+		return patch_run(k, s);
 	if (!s || !s->api)
 		return 0;   /* an empty output */
 	struct ir_diag *d = k->d;

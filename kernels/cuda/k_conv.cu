@@ -1,7 +1,8 @@
 // k_conv.cu - CUDA kernels and launchers of the conv family (entries in
 // k_conv.c): the window copy that pads inputs and crops outputs around
-// cuDNN calls, and the epilogue (bias, residual, activation) of Conv,
-// ConvTranspose and FusedConv.
+// cuDNN calls, the epilogue (bias, residual, activation) of Conv,
+// ConvTranspose and FusedConv, and the patches and weights of the patch
+// GEMM (a conv whose kernel is its stride, as one cuBLASLt product).
 #include "kernels/cuda/k_conv.h"
 
 #include <cuda_bf16.h>
@@ -492,6 +493,82 @@ void transpose_as(const void *in, void *out, int64_t batch, int64_t rows, int64_
 							(const T *)z, e ? *e : none, e != nullptr);
 }
 
+// eight elements stored at once (16 bytes for 2-byte types, two 16-byte stores for float)
+template <typename T> struct __align__(16) vec8 {
+	T v[8];
+};
+
+// one thread per 8 columns of a row of p (the reads of neighbouring threads
+// are neighbouring runs of a patch row: whole 32-byte sectors when kw % 8 == 0)
+template <typename T>
+__global__ void patches_kernel(const T *__restrict__ x, T *__restrict__ p, struct kconv_patch q, int64_t groups)
+{
+	const int gpr = q.kp / 8, kk = q.kh * q.kw;
+	const int64_t ohw = (int64_t)q.oh * q.ow;
+	for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < groups; g += (int64_t)gridDim.x * blockDim.x) {
+		int64_t row = g / gpr;
+		int col = (int)(g - row * gpr) * 8;
+		int64_t b = row / ohw;
+		int pos = (int)(row - b * ohw);
+		int r = pos / q.ow, s = pos - r * q.ow;
+		// x[b, 0, r * kh, s * kw]
+		const T *xb = x + (b * q.c * q.h + (int64_t)r * q.kh) * q.w + (int64_t)s * q.kw;
+		int ci = col / kk, t = col - ci * kk;
+		int i = t / q.kw, j = t - i * q.kw;
+		vec8<T> v;
+#pragma unroll
+		for (int e = 0; e < 8; e++) {
+			int cc = col + e;
+			if (cc < q.k)
+				v.v[e] = xb[((int64_t)ci * q.h + i) * q.w + j];
+			else
+				v.v[e] = from_f<T>(cc == q.k && q.one ? 1.f : 0.f);
+			if (++j == q.kw) {
+				j = 0;
+				if (++i == q.kh) {
+					i = 0;
+					ci++;
+				}
+			}
+		}
+		*reinterpret_cast<vec8<T> *>(p + row * q.kp + col) = v;
+	}
+}
+
+template <typename T>
+__global__ void patch_weights_kernel(const T *__restrict__ w, const T *__restrict__ bias, T *__restrict__ wp,
+				     int64_t m, int k, int kp)
+{
+	int64_t n = m * kp;
+	for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+		int64_t row = i / kp;
+		int col = (int)(i - row * kp);
+		T v = from_f<T>(0.f);
+		if (col < k)
+			v = w[row * k + col];
+		else if (col == k && bias)
+			v = bias[row];
+		wp[i] = v;
+	}
+}
+
+template <typename T> void patches_as(const void *x, void *p, const struct kconv_patch *q, cudaStream_t stream)
+{
+	int64_t groups = q->n * q->oh * q->ow * (q->kp / 8);
+	if (groups <= 0)
+		return;
+	patches_kernel<T><<<blocks_for(groups), kThreads, 0, stream>>>((const T *)x, (T *)p, *q, groups);
+}
+
+template <typename T>
+void patch_weights_as(const void *w, const void *bias, void *wp, int64_t m, int k, int kp, cudaStream_t stream)
+{
+	int64_t n = m * kp;
+	if (n <= 0)
+		return;
+	patch_weights_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>((const T *)w, (const T *)bias, (T *)wp, m, k, kp);
+}
+
 }   // namespace
 
 extern "C" void kconv_launch_to_nhwc(int dtype, const void *x, void *xt, int64_t batch, int64_t rows, int64_t cols,
@@ -593,6 +670,27 @@ extern "C" void kconv_launch_pad_nhwc(int dtype, const void *src, void *dst, int
 	case KCONV_F32: pad_nhwc_kernel<float><<<blocks_for(n), kThreads, 0, stream>>>((const float *)src, (float *)dst, batch, c, inner, cp); break;
 	case KCONV_F16: pad_nhwc_kernel<__half><<<blocks_for(n), kThreads, 0, stream>>>((const __half *)src, (__half *)dst, batch, c, inner, cp); break;
 	case KCONV_BF16: pad_nhwc_kernel<__nv_bfloat16><<<blocks_for(n), kThreads, 0, stream>>>((const __nv_bfloat16 *)src, (__nv_bfloat16 *)dst, batch, c, inner, cp); break;
+	default: break;
+	}
+}
+
+extern "C" void kconv_launch_patches(int dtype, const void *x, void *p, const struct kconv_patch *q, cudaStream_t stream)
+{
+	switch (dtype) {
+	case KCONV_F32: patches_as<float>(x, p, q, stream); break;
+	case KCONV_F16: patches_as<__half>(x, p, q, stream); break;
+	case KCONV_BF16: patches_as<__nv_bfloat16>(x, p, q, stream); break;
+	default: break;
+	}
+}
+
+extern "C" void kconv_launch_patch_weights(int dtype, const void *w, const void *bias, void *wp, int64_t m, int k, int kp,
+					   cudaStream_t stream)
+{
+	switch (dtype) {
+	case KCONV_F32: patch_weights_as<float>(w, bias, wp, m, k, kp, stream); break;
+	case KCONV_F16: patch_weights_as<__half>(w, bias, wp, m, k, kp, stream); break;
+	case KCONV_BF16: patch_weights_as<__nv_bfloat16>(w, bias, wp, m, k, kp, stream); break;
 	default: break;
 	}
 }

@@ -105,6 +105,28 @@ int kconv_depthwise_nchw_ok(const struct kconv_dw *p);
 void kconv_launch_depthwise_nchw(int dtype, const void *x, const void *wt, const void *bias, const void *z, void *y,
 				 const struct kconv_dw *p, cudaStream_t stream);
 
+/*
+ * The patch GEMM of a 2-D conv whose kernel is its stride (no pads, no
+ * dilation, one group; k_conv.c, patch_prepare): the patches of NCHW x
+ * [n, c, h, w] as the rows of p [n * oh * ow, kp] (row-major): row
+ * (b * oh + r) * ow + q, column (ci * kh + i) * kw + j holds
+ * x[b, ci, r * kh + i, q * kw + j] (the order of W's [M, C, kh, kw]), for
+ * columns below k = c * kh * kw; column k holds 1 when `one` is set (the
+ * bias's column of the weights) and the other columns up to kp are 0.
+ * kp % 8 == 0, p 16-byte aligned; rows and columns past oh * kh or ow * kw
+ * of x are not read.
+ */
+struct kconv_patch {
+	int64_t n;
+	int c, h, w, oh, ow, kh, kw, k, kp, one;
+};
+void kconv_launch_patches(int dtype, const void *x, void *p, const struct kconv_patch *q, cudaStream_t stream);
+
+/* W [m, k] (row-major, kp >= k) -> wp [m, kp]: each row copied; column k
+ * (when k < kp) holds bias[row], or 0 when bias is NULL; the rest are 0. */
+void kconv_launch_patch_weights(int dtype, const void *w, const void *bias, void *wp, int64_t m, int k, int kp,
+				cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -64,6 +64,11 @@ struct spec {
 	double tol;            /* tolerance multiplier (0: 1) */
 	int opset;             /* 0: 21 */
 	unsigned flags;
+	/* the kernel's description (k.impl) in the NCHW run and the "nhwc
+	 * out" one must contain this text, or with a leading '!' must not
+	 * (NULL: anything); not checked when OGSH_CONV_PATCH or OGSH_CONV_API
+	 * changes the choice */
+	const char *impl;
 };
 
 #define F "F"
@@ -391,6 +396,24 @@ static const struct spec specs[] = {
 	{ "ai.ogsh:FusedConv", F, "activation='Sigmoid'", { "1x3x9x11", "!4x3x3x3", "!4" }, .tol = 10 },
 	{ "ai.ogsh:FusedConv", F, "activation='HardSwish'", { "1x3x9x11", "!4x3x3x3", "!4", "1x4x7x9" }, .tol = 10 },
 	{ "ai.ogsh:FusedConv", F, "", { "1x3x9x11", "!4x3x3x3", "!4", "1x4x7x9" }, .tol = 10 },
+	/* the patch GEMM (kernel == stride, no pads, C*kh*kw % 8 == 0: patches and one cuBLASLt
+	 * product; ViT's patch embedding): batch 1 and 3, with and without bias, inputs not a whole
+	 * number of patches, non-square, ViT's 16x16 over 3 channels (K = 768), 1-D, FusedConv's
+	 * activation and Z, an odd M (Y's rows 4-byte aligned, 2-byte in the nhwc-out run); then
+	 * C*kh*kw = 12 and a 1x1 window: cuDNN.
+	 * kernel_shape marks them: --filter 'Conv .*kernel_shape' */
+	{ "Conv", F, "kernel_shape=[4,4];strides=[4,4]", { "1x3x16x16|3x3x17x18|1x3x16x16|3x3x17x18", "!16x3x4x4",
+	  "!16|!16|" }, .tol = 10, .impl = "patch GEMM" },
+	{ "Conv", F, "kernel_shape=[4,2];strides=[4,2]", { "1x3x8x6|3x3x8x6|1x3x8x6|3x3x8x6", "!5x3x4x2", "!5|!5|" },
+	  .tol = 10, .impl = "patch GEMM" },
+	{ "Conv", F, "kernel_shape=[16,16];strides=[16,16]", { "2x3x64x48|1x3x32x32", "!96x3x16x16", "!96|" },
+	  .tol = 10, .impl = "patch GEMM" },
+	{ "Conv", F, "kernel_shape=[4];strides=[4]", { "2x8x12|3x8x13", "!4x8x4", "!4|" }, .tol = 10, .impl = "patch GEMM" },
+	{ "ai.ogsh:FusedConv", F, "kernel_shape=[2,2];strides=[2,2];activation='Relu'",
+	  { "2x4x6x8|3x4x6x8", "!8x4x2x2", "!8|", "2x8x3x4|1x8x1x1" }, .tol = 10, .impl = "patch GEMM" },
+	{ "Conv", F, "kernel_shape=[2,2];strides=[2,2]", { "1x3x8x6|3x3x8x6", "!5x3x2x2", "!5|" }, .tol = 10,
+	  .impl = "!patch GEMM" },
+	{ "Conv", F, "kernel_shape=[1,1]", { "2x16x5x7", "!8x16x1x1", "!8" }, .tol = 10, .impl = "!patch GEMM" },
 	{ "MaxPool", F, "kernel_shape=[3,3];strides=[2,2];pads=[1,1,1,1]", { "1x3x9x11|2x64x56x56" }, .flags = MUST_F32 },
 	{ "MaxPool", F, "kernel_shape=[2,2];strides=[2,2]", { "1x3x9x11|2x64x33x17" } },
 	{ "MaxPool", F, "kernel_shape=[3,3];ceil_mode=1;strides=[2,2]", { "1x3x10x11" } },
@@ -1122,6 +1145,24 @@ enum result { R_PASS, R_FAIL, R_SKIP };
 #ifdef OGSH_HAVE_CUDA
 static struct cuda_ctx gpu;
 
+/* Whether a kernel described as `impl` is what the row's `want` asks
+ * (struct spec's impl). */
+static bool impl_ok(const char *want, const char *impl)
+{
+	if (!want || getenv("OGSH_CONV_PATCH") || getenv("OGSH_CONV_API"))
+		return true;
+	bool neg = *want == '!';
+	return (strstr(impl, want + neg) != NULL) != neg;
+}
+
+/* msg (the kernel's description) becomes the failure's message. */
+static void impl_msg(const char *want, char *msg, size_t size)
+{
+	char ran[160];
+	snprintf(ran, sizeof(ran), "%.150s", msg);
+	snprintf(msg, size, "ran as '%s', expected %s'%s'", ran, *want == '!' ? "not " : "", want + (*want == '!'));
+}
+
 static bool gpu_init(char *why, size_t size)
 {
 	/* the executor's answer (driver, device, OGSH_DEVICE=cpu), then our own */
@@ -1643,6 +1684,10 @@ int main(int argc, char **argv)
 #ifdef OGSH_HAVE_CUDA
 				char msg[1024] = "";
 				enum result r = gpu_case(&c, kern, &c.want, 0, msg, sizeof(msg));
+				if (r == R_PASS && !impl_ok(sp->impl, msg)) {
+					impl_msg(sp->impl, msg, sizeof(msg));
+					r = R_FAIL;
+				}
 				/* the channels-last layouts the planner may give the node */
 				int lays = r == R_PASS ? layouts_of(&c) : 0;
 				static const int tries[] = { L_X, L_Y, L_X | L_Y };
@@ -1653,6 +1698,10 @@ int main(int argc, char **argv)
 					char m2[1024] = "";
 					n_cases++;
 					enum result r2 = gpu_case(&c, kern, &c.want, lay, m2, sizeof(m2));
+					if (r2 == R_PASS && lay == L_Y && !impl_ok(sp->impl, m2)) {
+						impl_msg(sp->impl, m2, sizeof(m2));
+						r2 = R_FAIL;
+					}
 					const char *ln = lay == L_X ? "nhwc in" : lay == L_Y ? "nhwc out" : "nhwc";
 					if (r2 == R_FAIL) {
 						n_fail++;
