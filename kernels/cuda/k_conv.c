@@ -1292,6 +1292,11 @@ static int epilogue_init(struct cuda_kctx *k, struct conv_state *s, const struct
  *     m = M, n = N*P, k = Kp; no batch.
  * Both products are "TN" (the inner dimension contiguous on both sides).
  * FusedConv's Z and activation run after as ogsh's epilogue.
+ *   Y NCHW whose rows P are not a multiple of 16 bytes (ViT: 196 float16
+ *     elements, 392 bytes): cuBLASLt's kernels for such a D were 4x slower
+ *     (66 us against about 16 at batch 32 on an H200), so the product is the
+ *     channels-last one into the workspace and one tiled transpose
+ *     (kconv_launch_from_nhwc, with the epilogue) writes Y.
  *
  * Taken when the window has 2 elements or more (not ResNet's 1x1 convs),
  * K % 8 == 0 (rows of 16 bytes), X is NCHW, W (and B) are constants and
@@ -1313,6 +1318,8 @@ struct patch_gemm {
 	struct kconv_patch q;
 	void *wp;                /* Wp [M, Kp] (owned) */
 	bool ycl;                /* Y channels-last: A is Wp, B the patches */
+	bool via_t;              /* Y NCHW through a channels-last product in the workspace */
+	size_t t_bytes;          /* that product, after the patches */
 };
 
 static void patch_free(struct patch_gemm *pg)
@@ -1389,15 +1396,16 @@ static bool patch_matmul(struct cuda_kctx *k, struct conv_state *s, struct patch
 	cublasComputeType_t ct = s->dt == IR_FLOAT && k->ctx->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
 	int32_t opt = CUBLAS_OP_T, opn = CUBLAS_OP_N;
 	/* see above: m, n and the batch of either form */
-	int64_t m = pg->ycl ? g->M : P, n = pg->ycl ? g->N * P : g->M;
-	int32_t batch = pg->ycl ? 1 : (int32_t)g->N;
+	const bool cl = pg->ycl || pg->via_t;
+	int64_t m = cl ? g->M : P, n = cl ? g->N * P : g->M;
+	int32_t batch = cl ? 1 : (int32_t)g->N;
 	cublasStatus_t st = lt->MatmulDescCreate(&pg->desc, ct, CUDA_R_32F);
 	if (st == CUBLAS_STATUS_SUCCESS)
 		st = lt->MatmulDescSetAttribute(pg->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opt, sizeof(opt));
 	if (st == CUBLAS_STATUS_SUCCESS)
 		st = lt->MatmulDescSetAttribute(pg->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opn, sizeof(opn));
 	if (st == CUBLAS_STATUS_SUCCESS)
-		st = patch_layout(lt, &pg->la, s->dt, kp, m, kp, batch, pg->ycl ? 0 : P * kp);
+		st = patch_layout(lt, &pg->la, s->dt, kp, m, kp, batch, cl ? 0 : P * kp);
 	if (st == CUBLAS_STATUS_SUCCESS)
 		st = patch_layout(lt, &pg->lb, s->dt, kp, n, kp, batch, 0);
 	if (st == CUBLAS_STATUS_SUCCESS)
@@ -1465,6 +1473,8 @@ static int patch_prepare(struct cuda_kctx *k, struct conv_state *s, const struct
 	pg->ycl = k->out[0].nhwc;
 	int64_t K = g->C * g->ker[0] * g->ker[1], P = g->out[0] * g->out[1];
 	bool bias = s->bias_in >= 0;
+	bool zfull = s->z_in >= 0 && cuda_numel(&k->in[s->z_in]) == cuda_numel(&k->out[0]);
+	pg->via_t = !pg->ycl && ((size_t)P * dt_size(s->dt)) % 16 && (s->z_in < 0 || zfull);
 	int kp = (int)K + (bias ? 8 : 0);
 	pg->q = (struct kconv_patch){ .n = g->N, .c = (int)g->C, .h = (int)g->in[0], .w = (int)g->in[1],
 				      .oh = (int)g->out[0], .ow = (int)g->out[1], .kh = (int)g->ker[0],
@@ -1478,19 +1488,19 @@ static int patch_prepare(struct cuda_kctx *k, struct conv_state *s, const struct
 	}
 	s->pg = pg;   /* conv_release frees it from here on */
 	pg->p_bytes = align256((size_t)(g->N * P * kp) * es);
+	pg->t_bytes = pg->via_t ? align256((size_t)(g->N * P * g->M) * es) : 0;
 	if (cuda_check(cudaMalloc(&pg->wp, (size_t)(g->M * kp) * es), "cudaMalloc (the patch GEMM's weights)", d))
 		return IR_ERR;
 	kconv_launch_patch_weights(s->dt, k->in[1].data, bias ? k->in[s->bias_in].data : NULL, pg->wp, g->M, (int)K, kp,
 				   k->ctx->stream);
 	if (cuda_check_launch("kconv_patch_weights", d))
 		return IR_ERR;
-	bool zfull = s->z_in >= 0 && cuda_numel(&k->in[s->z_in]) == cuda_numel(&k->out[0]);
 	s->epilogue = s->z_in >= 0 || a->kind != KCONV_ACT_NONE;
-	if (s->epilogue && epilogue_init(k, s, a, zfull))
+	if ((s->epilogue || pg->via_t) && epilogue_init(k, s, a, zfull))
 		return IR_ERR;
-	snprintf(k->impl, sizeof(k->impl), "patch GEMM (cuBLASLt)%s%s", pg->ycl ? " nhwc out" : "",
+	snprintf(k->impl, sizeof(k->impl), "patch GEMM (cuBLASLt)%s%s", pg->ycl ? " nhwc out" : pg->via_t ? " + transpose" : "",
 		 s->epilogue ? " + ogsh epilogue" : "");
-	k->ws_bytes = pg->p_bytes + pg->algo_ws;
+	k->ws_bytes = pg->p_bytes + pg->t_bytes + pg->algo_ws;
 	return 0;
 }
 
@@ -1501,19 +1511,26 @@ static int patch_run(struct cuda_kctx *k, const struct conv_state *s)
 	struct ir_diag *d = k->d;
 	cudaStream_t st = k->ctx->stream;
 	void *pt = k->ws, *y = k->out[0].data;
-	void *algo_ws = pg->algo_ws ? (char *)k->ws + pg->p_bytes : NULL;
-	if ((uintptr_t)pt % 16 || (uintptr_t)y % pg->y_align)
+	void *algo_ws = pg->algo_ws ? (char *)k->ws + pg->p_bytes + pg->t_bytes : NULL;
+	void *d_out = pg->via_t ? (char *)k->ws + pg->p_bytes : y;
+	if ((uintptr_t)pt % 16 || (uintptr_t)d_out % pg->y_align)
 		return ir_diag_err(d, IR_ERR, "the patch GEMM needs its workspace aligned to 16 bytes and Y to %zu",
 				   pg->y_align);
 	kconv_launch_patches(s->dt, k->in[0].data, pt, &pg->q, st);
 	if (cuda_check_launch("kconv_patches", d))
 		return IR_ERR;
 	float one = 1.0f, zero = 0.0f;
-	const void *a = pg->ycl ? pg->wp : pt, *b = pg->ycl ? pt : pg->wp;
-	if (cuda_lt_check(pg->lt->Matmul(pg->h, pg->desc, &one, a, pg->la, b, pg->lb, &zero, y, pg->ld, y, pg->ld,
-					 &pg->algo, algo_ws, pg->algo_ws, st),
+	const bool cl = pg->ycl || pg->via_t;
+	const void *a = cl ? pg->wp : pt, *b = cl ? pt : pg->wp;
+	if (cuda_lt_check(pg->lt->Matmul(pg->h, pg->desc, &one, a, pg->la, b, pg->lb, &zero, d_out, pg->ld, d_out,
+					 pg->ld, &pg->algo, algo_ws, pg->algo_ws, st),
 			  "cublasLtMatmul", d))
 		return IR_ERR;
+	if (pg->via_t) {   /* [N, P, M] -> Y [N, M, P], with the epilogue on the way */
+		const void *z = s->z_in >= 0 ? k->in[s->z_in].data : NULL;
+		kconv_launch_from_nhwc(s->dt, d_out, y, NULL, z, &s->ep, pg->q.n, st);
+		return cuda_check_launch("kconv_from_nhwc", d);
+	}
 	if (!s->epilogue)
 		return 0;
 	const void *z = s->z_in >= 0 ? k->in[s->z_in].data : NULL;

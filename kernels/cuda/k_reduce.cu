@@ -955,6 +955,8 @@ static cudaError_t rownorm_t(bool rms, int64_t rows, int64_t cols, float eps, co
 			rownorm_reg_launch<T, 1>(rms, rows, cols, eps, x, y, sc, bi, mean, inv, sdt, s);
 		else if (nvec <= 64)
 			rownorm_reg_launch<T, 2>(rms, rows, cols, eps, x, y, sc, bi, mean, inv, sdt, s);
+		else if (nvec <= 96)   // 768 float16/bfloat16 columns (BERT-base, ViT-B): no idle fourth vector
+			rownorm_reg_launch<T, 3>(rms, rows, cols, eps, x, y, sc, bi, mean, inv, sdt, s);
 		else if (nvec <= 128)
 			rownorm_reg_launch<T, 4>(rms, rows, cols, eps, x, y, sc, bi, mean, inv, sdt, s);
 		else
