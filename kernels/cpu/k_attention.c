@@ -213,6 +213,84 @@ static void attn_heads(void *ctx, int64_t p0, int64_t p1, int worker)
 	}
 }
 
+/*
+ * The float32 path (no softcap, no qk output): per (batch, head) pair,
+ * S = Q K^T * scale and O = P V by cpu_sgemm (called inside a pool range it
+ * runs on this thread alone), the mask, causal limit and softmax in float
+ * between them. Q, K and V of float16/bfloat16 go in exactly as float32;
+ * the output is rounded once. The double path above is element by element
+ * and about 10x slower; the two agree to float32 rounding.
+ */
+struct attn_f32 {
+	const struct attn_job *jb;
+	const float *kf, *vf;   /* (B, Hkv, T, D) and (B, Hkv, T, Dv) */
+	float *scratch;         /* per worker: per floats */
+	size_t per;
+};
+
+static void attn_heads_f32(void *ctx, int64_t p0, int64_t p1, int worker)
+{
+	const struct attn_f32 *af = ctx;
+	const struct attn_job *jb = af->jb;
+	const struct ir_tensor *Q = jb->Q, *M = jb->M;
+	const struct attn_view q = *jb->q;
+	const int qt = jb->qt;
+	const int64_t D = jb->D, Dv = jb->Dv, T = jb->T, Lq = jb->Lq, Hq = jb->Hq, Hkv = jb->Hkv;
+	const int64_t group = jb->group, P = jb->P;
+	const int64_t *mdims = jb->mdims, *mstr = jb->mstr, *nonpad = jb->nonpad;
+	const bool mbool = jb->mbool, nan_zero = jb->nan_zero;
+	float *qf = af->scratch + (size_t)worker * af->per, *sc = qf + Lq * D, *of = sc + Lq * T;
+	for (int64_t p = p0; p < p1; p++) {
+		const int64_t b = p / Hq, h = p % Hq, hk = h / group;
+		const float *kb = af->kf + (b * Hkv + hk) * T * D, *vb = af->vf + (b * Hkv + hk) * T * Dv;
+		for (int64_t i = 0; i < Lq; i++) {
+			uint64_t qo = (uint64_t)(q.off + b * q.sb + h * q.sh + i * q.ss);
+			for (int64_t d = 0; d < D; d++)
+				qf[i * D + d] = (float)kld(qt, kdata(Q), qo + (uint64_t)d);
+		}
+		cpu_sgemm(false, true, Lq, T, D, (float)jb->scale, qf, D, kb, D, 0.f, sc, T);
+		for (int64_t i = 0; i < Lq; i++) {
+			float *row = sc + i * T;
+			for (int64_t j = 0; j < T; j++) {
+				float bias = 0;
+				if (M) {
+					if (j >= mdims[3]) {
+						bias = -INFINITY;
+					} else {
+						uint64_t mo = (uint64_t)(b * mstr[0] + h * mstr[1] + i * mstr[2] + j * mstr[3]);
+						if (mbool)
+							bias = kldi(IR_BOOL, kdata(M), mo) ? 0 : -INFINITY;
+						else
+							bias = (float)kld(M->dtype, kdata(M), mo);
+					}
+				}
+				if ((jb->is_causal && j > i + P) || (nonpad && j >= nonpad[b]))
+					bias = -INFINITY;
+				row[j] += bias;
+			}
+			/* as softmax_row: a row -inf everywhere (or with a NaN) is NaN */
+			float mx = -INFINITY, sum = 0;
+			for (int64_t j = 0; j < T; j++)
+				if (row[j] > mx)
+					mx = row[j];
+			for (int64_t j = 0; j < T; j++) {
+				row[j] = expf(row[j] - mx);
+				sum += row[j];
+			}
+			const float inv = 1.f / sum;
+			for (int64_t j = 0; j < T; j++) {
+				row[j] *= inv;
+				if (nan_zero && isnan(row[j]))
+					row[j] = 0;
+			}
+		}
+		cpu_sgemm(false, false, Lq, Dv, T, 1.f, sc, T, vb, Dv, 0.f, of, Dv);
+		for (int64_t i = 0; i < Lq; i++)
+			for (int64_t d = 0; d < Dv; d++)
+				kst(qt, jb->yd, (uint64_t)(b * jb->ysb + h * jb->ysh + i * jb->yss + d), of[i * Dv + d]);
+	}
+}
+
 /* Q (which 0), K or V of FusedAttention's packed input (see ir_attn_view). */
 static int attn_packed_view(struct cpu_kctx *k, const struct ir_attn_layout *l, const struct ir_tensor *t, int which,
 			    int64_t heads, struct attn_view *v)
@@ -370,15 +448,26 @@ static int k_attention(struct cpu_kctx *k)
 	if (kwant(k, 3) && !(tqk = kout(k, 3, qt, 4, qkd)))
 		return IR_ERR;
 
-	/* present key and value as doubles, (B, Hkv, T, D) */
+	/* float32 (and float16/bfloat16 read as float32) without softcap or the qk output: sgemm */
+	const bool f32 = (qt == IR_FLOAT || qt == IR_FLOAT16 || qt == IR_BFLOAT16) && V->dtype == qt && !tqk &&
+			 softcap == 0 && (!PK || (PK->dtype == qt && PV->dtype == qt));
+	/* present key and value as doubles (float32 on that path), (B, Hkv, T, D) */
 	uint64_t nk = 1, nv = 1;
 	if (!mul_ok(&nk, B) || !mul_ok(&nk, Hkv) || !mul_ok(&nk, T) || !mul_ok(&nk, D) || !mul_ok(&nv, B) ||
 	    !mul_ok(&nv, Hkv) || !mul_ok(&nv, T) || !mul_ok(&nv, Dv))
 		return kerr(k, "key/value cache is too large");
 	int rc = IR_ERR;
 	double *pk = NULL, *pv = NULL;
-	if (!(pk = alloc_f64(k, nk)) || !(pv = alloc_f64(k, nv)))
+	float *pkf = NULL, *pvf = NULL;
+	if (f32) {
+		if (!(pkf = malloc(sizeof(float) * (size_t)nk)) || !(pvf = malloc(sizeof(float) * (size_t)nv))) {
+			rc = ir_diag_err(k->d, IR_ENOMEM, "out of memory (the key/value cache, %llu values)",
+					 (unsigned long long)(nk + nv));
+			goto out;
+		}
+	} else if (!(pk = alloc_f64(k, nk)) || !(pv = alloc_f64(k, nv))) {
 		goto out;
+	}
 	if (NP && !(nonpad = malloc(sizeof(int64_t) * (size_t)(B + 1)))) {
 		rc = ir_diag_err(k->d, IR_ENOMEM, "out of memory");
 		goto out;
@@ -388,33 +477,55 @@ static int k_attention(struct cpu_kctx *k)
 	for (int64_t b = 0; b < B; b++)
 		for (int64_t h = 0; h < Hkv; h++)
 			for (int64_t t = 0; t < T; t++) {
-				double *dk = pk + ((b * Hkv + h) * T + t) * D, *dv = pv + ((b * Hkv + h) * T + t) * Dv;
+				const uint64_t ik = (uint64_t)(((b * Hkv + h) * T + t) * D);
+				const uint64_t iv = (uint64_t)(((b * Hkv + h) * T + t) * Dv);
+				const struct ir_tensor *ks = t < P ? PK : K, *vs = t < P ? PV : V;
+				uint64_t ok, ov;
 				if (t < P) {
-					uint64_t ok = (uint64_t)(((b * Hkv + h) * P + t) * D);
-					uint64_t ov = (uint64_t)(((b * Hkv + h) * P + t) * Dv);
-					for (int64_t d = 0; d < D; d++)
-						dk[d] = kld(PK->dtype, kdata(PK), ok + (uint64_t)d);
-					for (int64_t d = 0; d < Dv; d++)
-						dv[d] = kld(PV->dtype, kdata(PV), ov + (uint64_t)d);
+					ok = (uint64_t)(((b * Hkv + h) * P + t) * D);
+					ov = (uint64_t)(((b * Hkv + h) * P + t) * Dv);
 				} else {
-					uint64_t ok = (uint64_t)(kk.off + b * kk.sb + h * kk.sh + (t - P) * kk.ss);
-					uint64_t ov = (uint64_t)(vv.off + b * vv.sb + h * vv.sh + (t - P) * vv.ss);
-					for (int64_t d = 0; d < D; d++)
-						dk[d] = kld(K->dtype, kdata(K), ok + (uint64_t)d);
-					for (int64_t d = 0; d < Dv; d++)
-						dv[d] = kld(V->dtype, kdata(V), ov + (uint64_t)d);
+					ok = (uint64_t)(kk.off + b * kk.sb + h * kk.sh + (t - P) * kk.ss);
+					ov = (uint64_t)(vv.off + b * vv.sb + h * vv.sh + (t - P) * vv.ss);
+				}
+				for (int64_t d = 0; d < D; d++) {
+					const double x = kld(ks->dtype, kdata(ks), ok + (uint64_t)d);
+					if (f32)
+						pkf[ik + (uint64_t)d] = (float)x;
+					else
+						pk[ik + (uint64_t)d] = x;
+				}
+				for (int64_t d = 0; d < Dv; d++) {
+					const double x = kld(vs->dtype, kdata(vs), ov + (uint64_t)d);
+					if (f32)
+						pvf[iv + (uint64_t)d] = (float)x;
+					else
+						pv[iv + (uint64_t)d] = x;
 				}
 			}
 	if (tpk && kwdata(tpk))
 		for (uint64_t i = 0; i < nk; i++)
-			kst(tpk->dtype, kwdata(tpk), i, pk[i]);
+			kst(tpk->dtype, kwdata(tpk), i, f32 ? (double)pkf[i] : pk[i]);
 	if (tpv && kwdata(tpv))
 		for (uint64_t i = 0; i < nv; i++)
-			kst(tpv->dtype, kwdata(tpv), i, pv[i]);
+			kst(tpv->dtype, kwdata(tpv), i, f32 ? (double)pvf[i] : pv[i]);
 
 	struct attn_job j = { Q, M, &q, qt, pk, pv, D, Dv, T, Lq, Hq, Hkv, group, P, scale, softcap, mdims, mstr,
 			      mbool, is_causal, nonpad, kwdata(ty), tqk ? kwdata(tqk) : NULL, mode, nan_zero, ysb,
 			      ysh, yss, NULL };
+	if (f32) {
+		struct attn_f32 af = { &j, pkf, pvf, NULL, 0 };
+		uint64_t per = (uint64_t)Lq, nscr = (uint64_t)cpu_threads();
+		if (!mul_ok(&per, D + T + Dv) || !mul_ok(&nscr, (int64_t)per) ||
+		    !(af.scratch = malloc(sizeof(float) * (size_t)nscr))) {
+			rc = ir_diag_err(k->d, IR_ENOMEM, "out of memory (attention scratch)");
+			goto out;
+		}
+		af.per = (size_t)per;
+		rc = kpar(k, B * Hq, 1, attn_heads_f32, &af);
+		free(af.scratch);
+		goto out;
+	}
 	uint64_t per = (uint64_t)D + 3 * (uint64_t)T, nscr = (uint64_t)cpu_threads();
 	if (!mul_ok(&nscr, (int64_t)per) || !(j.scratch = alloc_f64(k, nscr)))
 		goto out;
@@ -427,6 +538,8 @@ static int k_attention(struct cpu_kctx *k)
 out:
 	free(pk);
 	free(pv);
+	free(pkf);
+	free(pvf);
 	free(nonpad);
 	return rc;
 }
