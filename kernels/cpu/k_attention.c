@@ -134,20 +134,36 @@ struct attn_job {
 	double *scratch;         /* per worker: D + 3 T doubles */
 };
 
+/* What the mask, the causal limit and nonpad_kv_seqlen add to the score of
+ * query i and key j of (batch b, head h): 0, the mask's value or -inf. */
+static double attn_bias(const struct attn_job *jb, int64_t b, int64_t h, int64_t i, int64_t j)
+{
+	const struct ir_tensor *M = jb->M;
+	const int64_t *mstr = jb->mstr;
+	if ((jb->is_causal && j > i + jb->P) || (jb->nonpad && j >= jb->nonpad[b]))
+		return -INFINITY;
+	if (!M)
+		return 0;
+	if (j >= jb->mdims[3])
+		return -INFINITY;
+	uint64_t mo = (uint64_t)(b * mstr[0] + h * mstr[1] + i * mstr[2] + j * mstr[3]);
+	if (jb->mbool)
+		return kldi(IR_BOOL, kdata(M), mo) ? 0 : -INFINITY;
+	return kld(M->dtype, kdata(M), mo);
+}
+
 /* the (batch, head) pairs [p0, p1) of an attention */
 static void attn_heads(void *ctx, int64_t p0, int64_t p1, int worker)
 {
 	const struct attn_job *jb = ctx;
-	const struct ir_tensor *Q = jb->Q, *M = jb->M;
+	const struct ir_tensor *Q = jb->Q;
 	const struct attn_view q = *jb->q;
 	const int qt = jb->qt;
 	const double *pk = jb->pk, *pv = jb->pv;
 	const int64_t D = jb->D, Dv = jb->Dv, T = jb->T, Lq = jb->Lq, Hq = jb->Hq, Hkv = jb->Hkv;
-	const int64_t group = jb->group, P = jb->P, mode = jb->mode;
+	const int64_t group = jb->group, mode = jb->mode;
 	const double scale = jb->scale, softcap = jb->softcap;
-	const int64_t *mdims = jb->mdims, *mstr = jb->mstr, *nonpad = jb->nonpad;
-	const bool mbool = jb->mbool, nan_zero = jb->nan_zero;
-	const int is_causal = jb->is_causal;
+	const bool nan_zero = jb->nan_zero;
 	const int64_t ysb = jb->ysb, ysh = jb->ysh, yss = jb->yss;
 	void *yd = jb->yd, *qkout = jb->qkout;
 	double *qv = jb->scratch + (size_t)worker * (size_t)(D + 3 * T);
@@ -168,23 +184,7 @@ static void attn_heads(void *ctx, int64_t p0, int64_t p1, int worker)
 				raw[j] = acc * scale;
 				/* softcap comes before the mask, so -inf stays -inf */
 				cap[j] = softcap > 0 ? softcap * tanh(raw[j] / softcap) : raw[j];
-				double bias = 0;
-				if (M) {
-					if (j >= mdims[3]) {
-						bias = -INFINITY;
-					} else {
-						uint64_t mo = (uint64_t)(b * mstr[0] + h * mstr[1] + i * mstr[2] + j * mstr[3]);
-						if (mbool)
-							bias = kldi(IR_BOOL, kdata(M), mo) ? 0 : -INFINITY;
-						else
-							bias = kld(M->dtype, kdata(M), mo);
-					}
-				}
-				if (is_causal && j > i + P)
-					bias = -INFINITY;
-				if (nonpad && j >= nonpad[b])
-					bias = -INFINITY;
-				row[j] = cap[j] + bias;
+				row[j] = cap[j] + attn_bias(jb, b, h, i, j);
 			}
 			uint64_t qko = (uint64_t)(((b * Hq + h) * Lq + i) * T);
 			if (qkout && mode == 0)
@@ -232,13 +232,12 @@ static void attn_heads_f32(void *ctx, int64_t p0, int64_t p1, int worker)
 {
 	const struct attn_f32 *af = ctx;
 	const struct attn_job *jb = af->jb;
-	const struct ir_tensor *Q = jb->Q, *M = jb->M;
+	const struct ir_tensor *Q = jb->Q;
 	const struct attn_view q = *jb->q;
 	const int qt = jb->qt;
 	const int64_t D = jb->D, Dv = jb->Dv, T = jb->T, Lq = jb->Lq, Hq = jb->Hq, Hkv = jb->Hkv;
-	const int64_t group = jb->group, P = jb->P;
-	const int64_t *mdims = jb->mdims, *mstr = jb->mstr, *nonpad = jb->nonpad;
-	const bool mbool = jb->mbool, nan_zero = jb->nan_zero;
+	const int64_t group = jb->group;
+	const bool nan_zero = jb->nan_zero;
 	float *qf = af->scratch + (size_t)worker * af->per, *sc = qf + Lq * D, *of = sc + Lq * T;
 	for (int64_t p = p0; p < p1; p++) {
 		const int64_t b = p / Hq, h = p % Hq, hk = h / group;
@@ -251,23 +250,9 @@ static void attn_heads_f32(void *ctx, int64_t p0, int64_t p1, int worker)
 		cpu_sgemm(false, true, Lq, T, D, (float)jb->scale, qf, D, kb, D, 0.f, sc, T);
 		for (int64_t i = 0; i < Lq; i++) {
 			float *row = sc + i * T;
-			for (int64_t j = 0; j < T; j++) {
-				float bias = 0;
-				if (M) {
-					if (j >= mdims[3]) {
-						bias = -INFINITY;
-					} else {
-						uint64_t mo = (uint64_t)(b * mstr[0] + h * mstr[1] + i * mstr[2] + j * mstr[3]);
-						if (mbool)
-							bias = kldi(IR_BOOL, kdata(M), mo) ? 0 : -INFINITY;
-						else
-							bias = (float)kld(M->dtype, kdata(M), mo);
-					}
-				}
-				if ((jb->is_causal && j > i + P) || (nonpad && j >= nonpad[b]))
-					bias = -INFINITY;
-				row[j] += bias;
-			}
+			if (jb->M || jb->is_causal || jb->nonpad)
+				for (int64_t j = 0; j < T; j++)
+					row[j] += (float)attn_bias(jb, b, h, i, j);
 			/* as softmax_row: a row -inf everywhere (or with a NaN) is NaN */
 			float mx = -INFINITY, sum = 0;
 			for (int64_t j = 0; j < T; j++)
