@@ -142,5 +142,9 @@ void cpu_set_grain_cap(int64_t cap);
 /* Stops and joins the pool's threads, if any (also done at exit); the next
  * parallel kernel starts them again. */
 void cpu_pool_stop(void);
+/* Drops the packed forms of constant weights the kernels keep across runs
+ * (kernels/cpu/wcache.c); exec_cache_clear() calls it (a model closed,
+ * exit), so a closed model's weights do not wait for the next miss. */
+void cpu_wcache_clear(void);
 
 #endif

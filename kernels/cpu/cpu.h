@@ -276,7 +276,5 @@ bool cpu_sgemm_src(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
 typedef float *(*cpu_wcache_make)(const void *arg);
 const float *cpu_wcache_get(struct cpu_kctx *k, int in, uint32_t tag, size_t nfloats, cpu_wcache_make make,
 			   const void *arg);
-/* Drops every entry: for exec_cache_clear() (a model closed, exit) to call
- * too, so the weights of a closed model do not wait for the next miss. */
-void cpu_wcache_clear(void);
+/* cpu_wcache_clear() (every entry dropped) is declared in kernels.h. */
 #endif
