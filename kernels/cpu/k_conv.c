@@ -276,6 +276,7 @@ struct dw_job {
 	const float *x, *w, *bias;
 	float *y;
 	bool avx512;             /* dw_plane_avx512 (stride 1 or 2 along the rows) */
+	const struct cpu_epi *epi;   /* applied to each plane once done, or NULL */
 };
 
 /* the largest plane the AVX-512 depthwise kernel takes: blocks of 16
@@ -369,6 +370,8 @@ static void dw_planes(void *ctx, int64_t begin, int64_t end, int worker)
 #if defined(__x86_64__) || defined(__i386__)
 		if (j->avx512) {
 			dw_plane_avx512(g, xc, wc, b, yc);
+			if (j->epi)
+				cpu_epi_apply(j->epi, yc, yc - j->y, 0, 1, g->outsz);
 			continue;
 		}
 #endif
@@ -397,15 +400,17 @@ static void dw_planes(void *ctx, int64_t begin, int64_t end, int worker)
 				}
 			}
 		}
+		if (j->epi)
+			cpu_epi_apply(j->epi, yc, yc - j->y, 0, 1, g->outsz);
 	}
 }
 
 static int conv_dw_f32(struct cpu_kctx *k, const struct cgeom *g, const float *x, const float *w, const float *bias,
-		       float *y)
+		       float *y, const struct cpu_epi *epi)
 {
 	struct dw_job j = { g, x, w, bias, y,
 			    cpu_isa() >= CPU_ISA_AVX512 && (g->str[1] == 1 || g->str[1] == 2) &&
-				    (g->out[1] + 15) / 16 <= DW_MAXB && g->ker[1] <= DW_MAXK };
+				    (g->out[1] + 15) / 16 <= DW_MAXB && g->ker[1] <= DW_MAXK, epi };
 	cpu_parallel_for(g->N * g->M, 1, dw_planes, &j);
 	return kstop(k);
 }
@@ -522,6 +527,7 @@ struct conv_job {
 	bool nomem;              /* a product could not get its packing buffer */
 	const float *wpk;        /* the weights packed per group (conv_wpack) or NULL */
 	int64_t wpk_g;           /* floats per group in wpk */
+	const struct cpu_epi *epi;   /* the fused epilogue (Z laid out as y) or NULL */
 };
 
 /*
@@ -543,15 +549,22 @@ static void conv_groups(void *ctx, int64_t begin, int64_t end, int worker)
 		const float *xg = j->x + (n * g->C + gi * cg) * g->insz;
 		float *yg = j->y + (n * g->M + gi * mg) * g->outsz;
 		const float *wg = j->w + gi * mg * kk, *wp = j->wpk ? j->wpk + gi * j->wpk_g : NULL;
-		/* the products start the output at the bias (or 0) */
+		/* the products start the output at the bias (or 0) and end it
+		 * with the epilogue (its Z from the group's first element) */
 		const float *bg = j->bias ? j->bias + gi * mg : NULL;
+		struct cpu_epi e, *ep = NULL;
+		if (j->epi) {
+			e = *j->epi;
+			e.z = e.z ? e.z + (yg - j->y) : NULL;
+			ep = &e;
+		}
 		if (j->pw) {
 			cpu_sgemm_pre(false, false, mg, g->outsz, kk, 1.0f, wg, kk, wp, xg, g->outsz, NULL, 0.0f, bg, yg,
-				      g->outsz);
+				      g->outsz, ep);
 			continue;
 		}
 		struct colsrc cs = { g, xg };
-		if (!cpu_sgemm_src(mg, g->outsz, kk, 1.0f, wg, kk, wp, col_pack, &cs, true, bg, yg, g->outsz))
+		if (!cpu_sgemm_src(mg, g->outsz, kk, 1.0f, wg, kk, wp, col_pack, &cs, true, bg, yg, g->outsz, ep))
 			j->nomem = true;
 	}
 }
@@ -577,15 +590,15 @@ static float *conv_wpack(const void *arg)
 
 /* Float32 convolution: x [N, C, in], w [M, C/G, ker], bias [M] or NULL,
  * y [N, M, out]. wconst: w is input 1's own data, so its packed form may
- * be cached. */
+ * be cached. epi (NULL: none): a fused epilogue, Z laid out as y. */
 static int conv_f32(struct cpu_kctx *k, const struct cgeom *g, const float *x, const float *w, const float *bias,
-		    float *y, bool wconst)
+		    float *y, bool wconst, const struct cpu_epi *epi)
 {
 	int64_t cg = g->C / g->G, kk = cg * g->kersz;
 	if (g->nd == 2 && cg == 1 && g->G > 1)
-		return conv_dw_f32(k, g, x, w, bias, y);
+		return conv_dw_f32(k, g, x, w, bias, y, epi);
 	bool pw = pointwise(g);
-	struct conv_job j = { g, x, w, bias, y, pw, false, NULL, 0 };
+	struct conv_job j = { g, x, w, bias, y, pw, false, NULL, 0, epi };
 	int64_t mg = g->M / g->G;
 	if (wconst && (mg > 2 || !pw)) {
 		/* the products that pack A (more than two rows, or any from
@@ -710,8 +723,19 @@ static int k_conv(struct cpu_kctx *k)
 			kst(dt, kwdata(o), i, b ? kld(dt, kdata(b), (i / per) % (uint64_t)g.M) : 0.0);
 		return 0;
 	}
-	if (dt == IR_FLOAT)
-		return conv_f32(k, &g, KF32(x), KF32(w), b ? KF32(b) : NULL, kwdata(o), true);
+	if (dt == IR_FLOAT) {
+		/* a FusedConv's residual and activation, applied as the
+		 * products finish, when Z has the output's shape */
+		struct cpu_epi *epi = k->epi;
+		const struct ir_tensor *z = epi ? epi->zt : NULL;
+		if (z && !(z->dtype == IR_FLOAT && z->rank == o->rank &&
+			   !memcmp(z->dims, o->dims, sizeof(o->dims[0]) * (size_t)o->rank)))
+			epi = NULL;
+		rc = conv_f32(k, &g, KF32(x), KF32(w), b ? KF32(b) : NULL, kwdata(o), true, epi);
+		if (!rc && epi)
+			epi->done = true;
+		return rc;
+	}
 	if (dt == IR_FLOAT16 || dt == IR_BFLOAT16) {
 		/* compute in float32, round once */
 		float *fx = f32_copy(x), *fw = f32_copy(w), *fb = b ? f32_copy(b) : NULL;
@@ -719,7 +743,7 @@ static int k_conv(struct cpu_kctx *k)
 		if (!fx || !fw || (b && !fb) || !fy)
 			rc = kenomem(k);
 		else
-			rc = conv_f32(k, &g, fx, fw, fb, fy, false);
+			rc = conv_f32(k, &g, fx, fw, fb, fy, false, NULL);
 		if (!rc)
 			for (uint64_t i = 0; i < o->numel; i++)
 				kst(dt, kwdata(o), i, fy[i]);

@@ -204,8 +204,41 @@ static int run_as(struct cpu_kctx *k, int op, int n_in)
 	return fn(&sub);
 }
 
+/* The activations the products apply as they finish (struct cpu_epi). */
+static bool epi_of(const struct kern_act *a, struct cpu_epi *e)
+{
+	memset(e, 0, sizeof(*e));
+	switch (a->kind) {
+	case KACT_NONE: e->act = CPU_EPI_NONE; return true;
+	case KACT_RELU: e->act = CPU_EPI_RELU; return true;
+	case KACT_CLIP:
+		e->act = CPU_EPI_CLIP;
+		e->lo = (float)a->p0;
+		e->hi = (float)a->p1;
+		return true;
+	default: return false;
+	}
+}
+
+/* FusedConv: the Conv kernel applies a float32 residual of the output's
+ * shape and a Relu or Clip itself, to each tile as it finishes; anything
+ * else (or a Conv path that does not) is finished in a pass after. */
 static int k_fusedconv(struct cpu_kctx *k)
 {
+	char why[200];
+	struct kern_act a;
+	struct cpu_epi e;
+	const struct ir_tensor *z = kin(k, 3);
+	if (kern_act_of(k->node, &a, why, sizeof(why)) && epi_of(&a, &e) && (!z || z->dtype == IR_FLOAT)) {
+		e.zt = z;
+		e.z = z ? kdata(z) : NULL;
+		struct cpu_kctx sub = *k;
+		sub.epi = &e;
+		int rc = run_as(&sub, IR_OP_Conv, 3);
+		if (rc || e.done)
+			return rc;
+		return finish(k, 3);
+	}
 	int rc = run_as(k, IR_OP_Conv, 3);
 	return rc ? rc : finish(k, 3);
 }

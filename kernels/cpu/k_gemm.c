@@ -487,6 +487,74 @@ static float *pack_space(size_t nfloats)
 	return pack_buf;
 }
 
+/* ------------------------------------------------------------------------ */
+/* The fused epilogue (struct cpu_epi)                                       */
+/* ------------------------------------------------------------------------ */
+
+static void epi_rows_c(const struct cpu_epi *e, float *c, const float *z, int64_t ldc, int64_t rows, int64_t cols)
+{
+	float lo = e->lo, hi = e->hi;
+	for (int64_t i = 0; i < rows; i++) {
+		float *cr = c + i * ldc;
+		const float *zr = z ? z + i * ldc : NULL;
+		for (int64_t j = 0; j < cols; j++) {
+			float v = cr[j];
+			if (zr)
+				v += zr[j];
+			if (e->act == CPU_EPI_RELU)
+				v = v < 0 ? 0 : v;
+			else if (e->act == CPU_EPI_CLIP)
+				v = v < lo ? lo : v > hi ? hi : v;
+			cr[j] = v;
+		}
+	}
+}
+
+#ifdef SGEMM_X86
+/* The same with AVX-512: max(0, v) is v < 0 ? 0 : v lane for lane (NaN
+ * and -0 come out as v), max then min the clip when lo <= hi. */
+__attribute__((target("avx512f")))
+static void epi_rows_avx512(const struct cpu_epi *e, float *c, const float *z, int64_t ldc, int64_t rows,
+			    int64_t cols)
+{
+	__m512 lo = _mm512_set1_ps(e->act == CPU_EPI_RELU ? 0.0f : e->lo), hi = _mm512_set1_ps(e->hi);
+	bool clamp = e->act != CPU_EPI_NONE, top = e->act == CPU_EPI_CLIP;
+	for (int64_t i = 0; i < rows; i++) {
+		float *cr = c + i * ldc;
+		const float *zr = z ? z + i * ldc : NULL;
+		for (int64_t j = 0; j < cols; j += 16) {
+			__mmask16 m = cols - j >= 16 ? 0xffff : (__mmask16)((1u << (cols - j)) - 1);
+			__m512 v = _mm512_maskz_loadu_ps(m, cr + j);
+			if (zr)
+				v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, zr + j));
+			if (clamp)
+				v = _mm512_max_ps(lo, v);
+			if (top)
+				v = _mm512_min_ps(hi, v);
+			_mm512_mask_storeu_ps(cr + j, m, v);
+		}
+	}
+}
+#endif
+
+/* cpu_epi_apply(): see cpu.h */
+
+void cpu_epi_apply(const struct cpu_epi *e, float *c, int64_t off, int64_t ldc, int64_t rows, int64_t cols)
+{
+	const float *z = e->z ? e->z + off : NULL;
+	if (!z && e->act == CPU_EPI_NONE)
+		return;
+#ifdef SGEMM_X86
+	/* lo <= hi (and neither NaN): the clip's max-then-min order is the
+	 * scalar's compare order */
+	if (cpu_isa() >= CPU_ISA_AVX512 && (e->act != CPU_EPI_CLIP || e->lo <= e->hi)) {
+		epi_rows_avx512(e, c, z, ldc, rows, cols);
+		return;
+	}
+#endif
+	epi_rows_c(e, c, z, ldc, rows, cols);
+}
+
 /* Columns of B packed at a time inside a task: a KC x NCH block (512 KiB)
  * stays in L2 next to the A block while the micro-kernels read it. */
 #define NCH 512
@@ -518,6 +586,7 @@ struct sgemm_job {
 	bool init;              /* C starts as rowbias (or 0): the first KC block sets it, unread */
 	const float *rowbias;   /* M values or NULL */
 	bool bdirect;           /* few rows: the micro-kernel reads B itself (u.dfn), unpacked */
+	const struct cpu_epi *epi;   /* applied to each tile after its last KC block, or NULL */
 };
 
 /* The row values of a C that starts as zero. */
@@ -548,6 +617,8 @@ static void sgemm_task(void *ctx, int64_t begin, int64_t end, int worker)
 			sgemm_naive(j->ta, j->tb, mt, nt, j->K, j->alpha, j->ta ? j->A + i0 : j->A + i0 * j->lda,
 				    j->lda, j->tb ? j->B + j0 * j->ldb : j->B + j0, j->ldb, j->C + i0 * j->ldc + j0,
 				    j->ldc);
+			if (j->epi)
+				cpu_epi_apply(j->epi, j->C + i0 * j->ldc + j0, i0 * j->ldc + j0, j->ldc, mt, nt);
 			j->failed = true;
 			continue;
 		}
@@ -587,6 +658,9 @@ static void sgemm_task(void *ctx, int64_t begin, int64_t end, int worker)
 							else
 								j->u.fn(kc, ap + ir * kc, bp + jr * kc, c + ir * j->ldc,
 									j->ldc, j->alpha, mr, nr, ci);
+							if (j->epi && pc + kc == j->K)
+								cpu_epi_apply(j->epi, c + ir * j->ldc,
+									      c + ir * j->ldc - j->C, j->ldc, mr, nr);
 						}
 					}
 				}
@@ -677,23 +751,37 @@ static void sgemm_blocked(struct sgemm_job *jp);
 void cpu_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
 	       const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
 {
-	cpu_sgemm_pre(ta, tb, M, N, K, alpha, A, lda, NULL, B, ldb, NULL, beta, NULL, C, ldc);
+	cpu_sgemm_pre(ta, tb, M, N, K, alpha, A, lda, NULL, B, ldb, NULL, beta, NULL, C, ldc, NULL);
 }
+
+static void sgemm_pre(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+		      const float *apk, const float *B, int64_t ldb, const float *bpk, float beta, const float *rowbias,
+		      float *C, int64_t ldc);
 
 void cpu_sgemm_pre(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
 		   const float *apk, const float *B, int64_t ldb, const float *bpk, float beta, const float *rowbias,
-		   float *C, int64_t ldc)
+		   float *C, int64_t ldc, const struct cpu_epi *epi)
 {
 	if (M <= 0 || N <= 0)
 		return;
-	bool blocked = M > 2 && K > 0 && alpha != 0;
-	if (beta == 0 && blocked) {
-		/* the first KC block writes C (the row bias plus its part) */
+	if (beta == 0 && M > 2 && K > 0 && alpha != 0) {
+		/* the first KC block writes C (the row bias plus its part),
+		 * the last applies the epilogue */
 		struct sgemm_job j = { ta, tb, M, N, K, alpha, A, B, lda, ldb, ldc, C, pick_ukr(), 0, 0, 0, 0, false,
-				       apk, bpk, 0, 0, NULL, NULL, true, rowbias, false };
+				       apk, bpk, 0, 0, NULL, NULL, true, rowbias, false, epi };
 		sgemm_blocked(&j);
 		return;
 	}
+	sgemm_pre(ta, tb, M, N, K, alpha, A, lda, apk, B, ldb, bpk, beta, rowbias, C, ldc);
+	if (epi)
+		cpu_epi_apply(epi, C, 0, ldc, M, N);
+}
+
+/* cpu_sgemm_pre's other cases (no epilogue) */
+static void sgemm_pre(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+		      const float *apk, const float *B, int64_t ldb, const float *bpk, float beta, const float *rowbias,
+		      float *C, int64_t ldc)
+{
 	if (beta == 0 && rowbias) {
 		/* C = rowbias, then the product is added */
 		for (int64_t i = 0; i < M; i++)
@@ -718,7 +806,7 @@ void cpu_sgemm_pre(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alph
 	}
 
 	struct sgemm_job j = { ta, tb, M, N, K, alpha, A, B, lda, ldb, ldc, C, pick_ukr(), 0, 0, 0, 0, false, apk,
-			       bpk, 0, 0, NULL, NULL, false, NULL, false };
+			       bpk, 0, 0, NULL, NULL, false, NULL, false, NULL };
 	sgemm_blocked(&j);
 }
 
@@ -763,7 +851,8 @@ static void sgemm_blocked(struct sgemm_job *jp)
 /* cpu_sgemm_src(): see cpu.h */
 
 bool cpu_sgemm_src(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const float *apk,
-		   cpu_bpack_fn bsrc, const void *bctx, bool init, const float *rowbias, float *C, int64_t ldc)
+		   cpu_bpack_fn bsrc, const void *bctx, bool init, const float *rowbias, float *C, int64_t ldc,
+		   const struct cpu_epi *epi)
 {
 	if (M <= 0 || N <= 0)
 		return true;
@@ -771,10 +860,12 @@ bool cpu_sgemm_src(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
 		for (int64_t i = 0; i < M && init; i++)
 			for (int64_t jj = 0; jj < N; jj++)
 				C[i * ldc + jj] = rowbias ? rowbias[i] : 0;
+		if (epi)
+			cpu_epi_apply(epi, C, 0, ldc, M, N);
 		return true;
 	}
 	struct sgemm_job j = { false, false, M, N, K, alpha, A, NULL, lda, 0, ldc, C, pick_ukr(), 0, 0, 0, 0, false,
-			       apk, NULL, 0, 0, bsrc, bctx, init, rowbias, false };
+			       apk, NULL, 0, 0, bsrc, bctx, init, rowbias, false, epi };
 	sgemm_blocked(&j);
 	return !j.failed;
 }
@@ -912,7 +1003,7 @@ static int k_gemm(struct cpu_kctx *k)
 				fy[i * N + j] = pc ? pc[(cm == 1 ? 0 : i) * cn + (cn == 1 ? 0 : j)] : 0;
 		const float *bpk = dt == IR_FLOAT ? cached_b(k, 1, tb, K, N, pb, M) : NULL;
 		cpu_sgemm_pre(ta, tb, M, N, K, alpha, pa, a->dims[1], NULL, pb, b->dims[1], bpk, pc ? beta : 0, NULL, fy,
-			      N);
+			      N, NULL);
 		if (dt != IR_FLOAT)
 			store_f32(dt, y, fy, MN);
 f32_out:
@@ -1052,7 +1143,7 @@ static void bmm_batches(void *ctx, int64_t begin, int64_t end, int worker)
 	(void)worker;
 	for (int64_t i = begin; i < end; i++)
 		cpu_sgemm_pre(false, false, p->M, p->N, p->K, 1.0f, j->a + p->aoff[i], p->K, NULL, j->b + p->boff[i],
-			      p->N, j->bpk, 0.0f, NULL, j->y + (uint64_t)i * (uint64_t)(p->M * p->N), p->N);
+			      p->N, j->bpk, 0.0f, NULL, j->y + (uint64_t)i * (uint64_t)(p->M * p->N), p->N, NULL);
 }
 
 /* Matrix-vector (N == 1): output rows [begin, end) over all batches, a
@@ -1109,7 +1200,7 @@ static int k_matmul(struct cpu_kctx *k)
 				bpk = cached_b(k, 1, false, K, N, pb, shared ? (int64_t)p.nb * M : M);
 			if (shared) {
 				cpu_sgemm_pre(false, false, (int64_t)p.nb * M, N, K, 1.0f, pa + p.aoff[0], K, NULL,
-					      pb + p.boff[0], N, bpk, 0.0f, NULL, fy, N);
+					      pb + p.boff[0], N, bpk, 0.0f, NULL, fy, N, NULL);
 				rc = kstop(k);
 			}
 			if (!shared) {
