@@ -420,7 +420,30 @@ static int conv_dw_f32(struct cpu_kctx *k, const struct cgeom *g, const float *x
 struct colsrc {
 	const struct cgeom *g;
 	const float *x;          /* the group's first input channel */
+	bool avx512;             /* runs at stride 1 copied by col_run_avx512 */
 };
+
+#if defined(__x86_64__) || defined(__i386__)
+/* One run of a panel row at stride 1 (at most 32 floats): zeros, then
+ * src[0, b - a) at [a, b), then zeros up to run; masked, so nothing
+ * outside the run or the input line is touched. */
+__attribute__((target("avx512f")))
+static void col_run_avx512(float *dk, const float *src, int64_t a, int64_t b, int64_t run)
+{
+	const __m512 z = _mm512_setzero_ps();
+	uint32_t all = run >= 32 ? 0xffffffffu : (1u << run) - 1;
+	_mm512_mask_storeu_ps(dk, (__mmask16)all, z);
+	_mm512_mask_storeu_ps(dk + 16, (__mmask16)(all >> 16), z);
+	if (b > a) {
+		int64_t n = b - a;
+		uint32_t m = n >= 32 ? 0xffffffffu : (1u << n) - 1;
+		_mm512_mask_storeu_ps(dk + a, (__mmask16)m, _mm512_maskz_loadu_ps((__mmask16)m, src));
+		if (n > 16)
+			_mm512_mask_storeu_ps(dk + a + 16, (__mmask16)(m >> 16),
+					      _mm512_maskz_loadu_ps((__mmask16)(m >> 16), src + 16));
+	}
+}
+#endif
 
 /*
  * cpu_bpack_fn for a convolution: rows [p0, p0 + kc), columns [j0, j0 +
@@ -484,6 +507,12 @@ static void col_pack(const void *ctx, int64_t p0, int64_t kc, int64_t j0, int64_
 				int64_t a = !xr ? run : lo - o < 0 ? 0 : lo - o > run ? run : lo - o;
 				int64_t b = !xr ? run : hi - o < a ? a : hi - o > run ? run : hi - o;
 				float *dk = d + k;
+#if defined(__x86_64__) || defined(__i386__)
+				if (s->avx512 && sl == 1 && run <= 32) {
+					col_run_avx512(dk, b > a ? xr + (o + a + off) : NULL, a, b, run);
+					goto next_run;
+				}
+#endif
 				for (int64_t t = 0; t < a; t++)
 					dk[t] = 0;
 				/* indexes, not pointers, into the line: xr is NULL in
@@ -496,6 +525,9 @@ static void col_pack(const void *ctx, int64_t p0, int64_t kc, int64_t j0, int64_
 						dk[t] = xr[(o + t) * sl + off];
 				for (int64_t t = b; t < run; t++)
 					dk[t] = 0;
+#if defined(__x86_64__) || defined(__i386__)
+			next_run:
+#endif
 				j += run;
 				o += run;
 				k += run;
@@ -563,7 +595,7 @@ static void conv_groups(void *ctx, int64_t begin, int64_t end, int worker)
 				      g->outsz, ep);
 			continue;
 		}
-		struct colsrc cs = { g, xg };
+		struct colsrc cs = { g, xg, cpu_isa() >= CPU_ISA_AVX512 };
 		if (!cpu_sgemm_src(mg, g->outsz, kk, 1.0f, wg, kk, wp, col_pack, &cs, true, bg, yg, g->outsz, ep))
 			j->nomem = true;
 	}

@@ -229,9 +229,26 @@ static void ukr_avx2(int64_t kc, const float *a, const float *b, float *c, int64
  */
 #define A5_MR 12
 #define A5_NR 32
+/* The fused epilogue on one vector of a finished tile (struct cpu_epi;
+ * max(lo, v) is v < lo ? lo : v lane for lane, NaN and -0 included, and
+ * min(hi, .) after it the clip's order when lo <= hi, which the caller
+ * checks). */
+__attribute__((target("avx512f"), always_inline))
+static inline __m512 epi_vec(const struct cpu_epi *e, __m512 v, const float *z, __mmask16 m)
+{
+	if (z)
+		v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, z));
+	if (e->act == CPU_EPI_RELU)
+		v = _mm512_max_ps(_mm512_setzero_ps(), v);
+	else if (e->act == CPU_EPI_CLIP)
+		v = _mm512_min_ps(_mm512_set1_ps(e->hi), _mm512_max_ps(_mm512_set1_ps(e->lo), v));
+	return v;
+}
+
 __attribute__((target("avx512f"), always_inline))
 static inline void ukr_avx512_t(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int mr,
-				int nr, const float *ci, int64_t ldb, const int rows, const int halves)
+				int nr, const float *ci, int64_t ldb, const struct cpu_epi *e, const float *z,
+				const int rows, const int halves)
 {
 	__m512 acc[A5_MR][2];
 	/* lanes of the two halves that are inside C (and, read straight from
@@ -268,16 +285,28 @@ static inline void ukr_avx512_t(int64_t kc, const float *a, const float *b, floa
 		if (i >= mr)
 			break;
 		float *cr = c + i * ldc;
+		const float *zr = z ? z + i * ldc : NULL;
 		__m512 i0 = ci ? _mm512_set1_ps(ci[i]) : nr == A5_NR ? _mm512_loadu_ps(cr) : _mm512_maskz_loadu_ps(m0, cr);
 		if (nr == A5_NR) {
 			__m512 i1 = ci ? i0 : _mm512_loadu_ps(cr + 16);
-			_mm512_storeu_ps(cr, _mm512_fmadd_ps(va, acc[i][0], i0));
-			_mm512_storeu_ps(cr + 16, _mm512_fmadd_ps(va, acc[i][1], i1));
+			__m512 r0 = _mm512_fmadd_ps(va, acc[i][0], i0), r1 = _mm512_fmadd_ps(va, acc[i][1], i1);
+			if (e) {
+				r0 = epi_vec(e, r0, zr, 0xffff);
+				r1 = epi_vec(e, r1, zr ? zr + 16 : NULL, 0xffff);
+			}
+			_mm512_storeu_ps(cr, r0);
+			_mm512_storeu_ps(cr + 16, r1);
 		} else {
-			_mm512_mask_storeu_ps(cr, m0, _mm512_fmadd_ps(va, acc[i][0], i0));
+			__m512 r0 = _mm512_fmadd_ps(va, acc[i][0], i0);
+			if (e)
+				r0 = epi_vec(e, r0, zr, m0);
+			_mm512_mask_storeu_ps(cr, m0, r0);
 			if (halves > 1) {
 				__m512 i1 = ci ? i0 : _mm512_maskz_loadu_ps(m1, cr + 16);
-				_mm512_mask_storeu_ps(cr + 16, m1, _mm512_fmadd_ps(va, acc[i][1], i1));
+				__m512 r1 = _mm512_fmadd_ps(va, acc[i][1], i1);
+				if (e)
+					r1 = epi_vec(e, r1, zr ? zr + 16 : NULL, m1);
+				_mm512_mask_storeu_ps(cr + 16, m1, r1);
 			}
 		}
 	}
@@ -287,25 +316,25 @@ static inline void ukr_avx512_t(int64_t kc, const float *a, const float *b, floa
  * own rows, ldb floats apart. */
 __attribute__((target("avx512f")))
 static void ukr_avx512_any(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int mr,
-			   int nr, const float *ci, int64_t ldb)
+			   int nr, const float *ci, int64_t ldb, const struct cpu_epi *e, const float *z)
 {
 	if (mr == A5_MR && nr > 16)
-		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, ci, ldb, A5_MR, 2);
+		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, ci, ldb, e, z, A5_MR, 2);
 	else if (mr <= A5_MR / 2 && nr <= 16)
-		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, ci, ldb, A5_MR / 2, 1);
+		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, ci, ldb, e, z, A5_MR / 2, 1);
 	else if (mr <= A5_MR / 2)
-		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, ci, ldb, A5_MR / 2, 2);
+		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, ci, ldb, e, z, A5_MR / 2, 2);
 	else if (nr <= 16)
-		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, ci, ldb, A5_MR, 1);
+		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, ci, ldb, e, z, A5_MR, 1);
 	else
-		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, ci, ldb, A5_MR, 2);
+		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, ci, ldb, e, z, A5_MR, 2);
 }
 
 __attribute__((target("avx512f")))
 static void ukr_avx512(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int mr, int nr,
 		       const float *ci)
 {
-	ukr_avx512_any(kc, a, b, c, ldc, alpha, mr, nr, ci, 0);
+	ukr_avx512_any(kc, a, b, c, ldc, alpha, mr, nr, ci, 0, NULL, NULL);
 }
 #endif
 
@@ -416,7 +445,7 @@ typedef void (*ukr_fn)(int64_t, const float *, const float *, float *, int64_t, 
 /* A micro-kernel that reads B's rows itself (ldb floats apart) instead of
  * a packed panel, with the same arithmetic. */
 typedef void (*ukr_direct_fn)(int64_t, const float *, const float *, float *, int64_t, float, int, int,
-			      const float *, int64_t);
+			      const float *, int64_t, const struct cpu_epi *, const float *);
 
 /* A micro-kernel and its tile; dfn: its unpacked-B form, or NULL. */
 struct ukr {
@@ -587,6 +616,7 @@ struct sgemm_job {
 	const float *rowbias;   /* M values or NULL */
 	bool bdirect;           /* few rows: the micro-kernel reads B itself (u.dfn), unpacked */
 	const struct cpu_epi *epi;   /* applied to each tile after its last KC block, or NULL */
+	bool vepi;              /* u.dfn applies epi in its registers */
 };
 
 /* The row values of a C that starts as zero. */
@@ -652,13 +682,22 @@ static void sgemm_task(void *ctx, int64_t begin, int64_t end, int worker)
 							const float *ci = NULL;
 							if (pc == 0 && j->init)
 								ci = j->rowbias ? j->rowbias + i0 + ic + ir : zero_rows;
+							/* the epilogue on the last KC block: in the
+							 * micro-kernel's registers when it can */
+							bool last = j->epi && pc + kc == j->K;
+							const struct cpu_epi *e = last && j->vepi ? j->epi : NULL;
+							const float *z = e && e->z ? e->z + (c + ir * j->ldc - j->C) : NULL;
 							if (j->bdirect)
 								j->u.dfn(kc, ap + ir * kc, j->B + pc * j->ldb + j0 + jc + jr,
-									 c + ir * j->ldc, j->ldc, j->alpha, mr, nr, ci, j->ldb);
+									 c + ir * j->ldc, j->ldc, j->alpha, mr, nr, ci, j->ldb,
+									 e, z);
+							else if (e)
+								j->u.dfn(kc, ap + ir * kc, bp + jr * kc, c + ir * j->ldc,
+									 j->ldc, j->alpha, mr, nr, ci, 0, e, z);
 							else
 								j->u.fn(kc, ap + ir * kc, bp + jr * kc, c + ir * j->ldc,
 									j->ldc, j->alpha, mr, nr, ci);
-							if (j->epi && pc + kc == j->K)
+							if (last && !e)
 								cpu_epi_apply(j->epi, c + ir * j->ldc,
 									      c + ir * j->ldc - j->C, j->ldc, mr, nr);
 						}
@@ -768,7 +807,7 @@ void cpu_sgemm_pre(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alph
 		/* the first KC block writes C (the row bias plus its part),
 		 * the last applies the epilogue */
 		struct sgemm_job j = { ta, tb, M, N, K, alpha, A, B, lda, ldb, ldc, C, pick_ukr(), 0, 0, 0, 0, false,
-				       apk, bpk, 0, 0, NULL, NULL, true, rowbias, false, epi };
+				       apk, bpk, 0, 0, NULL, NULL, true, rowbias, false, epi, false };
 		sgemm_blocked(&j);
 		return;
 	}
@@ -806,7 +845,7 @@ static void sgemm_pre(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float a
 	}
 
 	struct sgemm_job j = { ta, tb, M, N, K, alpha, A, B, lda, ldb, ldc, C, pick_ukr(), 0, 0, 0, 0, false, apk,
-			       bpk, 0, 0, NULL, NULL, false, NULL, false, NULL };
+			       bpk, 0, 0, NULL, NULL, false, NULL, false, NULL, false };
 	sgemm_blocked(&j);
 }
 
@@ -820,6 +859,7 @@ static void sgemm_blocked(struct sgemm_job *jp)
 	/* with at most four tiles of rows a packed panel of B would be used
 	 * at most four times: packing it costs more than reading B's rows */
 	j.bdirect = j.u.dfn && j.B && !j.tb && !j.bpk && !j.bsrc && M <= 4 * MR;
+	j.vepi = j.u.dfn && j.epi && (j.epi->act != CPU_EPI_CLIP || j.epi->lo <= j.epi->hi);
 	j.mpad = (M + MR - 1) / MR * MR;
 	j.npad = (N + NR - 1) / NR * NR;
 	j.mb = MC / MR * MR;
@@ -865,7 +905,7 @@ bool cpu_sgemm_src(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
 		return true;
 	}
 	struct sgemm_job j = { false, false, M, N, K, alpha, A, NULL, lda, 0, ldc, C, pick_ukr(), 0, 0, 0, 0, false,
-			       apk, NULL, 0, 0, bsrc, bctx, init, rowbias, false, epi };
+			       apk, NULL, 0, 0, bsrc, bctx, init, rowbias, false, epi, false };
 	sgemm_blocked(&j);
 	return !j.failed;
 }
