@@ -422,15 +422,38 @@ static void pw_blocks(void *ctx, int64_t b0, int64_t b1, int worker)
 					s += idx[d] * strides[which[q]][d];
 				off[q] = s;
 			}
-			for (int e = 0; e < nb; e++) {
+			/* in runs along the last dim: a copy (stride 1), a
+			 * fill (stride 0) or a strided loop, then the carry */
+			const int L = rank - 1;
+			for (int e = 0; e < nb;) {
+				int run = (int)(dims[L] - idx[L] < nb - e ? dims[L] - idx[L] : nb - e);
 				for (int q = 0; q < nbi; q++) {
 					int i = which[q];
-					if (f32)
-						((float *)inp[i])[e] = ((const float *)kdata(x[i]))[off[q]];
-					else
-						((double *)inp[i])[e] = kld(x[i]->dtype, kdata(x[i]), (uint64_t)off[q]);
+					int64_t st = strides[i][L], o0 = off[q];
+					if (f32) {
+						const float *src = (const float *)kdata(x[i]) + o0;
+						float *dst = (float *)inp[i] + e;
+						if (st == 1)
+							memcpy(dst, src, (size_t)run * sizeof(float));
+						else
+							for (int t = 0; t < run; t++)
+								dst[t] = src[t * st];
+					} else {
+						double *dst = (double *)inp[i] + e;
+						for (int t = 0; t < run; t++)
+							dst[t] = kld(x[i]->dtype, kdata(x[i]), (uint64_t)(o0 + t * st));
+					}
+					off[q] += st * run;
 				}
-				for (int d = rank - 1; d >= 0; d--) {
+				e += run;
+				idx[L] += run;
+				if (idx[L] < dims[L])
+					continue;
+				/* the last dim wrapped: carry into the others */
+				for (int q = 0; q < nbi; q++)
+					off[q] -= strides[which[q]][L] * dims[L];
+				idx[L] = 0;
+				for (int d = L - 1; d >= 0; d--) {
 					for (int q = 0; q < nbi; q++)
 						off[q] += strides[which[q]][d];
 					if (++idx[d] < dims[d])
