@@ -870,7 +870,9 @@ static void sgemm_blocked(struct sgemm_job *jp)
 	/* columns per task: up to NC; narrower while there are fewer than
 	 * two tasks per thread, down to 4 micro-tiles wide */
 	int64_t npan = (N + NR - 1) / NR, tn = (N + NC - 1) / NC;
-	int64_t want = 2 * (int64_t)cpu_threads();
+	/* one task on one thread: every task of a product whose B is made
+	 * on the fly (im2col) packs its own copy of B's columns */
+	int64_t want = cpu_threads() > 1 ? 2 * (int64_t)cpu_threads() : 1;
 	while (tm * tn < want) {
 		if (npan / (tn + 1) >= 4)
 			tn++;
