@@ -219,6 +219,9 @@ int cpu_isa(void);
 
 /* Frees the calling thread's GEMM packing buffer (a pool worker, as it exits). */
 void cpu_sgemm_thread_done(void);
+/* Frees this thread's im2col segment lists (k_conv.c); pool workers call
+ * it as they exit. */
+void cpu_conv_thread_done(void);
 
 /* C = alpha * op(A) op(B) + beta * C, row-major float32; op transposes when
  * ta/tb. Packed panels and an AVX2/FMA or AVX-512 micro-kernel when the

@@ -420,133 +420,233 @@ static int conv_dw_f32(struct cpu_kctx *k, const struct cgeom *g, const float *x
 struct colsrc {
 	const struct cgeom *g;
 	const float *x;          /* the group's first input channel */
-	bool avx512;             /* runs at stride 1 copied by col_run_avx512 */
+	bool avx512;             /* segments moved by col_move_avx512 */
 };
 
-#if defined(__x86_64__) || defined(__i386__)
-/* One run of a panel row at stride 1 (at most 32 floats): zeros, then
- * src[0, b - a) at [a, b), then zeros up to run; masked, so nothing
- * outside the run or the input line is touched. */
-__attribute__((target("avx512f")))
-static void col_run_avx512(float *dk, const float *src, int64_t a, int64_t b, int64_t run)
+
+/*
+ * cpu_bpack_fn for a convolution: rows [p0, p0 + kc), columns [j0, j0 +
+ * nc) of the im2col matrix straight into the panels. Row p is input
+ * channel p / kersz read through kernel tap p % kersz, and every row of a
+ * tap reads its channel at the same places: so the places are worked out
+ * once per tap and call, as a list of segments (a run of columns inside
+ * one panel that is padding, or a stretch of one input line), and each row
+ * replays its tap's list on its own channel.
+ */
+struct cseg {
+	int64_t dst;             /* offset in the panels for row p0 (panel * kc * nr + column) */
+	int64_t src;             /* offset in the channel of the first element, or -1: zeros */
+	int64_t len;
+};
+
+/* A list of segments, grown as needed; false on no memory. */
+struct cseg_list {
+	struct cseg *a;
+	size_t n, cap;
+};
+
+static bool cseg_add(struct cseg_list *l, int64_t dst, int64_t src, int64_t len)
 {
-	const __m512 z = _mm512_setzero_ps();
-	uint32_t all = run >= 32 ? 0xffffffffu : (1u << run) - 1;
-	_mm512_mask_storeu_ps(dk, (__mmask16)all, z);
-	_mm512_mask_storeu_ps(dk + 16, (__mmask16)(all >> 16), z);
-	if (b > a) {
-		int64_t n = b - a;
-		uint32_t m = n >= 32 ? 0xffffffffu : (1u << n) - 1;
-		_mm512_mask_storeu_ps(dk + a, (__mmask16)m, _mm512_maskz_loadu_ps((__mmask16)m, src));
-		if (n > 16)
-			_mm512_mask_storeu_ps(dk + a + 16, (__mmask16)(m >> 16),
-					      _mm512_maskz_loadu_ps((__mmask16)(m >> 16), src + 16));
+	if (len <= 0)
+		return true;
+	if (l->n == l->cap) {
+		size_t c = l->cap ? 2 * l->cap : 256;
+		struct cseg *b = realloc(l->a, c * sizeof(*b));
+		if (!b)
+			return false;
+		l->a = b;
+		l->cap = c;
+	}
+	l->a[l->n++] = (struct cseg){ dst, src, len };
+	return true;
+}
+
+/* this thread's segment list, kept between calls; a pool worker frees
+ * its own as it exits (cpu_conv_thread_done) */
+static _Thread_local struct cseg_list cseg_tl;
+
+/* cpu_conv_thread_done(): see cpu.h */
+
+void cpu_conv_thread_done(void)
+{
+	free(cseg_tl.a);
+	cseg_tl = (struct cseg_list){ 0 };
+}
+
+/* Appends the segments of tap q for the chunk's columns [j0, j0 + nc). */
+static bool col_tap_segs(const struct cgeom *g, int64_t q, int64_t j0, int64_t nc, int64_t kc, int nr,
+			 struct cseg_list *l)
+{
+	int nd = g->nd, L = nd - 1;
+	int64_t ol = g->out[L], il = g->in[L], sl = g->str[L], dl = g->dil[L], pl = g->pb[L];
+	int64_t kq[IR_MAX_RANK], pos[IR_MAX_RANK];
+	for (int i = nd - 1; i >= 0; i--) {
+		kq[i] = q % g->ker[i];
+		q /= g->ker[i];
+	}
+	/* the valid output range of the last dim for this tap */
+	int64_t off = kq[L] * dl - pl, lo = 0, hi = ol;
+	if (off < 0)
+		lo = (-off + sl - 1) / sl;
+	if (il - off <= 0)
+		hi = 0;
+	else if ((il - off + sl - 1) / sl < hi)
+		hi = (il - off + sl - 1) / sl;
+	if (lo > hi)
+		lo = hi;
+	/* the output line of column j0 and the position along it */
+	int64_t u0 = j0 / ol, o = j0 % ol;
+	for (int i = L - 1; i >= 0; i--) {
+		pos[i] = u0 % g->out[i];
+		u0 /= g->out[i];
+	}
+	bool ok = true;
+	int64_t j = 0;   /* column of the chunk */
+	while (j < nc) {
+		/* the input line of this output line, or none (padding) */
+		int64_t base = 0;
+		bool inside = true;
+		for (int i = 0; i < L; i++) {
+			int64_t pi = pos[i] * g->str[i] - g->pb[i] + kq[i] * g->dil[i];
+			if (pi < 0 || pi >= g->in[i])
+				inside = false;
+			base = base * g->in[i] + pi;
+		}
+		int64_t send = j + (ol - o) < nc ? j + (ol - o) : nc;
+		while (j < send) {
+			/* a run inside one panel: zeros, the inside part [a, b), zeros */
+			int64_t k = j % nr, run = nr - k < send - j ? nr - k : send - j;
+			int64_t a = !inside ? run : lo - o < 0 ? 0 : lo - o > run ? run : lo - o;
+			int64_t b = !inside ? run : hi - o < a ? a : hi - o > run ? run : hi - o;
+			int64_t dst = j / nr * kc * nr + k;
+			ok = ok && cseg_add(l, dst, -1, a);
+			ok = ok && cseg_add(l, dst + a, base * il + (o + a) * sl + off, b - a);
+			ok = ok && cseg_add(l, dst + b, -1, run - b);
+			j += run;
+			o += run;
+		}
+		/* the next output line */
+		o = 0;
+		for (int i = L - 1; i >= 0; i--) {
+			if (++pos[i] < g->out[i])
+				break;
+			pos[i] = 0;
+		}
+	}
+	/* the last panel's columns past nc */
+	if (nc % nr)
+		ok = ok && cseg_add(l, nc / nr * kc * nr + nc % nr, -1, nr - nc % nr);
+	return ok;
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+/* n floats (at most 32) from src to d, or zeros when src is NULL; masked. */
+__attribute__((target("avx512f")))
+static void col_move_avx512(float *d, const float *src, int64_t n)
+{
+	uint32_t m = n >= 32 ? 0xffffffffu : (1u << n) - 1;
+	__m512 v0 = src ? _mm512_maskz_loadu_ps((__mmask16)m, src) : _mm512_setzero_ps();
+	_mm512_mask_storeu_ps(d, (__mmask16)m, v0);
+	if (n > 16) {
+		__m512 v1 = src ? _mm512_maskz_loadu_ps((__mmask16)(m >> 16), src + 16) : _mm512_setzero_ps();
+		_mm512_mask_storeu_ps(d + 16, (__mmask16)(m >> 16), v1);
 	}
 }
 #endif
 
-/*
- * cpu_bpack_fn for a convolution: rows [p0, p0 + kc), columns [j0, j0 +
- * nc) of the im2col matrix straight into the panels. Along a row, the
- * columns are runs of one output line (the last spatial dim), cut at the
- * panel edges; a run at stride 1 inside the input is a memcpy.
- */
+/* Row p of the panels element by element, with no memory of its own:
+ * col_pack when the segment lists get none. */
+static void col_row_slow(const struct colsrc *s, int64_t p, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
+			 float *bp, int nr)
+{
+	const struct cgeom *g = s->g;
+	int nd = g->nd;
+	int64_t c = p / g->kersz, q = p % g->kersz, kq[IR_MAX_RANK];
+	for (int i = nd - 1; i >= 0; i--) {
+		kq[i] = q % g->ker[i];
+		q /= g->ker[i];
+	}
+	int64_t cols = (nc + nr - 1) / nr * nr;
+	for (int64_t j = 0; j < cols; j++) {
+		float v = 0;
+		if (j < nc) {
+			int64_t u = j0 + j, idx = 0;
+			bool inside = true;
+			int64_t o[IR_MAX_RANK];
+			for (int i = nd - 1; i >= 0; i--) {
+				o[i] = u % g->out[i];
+				u /= g->out[i];
+			}
+			for (int i = 0; i < nd; i++) {
+				int64_t pi = o[i] * g->str[i] - g->pb[i] + kq[i] * g->dil[i];
+				inside = inside && pi >= 0 && pi < g->in[i];
+				idx = idx * g->in[i] + pi;
+			}
+			if (inside)
+				v = s->x[c * g->insz + idx];
+		}
+		bp[j / nr * kc * nr + (p - p0) * nr + j % nr] = v;
+	}
+}
+
 static void col_pack(const void *ctx, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *bp, int nr)
 {
 	const struct colsrc *s = ctx;
 	const struct cgeom *g = s->g;
-	int nd = g->nd, L = nd - 1;
-	int64_t ol = g->out[L], il = g->in[L], sl = g->str[L], dl = g->dil[L], pl = g->pb[L];
-	int64_t pstride = kc * nr;
-	/* the output line of column j0 (its coordinates over the other
-	 * spatial dims) and the position along it */
-	int64_t u0 = j0 / ol, o0 = j0 % ol, pos0[IR_MAX_RANK];
-	for (int i = L - 1; i >= 0; i--) {
-		pos0[i] = u0 % g->out[i];
-		u0 /= g->out[i];
+	int64_t sl = g->str[g->nd - 1], kersz = g->kersz;
+	struct cseg_list *l = &cseg_tl;
+	/* the taps the rows use (all of them when kc >= kersz), in row order */
+	int64_t ntap = kc < kersz ? kc : kersz, q0 = p0 % kersz;
+	size_t start[65];
+	bool small = ntap <= 64;
+	l->n = 0;
+	for (int64_t t = 0; small && t < ntap; t++) {
+		start[t] = l->n;
+		if (!col_tap_segs(g, (q0 + t) % kersz, j0, nc, kc, nr, l)) {
+			small = false;
+			break;
+		}
 	}
+	if (small)
+		start[ntap] = l->n;
 	for (int64_t p = p0; p < p0 + kc; p++) {
-		int64_t c = p / g->kersz, q = p % g->kersz, kq[IR_MAX_RANK];
-		for (int i = nd - 1; i >= 0; i--) {
-			kq[i] = q % g->ker[i];
-			q /= g->ker[i];
+		int64_t c = p / kersz, t = (p - p0) % ntap;
+		size_t e0, e1;
+		if (small) {
+			e0 = start[t];
+			e1 = start[t + 1];
+		} else {
+			/* many taps (or no memory for them all): this row's own */
+			l->n = 0;
+			if (!col_tap_segs(g, p % kersz, j0, nc, kc, nr, l)) {
+				col_row_slow(s, p, p0, kc, j0, nc, bp, nr);
+				continue;
+			}
+			e0 = 0;
+			e1 = l->n;
 		}
 		const float *xc = s->x + c * g->insz;
-		/* the valid output range of the last dim for this tap */
-		int64_t off = kq[L] * dl - pl, lo = 0, hi = ol;
-		if (off < 0)
-			lo = (-off + sl - 1) / sl;
-		if (il - off <= 0)
-			hi = 0;
-		else if ((il - off + sl - 1) / sl < hi)
-			hi = (il - off + sl - 1) / sl;
-		if (lo > hi)
-			lo = hi;
-		int64_t pos[IR_MAX_RANK];
-		for (int i = 0; i < L; i++)
-			pos[i] = pos0[i];
-		/* d: the current panel's row p; k: the column inside the panel */
-		float *d = bp + (p - p0) * nr;
-		int64_t k = 0, j = j0, jend = j0 + nc, o = o0;
-		while (j < jend) {
-			/* the input line of this output line, or none (padding) */
-			int64_t base = 0;
-			bool inside = true;
-			for (int i = 0; i < L; i++) {
-				int64_t pi = pos[i] * g->str[i] - g->pb[i] + kq[i] * g->dil[i];
-				if (pi < 0 || pi >= g->in[i])
-					inside = false;
-				base = base * g->in[i] + pi;
-			}
-			const float *xr = inside ? xc + base * il : NULL;
-			int64_t send = j + (ol - o) < jend ? j + (ol - o) : jend;
-			while (j < send) {
-				/* a run inside one panel: zeros, the inside part
-				 * [a, b), zeros (short plain loops) */
-				int64_t run = nr - k < send - j ? nr - k : send - j;
-				int64_t a = !xr ? run : lo - o < 0 ? 0 : lo - o > run ? run : lo - o;
-				int64_t b = !xr ? run : hi - o < a ? a : hi - o > run ? run : hi - o;
-				float *dk = d + k;
+		float *row = bp + (p - p0) * nr;
+		for (size_t e = e0; e < e1; e++) {
+			const struct cseg *sg = &l->a[e];
+			float *d = row + sg->dst;
+			const float *src = sg->src >= 0 ? xc + sg->src : NULL;
 #if defined(__x86_64__) || defined(__i386__)
-				if (s->avx512 && sl == 1 && run <= 32) {
-					col_run_avx512(dk, b > a ? xr + (o + a + off) : NULL, a, b, run);
-					goto next_run;
-				}
-#endif
-				for (int64_t t = 0; t < a; t++)
-					dk[t] = 0;
-				/* indexes, not pointers, into the line: xr is NULL in
-				 * the padding, and o + off may be negative before a */
-				if (sl == 1)
-					for (int64_t t = a; t < b; t++)
-						dk[t] = xr[o + t + off];
-				else
-					for (int64_t t = a; t < b; t++)
-						dk[t] = xr[(o + t) * sl + off];
-				for (int64_t t = b; t < run; t++)
-					dk[t] = 0;
-#if defined(__x86_64__) || defined(__i386__)
-			next_run:
-#endif
-				j += run;
-				o += run;
-				k += run;
-				if (k == nr) {
-					k = 0;
-					d += pstride;
-				}
+			if (s->avx512 && (sl == 1 || !src)) {
+				col_move_avx512(d, src, sg->len);
+				continue;
 			}
-			/* the next output line */
-			o = 0;
-			for (int i = L - 1; i >= 0; i--) {
-				if (++pos[i] < g->out[i])
-					break;
-				pos[i] = 0;
-			}
+#endif
+			if (!src)
+				for (int64_t t2 = 0; t2 < sg->len; t2++)
+					d[t2] = 0;
+			else if (sl == 1)
+				for (int64_t t2 = 0; t2 < sg->len; t2++)
+					d[t2] = src[t2];
+			else
+				for (int64_t t2 = 0; t2 < sg->len; t2++)
+					d[t2] = src[t2 * sl];
 		}
-		/* the last panel's columns past nc */
-		for (; k && k < nr; k++)
-			d[k] = 0;
 	}
 }
 

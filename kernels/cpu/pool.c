@@ -146,6 +146,7 @@ static void *pool_main(void *arg)
 	}
 	pthread_mutex_unlock(&pool_mu);
 	cpu_sgemm_thread_done();   /* this thread's GEMM packing buffer */
+	cpu_conv_thread_done();    /* and im2col segment lists */
 	return NULL;
 }
 
