@@ -552,6 +552,22 @@ static void col_move_avx512(float *d, const float *src, int64_t n)
 		_mm512_mask_storeu_ps(d + 16, (__mmask16)(m >> 16), v1);
 	}
 }
+
+/* n floats (at most 32) from src at stride 2 to d: the even lanes of
+ * pairs of masked loads (only the elements read are touched). */
+__attribute__((target("avx512f")))
+static void col_move2_avx512(float *d, const float *src, int64_t n)
+{
+	const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+	for (int64_t h = 0; h < n; h += 16) {
+		int64_t cnt = n - h < 16 ? n - h : 16;
+		/* elements 0, 2, ..., 2 (cnt - 1) of the 32 from src + 2h */
+		uint32_t m = (uint32_t)((((uint64_t)1 << (2 * cnt - 1)) - 1) & 0x55555555u);
+		__m512 v0 = _mm512_maskz_loadu_ps((__mmask16)m, src + 2 * h);
+		__m512 v1 = _mm512_maskz_loadu_ps((__mmask16)(m >> 16), src + 2 * h + 16);
+		_mm512_mask_storeu_ps(d + h, (__mmask16)((1u << cnt) - 1), _mm512_permutex2var_ps(v0, even, v1));
+	}
+}
 #endif
 
 /* Row p of the panels element by element, with no memory of its own:
@@ -634,6 +650,10 @@ static void col_pack(const void *ctx, int64_t p0, int64_t kc, int64_t j0, int64_
 #if defined(__x86_64__) || defined(__i386__)
 			if (s->avx512 && (sl == 1 || !src)) {
 				col_move_avx512(d, src, sg->len);
+				continue;
+			}
+			if (s->avx512 && sl == 2) {
+				col_move2_avx512(d, src, sg->len);
 				continue;
 			}
 #endif
