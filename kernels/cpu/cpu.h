@@ -215,6 +215,12 @@ int kattr_ints_n(struct cpu_kctx *k, const char *name, int n, int64_t *v, int64_
 enum { CPU_ISA_GENERIC, CPU_ISA_AVX2, CPU_ISA_AVX512 };
 int cpu_isa(void);
 
+/* y[i] = op(x[i]) for n float32 values (x == y allowed), computed in
+ * double with polynomials and rounded once: the unary ops' vectorized
+ * paths (k_elementwise.c), on this CPU's instruction set, serially. */
+enum { CPU_FAST_EXP, CPU_FAST_TANH, CPU_FAST_SIGMOID, CPU_FAST_ERF };
+void cpu_fast_f32(int op, const float *x, float *y, int64_t n);
+
 /* --- GEMM (k_gemm.c) --- */
 
 /* Frees the calling thread's GEMM packing buffer (a pool worker, as it exits). */

@@ -305,13 +305,13 @@ static void NAME(const struct pw_prog *P, T *const *in, T *st, int nb, T *out)  
 		case PW_LIT: for (int i = 0; i < nb; i++) b[i] = (T)I->lit; sp++; break;                \
 		case PW_NEG: for (int i = 0; i < nb; i++) a[i] = -a[i]; break;                          \
 		case PW_ABS: for (int i = 0; i < nb; i++) a[i] = a[i] < 0 ? -a[i] : a[i]; break;        \
-		case PW_EXP: for (int i = 0; i < nb; i++) a[i] = EXP(a[i]); break;                      \
+		case PW_EXP: VEXP(a, nb); break;                                                        \
 		case PW_LOG: for (int i = 0; i < nb; i++) a[i] = LOG(a[i]); break;                      \
 		case PW_SQRT: for (int i = 0; i < nb; i++) a[i] = SQRT(a[i]); break;                    \
-		case PW_SIGMOID: for (int i = 0; i < nb; i++) a[i] = (T)1 / ((T)1 + EXP(-a[i])); break; \
-		case PW_TANH: for (int i = 0; i < nb; i++) a[i] = TANH(a[i]); break;                    \
+		case PW_SIGMOID: VSIGMOID(a, nb); break;                                                \
+		case PW_TANH: VTANH(a, nb); break;                                                      \
 		case PW_RELU: for (int i = 0; i < nb; i++) a[i] = a[i] < 0 ? 0 : a[i]; break;           \
-		case PW_ERF: for (int i = 0; i < nb; i++) a[i] = ERF(a[i]); break;                      \
+		case PW_ERF: VERF(a, nb); break;                                                        \
 		default: {                                                                              \
 			T *r = a, *l = sp > 1 ? a - PW_BLK : st;                                        \
 			switch (I->op) {                                                                \
@@ -336,8 +336,36 @@ static void NAME(const struct pw_prog *P, T *const *in, T *st, int nb, T *out)  
 	memcpy(out, st, (size_t)nb * sizeof(T));                                                        \
 }
 
+/* exp, sigmoid, tanh and erf over a block in place: float32 through the
+ * unary ops' vectorized paths (computed in double, rounded once), double
+ * through libm */
+static void pw_exp_f32(float *a, int n) { cpu_fast_f32(CPU_FAST_EXP, a, a, n); }
+static void pw_sigmoid_f32(float *a, int n) { cpu_fast_f32(CPU_FAST_SIGMOID, a, a, n); }
+static void pw_tanh_f32(float *a, int n) { cpu_fast_f32(CPU_FAST_TANH, a, a, n); }
+static void pw_erf_f32(float *a, int n) { cpu_fast_f32(CPU_FAST_ERF, a, a, n); }
+static void pw_exp_f64(double *a, int n) { for (int i = 0; i < n; i++) a[i] = exp(a[i]); }
+static void pw_sigmoid_f64(double *a, int n) { for (int i = 0; i < n; i++) a[i] = 1 / (1 + exp(-a[i])); }
+static void pw_tanh_f64(double *a, int n) { for (int i = 0; i < n; i++) a[i] = tanh(a[i]); }
+static void pw_erf_f64(double *a, int n) { for (int i = 0; i < n; i++) a[i] = erf(a[i]); }
+
+#define VEXP pw_exp_f32
+#define VSIGMOID pw_sigmoid_f32
+#define VTANH pw_tanh_f32
+#define VERF pw_erf_f32
 PW_RUN(pw_run_f32, float, expf, logf, sqrtf, tanhf, erff, powf)
+#undef VEXP
+#undef VSIGMOID
+#undef VTANH
+#undef VERF
+#define VEXP pw_exp_f64
+#define VSIGMOID pw_sigmoid_f64
+#define VTANH pw_tanh_f64
+#define VERF pw_erf_f64
 PW_RUN(pw_run_f64, double, exp, log, sqrt, tanh, erf, pow)
+#undef VEXP
+#undef VSIGMOID
+#undef VTANH
+#undef VERF
 
 /* How an input is read: as long as the output (same shape), one value, or broadcast. */
 enum { PW_FULL, PW_SCALAR, PW_BCAST };
