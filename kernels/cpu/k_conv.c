@@ -299,7 +299,7 @@ struct dw_job {
  */
 __attribute__((target("avx512f"), always_inline))
 static inline void dw_plane_avx512_t(const struct cgeom *g, const float *xc, const float *wc, float b, float *yc,
-				     const int64_t KH, const int64_t KW)
+				     int act, float lo, float hi, const int64_t KH, const int64_t KW)
 {
 	/* KH, KW > 0: the kernel's size as constants (the tap loops unroll) */
 	int64_t ih = g->in[0], iw = g->in[1], oh = g->out[0], ow = g->out[1];
@@ -348,6 +348,12 @@ static inline void dw_plane_avx512_t(const struct cgeom *g, const float *xc, con
 					acc = _mm512_fmadd_ps(_mm512_set1_ps(wa[c]), xv, acc);
 				}
 			}
+			/* a fused Relu or Clip (lo <= hi) in the register: the
+			 * order of cpu_epi_apply's compares */
+			if (act == CPU_EPI_RELU)
+				acc = _mm512_max_ps(_mm512_setzero_ps(), acc);
+			else if (act == CPU_EPI_CLIP)
+				acc = _mm512_min_ps(_mm512_set1_ps(hi), _mm512_max_ps(_mm512_set1_ps(lo), acc));
 			_mm512_mask_storeu_ps(yr + o0, (__mmask16)((1u << no) - 1), acc);
 		}
 	}
@@ -356,12 +362,13 @@ static inline void dw_plane_avx512_t(const struct cgeom *g, const float *xc, con
 /* The plane, with the loops over a 3x3 kernel's taps unrolled (MobileNet's
  * depthwise convolutions): the same FMAs in the same order. */
 __attribute__((target("avx512f")))
-static void dw_plane_avx512(const struct cgeom *g, const float *xc, const float *wc, float b, float *yc)
+static void dw_plane_avx512(const struct cgeom *g, const float *xc, const float *wc, float b, float *yc, int act,
+			    float lo, float hi)
 {
 	if (g->ker[0] == 3 && g->ker[1] == 3)
-		dw_plane_avx512_t(g, xc, wc, b, yc, 3, 3);
+		dw_plane_avx512_t(g, xc, wc, b, yc, act, lo, hi, 3, 3);
 	else
-		dw_plane_avx512_t(g, xc, wc, b, yc, 0, 0);
+		dw_plane_avx512_t(g, xc, wc, b, yc, act, lo, hi, 0, 0);
 }
 #endif
 
@@ -382,9 +389,13 @@ static void dw_planes(void *ctx, int64_t begin, int64_t end, int worker)
 		float b = j->bias ? j->bias[oc] : 0;
 #if defined(__x86_64__) || defined(__i386__)
 		if (j->avx512) {
-			dw_plane_avx512(g, xc, wc, b, yc);
-			if (j->epi)
-				cpu_epi_apply(j->epi, yc, yc - j->y, 0, 1, g->outsz);
+			/* an activation without residual in the kernel's
+			 * registers, else the epilogue over the plane after */
+			const struct cpu_epi *e = j->epi;
+			bool inreg = e && !e->z && (e->act != CPU_EPI_CLIP || e->lo <= e->hi);
+			dw_plane_avx512(g, xc, wc, b, yc, inreg ? e->act : CPU_EPI_NONE, e ? e->lo : 0, e ? e->hi : 0);
+			if (e && !inreg)
+				cpu_epi_apply(e, yc, yc - j->y, 0, 1, g->outsz);
 			continue;
 		}
 #endif
