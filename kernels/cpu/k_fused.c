@@ -4,7 +4,9 @@
  *
  * FusedConv and FusedGemm run the Conv and Gemm kernels on the fused node
  * itself (the attribute names are the same), then add the residual Z and
- * apply the activation in place on the output. Pointwise compiles its
+ * apply the activation in place on the output; FusedConv hands a float32
+ * residual and a Relu or Clip to its Conv instead (struct cpu_epi), whose
+ * products apply them to each tile as it finishes. Pointwise compiles its
  * `expr` once per call into a small postfix program and runs it over blocks
  * of elements: float for float32, double for the other float types.
  *
