@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """CPU backend speed: ogsh `run` against onnxruntime, on the same cores.
 
-    cpu_bench.py [--ogsh build/shell/ogsh] [--runs 11] [--models resnet50,...] [--threads N] [--out DIR]
+    cpu_bench.py [--ogsh build/shell/ogsh] [--runs 11] [--models resnet50,...] [--threads N]
+                 [--mode loaded|optimized|both] [--out DIR]
 
 Builds the models with tests/models/make_models.py (ResNet-50 and
 MobileNetV2 at 1x3x224x224, BERT-base and GPT-2 at batch 1 with 128 tokens),
@@ -9,7 +10,11 @@ makes one set of inputs per model, and times, pinned to CPUs 0..N-1 with
 taskset (N = --threads, default 1):
   - ogsh: one process runs `set threads N`, then `run --inputs=...` 1 + RUNS times; the figure is
     the in-process run time ogsh prints ("ran N nodes on cpu in X ms"), the
-    first run a warm-up; median and min of the rest;
+    first run a warm-up; median and min of the rest. --mode says which
+    graph: `loaded` (the model as written), `optimized` (after `optimize
+    --quiet`, ogsh's default level: what a user runs first, as onnxruntime
+    applies its own graph optimizations, Conv+BatchNormalization folding
+    among them, by default) or `both` (the default: a row for each);
   - onnxruntime: one InferenceSession with intra_op_num_threads=N and
     inter_op_num_threads=1, the same inputs, 1 warm-up then RUNS timed runs
     (perf_counter), median and min.
@@ -50,8 +55,9 @@ def cpus(threads):
     return "0" if threads == 1 else f"0-{threads - 1}"
 
 
-def time_ogsh(ogsh, model, inputs, outputs, runs, threads=1):
-    cmd = "; ".join([f"set threads {threads}"] + [f"run --inputs={inputs}"] * runs +
+def time_ogsh(ogsh, model, inputs, outputs, runs, threads=1, optimized=False):
+    cmd = "; ".join([f"set threads {threads}"] + (["optimize --quiet"] if optimized else []) +
+                    [f"run --inputs={inputs}"] * runs +
                     [f"run --inputs={inputs} --save-outputs={outputs}"])
     p = subprocess.run(["taskset", "-c", cpus(threads), ogsh, model, "-c", cmd], capture_output=True, text=True,
                        check=True)
@@ -82,6 +88,7 @@ def main():
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--out", default=None)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--mode", choices=["loaded", "optimized", "both"], default="both")
     a = ap.parse_args()
     if a.runs < 1:
         ap.error("--runs must be at least 1")
@@ -98,8 +105,11 @@ def main():
         feeds = make_inputs(model, a.seq)
         inp = os.path.join(out, n + "_in.npz")
         np.savez(inp, **feeds)
-        outs = os.path.join(out, n + "_ogsh.npz")
-        og = time_ogsh(a.ogsh, model, inp, outs, a.runs, a.threads)
+        modes = ["loaded", "optimized"] if a.mode == "both" else [a.mode]
+        ogs = {}
+        for mode in modes:
+            outs = os.path.join(out, f"{n}_ogsh_{mode}.npz")
+            ogs[mode] = (time_ogsh(a.ogsh, model, inp, outs, a.runs, a.threads, mode == "optimized"), outs)
         ort_py = (f"import sys; sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r}); "
                   f"import cpu_bench as b, numpy as np, json; f=dict(np.load({inp!r})); "
                   f"ms, out = b.time_ort({model!r}, f, {a.runs}, {a.threads}); np.savez({os.path.join(out, n + '_ort.npz')!r}, *out); "
@@ -108,15 +118,17 @@ def main():
                            check=True)
         import json
         om = json.loads(p.stdout.strip().splitlines()[-1])
-        mine = np.load(outs)
         ref = np.load(os.path.join(out, n + "_ort.npz"))
-        err = max(float(np.max(np.abs(mine[k] - ref[f"arr_{i}"]))) for i, k in enumerate(mine.files))
-        rows.append((n, statistics.median(og), min(og), statistics.median(om), min(om), err))
+        for mode in modes:
+            og, outs = ogs[mode]
+            mine = np.load(outs)
+            err = max(float(np.max(np.abs(mine[k] - ref[f"arr_{i}"]))) for i, k in enumerate(mine.files))
+            rows.append((n, mode, statistics.median(og), min(og), statistics.median(om), min(om), err))
     print(f"{a.threads} thread{'s' if a.threads > 1 else ''}, CPUs {cpus(a.threads)}\n")
-    print(f"| model | ogsh median ms | ogsh min ms | onnxruntime median ms | onnxruntime min ms | ogsh/ort | max abs diff |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    for n, a1, a2, b1, b2, e in rows:
-        print(f"| {n} | {a1:.1f} | {a2:.1f} | {b1:.1f} | {b2:.1f} | {a1 / b1:.2f} | {e:.2e} |")
+    print(f"| model | ogsh graph | ogsh median ms | ogsh min ms | onnxruntime median ms | onnxruntime min ms | ogsh/ort | max abs diff |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for n, mode, a1, a2, b1, b2, e in rows:
+        print(f"| {n} | {mode} | {a1:.1f} | {a2:.1f} | {b1:.1f} | {b2:.1f} | {a1 / b1:.2f} | {e:.2e} |")
     return 0
 
 

@@ -72,9 +72,12 @@ struct exec_report {
 };
 void exec_report_clear(struct exec_report *r);
 
-/* Drops the aligned copies of mapped initializers that runs keep (the
- * executor copies a mapped tensor at an odd offset once and reuses the copy
- * while its model lives). Call it before exiting, or to give memory back. */
+/* Drops what CPU runs keep across runs: the aligned copies of mapped
+ * initializers (a mapped tensor at an odd offset is copied once and the
+ * copy reused while its model lives), the activation buffers of the last
+ * run (reused by the next run of the same model) and the kernels' packed
+ * weights (cpu_wcache_clear). Call it when a model is closed, before
+ * exiting, or to give memory back. */
 void exec_cache_clear(void);
 
 /* Whether every node of the main graph (subgraphs and the bodies of the

@@ -96,6 +96,7 @@ struct cpu_exec_hooks {
  * failure it returns IR_ERR/IR_ENOMEM/IR_EINTR with a message in `d`
  * (without the node's name: the executor adds it).
  */
+struct cpu_epi;
 struct cpu_kctx {
 	const struct ir_node *node;
 	int64_t opset;              /* the version of the node's domain the model imports */
@@ -104,6 +105,7 @@ struct cpu_kctx {
 	struct kern_value *out;
 	struct ir_diag *d;
 	const struct cpu_exec_hooks *hooks;
+	struct cpu_epi *epi;        /* private to kernels/cpu (a fused op's epilogue); NULL */
 };
 
 typedef int (*cpu_kernel_fn)(struct cpu_kctx *k);
@@ -142,5 +144,9 @@ void cpu_set_grain_cap(int64_t cap);
 /* Stops and joins the pool's threads, if any (also done at exit); the next
  * parallel kernel starts them again. */
 void cpu_pool_stop(void);
+/* Drops the packed forms of constant weights the kernels keep across runs
+ * (kernels/cpu/wcache.c); exec_cache_clear() calls it (a model closed,
+ * exit), so a closed model's weights do not wait for the next miss. */
+void cpu_wcache_clear(void);
 
 #endif

@@ -215,10 +215,19 @@ int kattr_ints_n(struct cpu_kctx *k, const char *name, int n, int64_t *v, int64_
 enum { CPU_ISA_GENERIC, CPU_ISA_AVX2, CPU_ISA_AVX512 };
 int cpu_isa(void);
 
+/* y[i] = op(x[i]) for n float32 values (x == y allowed), computed in
+ * double with polynomials and rounded once: the unary ops' vectorized
+ * paths (k_elementwise.c), on this CPU's instruction set, serially. */
+enum { CPU_FAST_EXP, CPU_FAST_TANH, CPU_FAST_SIGMOID, CPU_FAST_ERF };
+void cpu_fast_f32(int op, const float *x, float *y, int64_t n);
+
 /* --- GEMM (k_gemm.c) --- */
 
 /* Frees the calling thread's GEMM packing buffer (a pool worker, as it exits). */
 void cpu_sgemm_thread_done(void);
+/* Frees this thread's im2col segment lists (k_conv.c); pool workers call
+ * it as they exit. */
+void cpu_conv_thread_done(void);
 
 /* C = alpha * op(A) op(B) + beta * C, row-major float32; op transposes when
  * ta/tb. Packed panels and an AVX2/FMA or AVX-512 micro-kernel when the
@@ -234,10 +243,33 @@ void cpu_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, c
  * (M <= 2), so pass them too. With beta 0, rowbias (M values, or NULL)
  * is C's start: C = rowbias[i] + alpha * op(A) op(B), the same bits as
  * filling C with it and passing beta 1, without the extra pass over C.
+ * epi (NULL: none) is applied to C at the end (struct cpu_epi).
  */
 void cpu_sgemm_pre(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
 		   const float *apk, const float *B, int64_t ldb, const float *bpk, float beta, const float *rowbias,
-		   float *C, int64_t ldc);
+		   float *C, int64_t ldc, const struct cpu_epi *epi);
+/*
+ * A fused epilogue (FusedConv's residual and activation, handed to its
+ * Conv through cpu_kctx.epi): what a product does to each element of C
+ * once the element is complete, while its tile is still in cache: v += Z
+ * at the same place (z NULL: no residual), then the activation:
+ * CPU_EPI_RELU v < 0 ? 0 : v, CPU_EPI_CLIP v < lo ? lo : v > hi ? hi : v
+ * (NaN stays NaN). The same bits as k_fused.c's separate pass. For the
+ * products (cpu_sgemm_pre / _src), z is laid out as C (row stride ldc)
+ * and points at C's first element's residual. The kernel that applied it
+ * sets `done`; when it does not, the caller applies it.
+ */
+enum { CPU_EPI_NONE, CPU_EPI_RELU, CPU_EPI_CLIP };
+struct cpu_epi {
+	const float *z;
+	int act;
+	float lo, hi;
+	const struct ir_tensor *zt;   /* for the kernel: Z's tensor, to check against its output */
+	bool done;
+};
+/* Applies e to rows x cols elements at c (rows ldc apart); Z's element for
+ * c[i * ldc + j] is e->z[off + i * ldc + j]. */
+void cpu_epi_apply(const struct cpu_epi *e, float *c, int64_t off, int64_t ldc, int64_t rows, int64_t cols);
 /* The floats of op(A) (mn = M) or op(B) (b_side, mn = N) packed for
  * cpu_sgemm_pre on this CPU's instruction set (0 when empty). */
 size_t cpu_sgemm_pack_floats(bool b_side, int64_t mn, int64_t K);
@@ -257,9 +289,11 @@ typedef void (*cpu_bpack_fn)(const void *ctx, int64_t p0, int64_t kc, int64_t j0
 /* C += alpha * A op(B) (A row-major M x K, or apk: A packed beforehand)
  * with op(B) (K x N) produced by bsrc, always through the packed path
  * (also for M <= 2); with init, C = rowbias[i] (0 when NULL) + alpha * A
- * op(B), C unread. False on no memory (C then partly updated). */
+ * op(B), C unread; then epi, if any. False on no memory (C then partly
+ * updated). */
 bool cpu_sgemm_src(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const float *apk,
-		   cpu_bpack_fn bsrc, const void *bctx, bool init, const float *rowbias, float *C, int64_t ldc);
+		   cpu_bpack_fn bsrc, const void *bctx, bool init, const float *rowbias, float *C, int64_t ldc,
+		   const struct cpu_epi *epi);
 
 /*
  * The packed forms of constant weights (wcache.c), kept across runs:
@@ -276,7 +310,5 @@ bool cpu_sgemm_src(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
 typedef float *(*cpu_wcache_make)(const void *arg);
 const float *cpu_wcache_get(struct cpu_kctx *k, int in, uint32_t tag, size_t nfloats, cpu_wcache_make make,
 			   const void *arg);
-/* Drops every entry: for exec_cache_clear() (a model closed, exit) to call
- * too, so the weights of a closed model do not wait for the next miss. */
-void cpu_wcache_clear(void);
+/* cpu_wcache_clear() (every entry dropped) is declared in kernels.h. */
 #endif

@@ -276,6 +276,7 @@ struct dw_job {
 	const float *x, *w, *bias;
 	float *y;
 	bool avx512;             /* dw_plane_avx512 (stride 1 or 2 along the rows) */
+	const struct cpu_epi *epi;   /* applied to each plane once done, or NULL */
 };
 
 /* the largest plane the AVX-512 depthwise kernel takes: blocks of 16
@@ -296,11 +297,13 @@ struct dw_job {
  * they are found once per plane (at most DW_MAXB blocks x DW_MAXK columns;
  * wider planes take the portable loop).
  */
-__attribute__((target("avx512f")))
-static void dw_plane_avx512(const struct cgeom *g, const float *xc, const float *wc, float b, float *yc)
+__attribute__((target("avx512f"), always_inline))
+static inline void dw_plane_avx512_t(const struct cgeom *g, const float *xc, const float *wc, float b, float *yc,
+				     int act, float lo, float hi, const int64_t KH, const int64_t KW)
 {
+	/* KH, KW > 0: the kernel's size as constants (the tap loops unroll) */
 	int64_t ih = g->in[0], iw = g->in[1], oh = g->out[0], ow = g->out[1];
-	int64_t kh = g->ker[0], kw = g->ker[1], sh = g->str[0], sw = g->str[1];
+	int64_t kh = KH > 0 ? KH : g->ker[0], kw = KW > 0 ? KW : g->ker[1], sh = g->str[0], sw = g->str[1];
 	int64_t dh = g->dil[0], dw = g->dil[1], ph = g->pb[0], pw = g->pb[1];
 	const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
 	int64_t nb = (ow + 15) / 16;
@@ -345,9 +348,27 @@ static void dw_plane_avx512(const struct cgeom *g, const float *xc, const float 
 					acc = _mm512_fmadd_ps(_mm512_set1_ps(wa[c]), xv, acc);
 				}
 			}
+			/* a fused Relu or Clip (lo <= hi) in the register: the
+			 * order of cpu_epi_apply's compares */
+			if (act == CPU_EPI_RELU)
+				acc = _mm512_max_ps(_mm512_setzero_ps(), acc);
+			else if (act == CPU_EPI_CLIP)
+				acc = _mm512_min_ps(_mm512_set1_ps(hi), _mm512_max_ps(_mm512_set1_ps(lo), acc));
 			_mm512_mask_storeu_ps(yr + o0, (__mmask16)((1u << no) - 1), acc);
 		}
 	}
+}
+
+/* The plane, with the loops over a 3x3 kernel's taps unrolled (MobileNet's
+ * depthwise convolutions): the same FMAs in the same order. */
+__attribute__((target("avx512f")))
+static void dw_plane_avx512(const struct cgeom *g, const float *xc, const float *wc, float b, float *yc, int act,
+			    float lo, float hi)
+{
+	if (g->ker[0] == 3 && g->ker[1] == 3)
+		dw_plane_avx512_t(g, xc, wc, b, yc, act, lo, hi, 3, 3);
+	else
+		dw_plane_avx512_t(g, xc, wc, b, yc, act, lo, hi, 0, 0);
 }
 #endif
 
@@ -368,7 +389,13 @@ static void dw_planes(void *ctx, int64_t begin, int64_t end, int worker)
 		float b = j->bias ? j->bias[oc] : 0;
 #if defined(__x86_64__) || defined(__i386__)
 		if (j->avx512) {
-			dw_plane_avx512(g, xc, wc, b, yc);
+			/* an activation without residual in the kernel's
+			 * registers, else the epilogue over the plane after */
+			const struct cpu_epi *e = j->epi;
+			bool inreg = e && !e->z && (e->act != CPU_EPI_CLIP || e->lo <= e->hi);
+			dw_plane_avx512(g, xc, wc, b, yc, inreg ? e->act : CPU_EPI_NONE, e ? e->lo : 0, e ? e->hi : 0);
+			if (e && !inreg)
+				cpu_epi_apply(e, yc, yc - j->y, 0, 1, g->outsz);
 			continue;
 		}
 #endif
@@ -397,15 +424,17 @@ static void dw_planes(void *ctx, int64_t begin, int64_t end, int worker)
 				}
 			}
 		}
+		if (j->epi)
+			cpu_epi_apply(j->epi, yc, yc - j->y, 0, 1, g->outsz);
 	}
 }
 
 static int conv_dw_f32(struct cpu_kctx *k, const struct cgeom *g, const float *x, const float *w, const float *bias,
-		       float *y)
+		       float *y, const struct cpu_epi *epi)
 {
 	struct dw_job j = { g, x, w, bias, y,
 			    cpu_isa() >= CPU_ISA_AVX512 && (g->str[1] == 1 || g->str[1] == 2) &&
-				    (g->out[1] + 15) / 16 <= DW_MAXB && g->ker[1] <= DW_MAXK };
+				    (g->out[1] + 15) / 16 <= DW_MAXB && g->ker[1] <= DW_MAXK, epi };
 	cpu_parallel_for(g->N * g->M, 1, dw_planes, &j);
 	return kstop(k);
 }
@@ -415,101 +444,253 @@ static int conv_dw_f32(struct cpu_kctx *k, const struct cgeom *g, const float *x
 struct colsrc {
 	const struct cgeom *g;
 	const float *x;          /* the group's first input channel */
+	bool avx512;             /* segments moved by col_move_avx512 */
 };
+
 
 /*
  * cpu_bpack_fn for a convolution: rows [p0, p0 + kc), columns [j0, j0 +
- * nc) of the im2col matrix straight into the panels. Along a row, the
- * columns are runs of one output line (the last spatial dim), cut at the
- * panel edges; a run at stride 1 inside the input is a memcpy.
+ * nc) of the im2col matrix straight into the panels. Row p is input
+ * channel p / kersz read through kernel tap p % kersz, and every row of a
+ * tap reads its channel at the same places: so the places are worked out
+ * once per tap and call, as a list of segments (a run of columns inside
+ * one panel that is padding, or a stretch of one input line), and each row
+ * replays its tap's list on its own channel.
  */
+struct cseg {
+	int64_t dst;             /* offset in the panels for row p0 (panel * kc * nr + column) */
+	int64_t src;             /* offset in the channel of the first element, or -1: zeros */
+	int64_t len;
+};
+
+/* A list of segments, grown as needed; false on no memory. */
+struct cseg_list {
+	struct cseg *a;
+	size_t n, cap;
+};
+
+static bool cseg_add(struct cseg_list *l, int64_t dst, int64_t src, int64_t len)
+{
+	if (len <= 0)
+		return true;
+	if (l->n == l->cap) {
+		size_t c = l->cap ? 2 * l->cap : 256;
+		struct cseg *b = realloc(l->a, c * sizeof(*b));
+		if (!b)
+			return false;
+		l->a = b;
+		l->cap = c;
+	}
+	l->a[l->n++] = (struct cseg){ dst, src, len };
+	return true;
+}
+
+/* this thread's segment list, kept between calls; a pool worker frees
+ * its own as it exits (cpu_conv_thread_done) */
+static _Thread_local struct cseg_list cseg_tl;
+
+/* cpu_conv_thread_done(): see cpu.h */
+
+void cpu_conv_thread_done(void)
+{
+	free(cseg_tl.a);
+	cseg_tl = (struct cseg_list){ 0 };
+}
+
+/* Appends the segments of tap q for the chunk's columns [j0, j0 + nc). */
+static bool col_tap_segs(const struct cgeom *g, int64_t q, int64_t j0, int64_t nc, int64_t kc, int nr,
+			 struct cseg_list *l)
+{
+	int nd = g->nd, L = nd - 1;
+	int64_t ol = g->out[L], il = g->in[L], sl = g->str[L], dl = g->dil[L], pl = g->pb[L];
+	int64_t kq[IR_MAX_RANK], pos[IR_MAX_RANK];
+	for (int i = nd - 1; i >= 0; i--) {
+		kq[i] = q % g->ker[i];
+		q /= g->ker[i];
+	}
+	/* the valid output range of the last dim for this tap */
+	int64_t off = kq[L] * dl - pl, lo = 0, hi = ol;
+	if (off < 0)
+		lo = (-off + sl - 1) / sl;
+	if (il - off <= 0)
+		hi = 0;
+	else if ((il - off + sl - 1) / sl < hi)
+		hi = (il - off + sl - 1) / sl;
+	if (lo > hi)
+		lo = hi;
+	/* the output line of column j0 and the position along it */
+	int64_t u0 = j0 / ol, o = j0 % ol;
+	for (int i = L - 1; i >= 0; i--) {
+		pos[i] = u0 % g->out[i];
+		u0 /= g->out[i];
+	}
+	bool ok = true;
+	int64_t j = 0;   /* column of the chunk */
+	while (j < nc) {
+		/* the input line of this output line, or none (padding) */
+		int64_t base = 0;
+		bool inside = true;
+		for (int i = 0; i < L; i++) {
+			int64_t pi = pos[i] * g->str[i] - g->pb[i] + kq[i] * g->dil[i];
+			if (pi < 0 || pi >= g->in[i])
+				inside = false;
+			base = base * g->in[i] + pi;
+		}
+		int64_t send = j + (ol - o) < nc ? j + (ol - o) : nc;
+		while (j < send) {
+			/* a run inside one panel: zeros, the inside part [a, b), zeros */
+			int64_t k = j % nr, run = nr - k < send - j ? nr - k : send - j;
+			int64_t a = !inside ? run : lo - o < 0 ? 0 : lo - o > run ? run : lo - o;
+			int64_t b = !inside ? run : hi - o < a ? a : hi - o > run ? run : hi - o;
+			int64_t dst = j / nr * kc * nr + k;
+			ok = ok && cseg_add(l, dst, -1, a);
+			ok = ok && cseg_add(l, dst + a, base * il + (o + a) * sl + off, b - a);
+			ok = ok && cseg_add(l, dst + b, -1, run - b);
+			j += run;
+			o += run;
+		}
+		/* the next output line */
+		o = 0;
+		for (int i = L - 1; i >= 0; i--) {
+			if (++pos[i] < g->out[i])
+				break;
+			pos[i] = 0;
+		}
+	}
+	/* the last panel's columns past nc */
+	if (nc % nr)
+		ok = ok && cseg_add(l, nc / nr * kc * nr + nc % nr, -1, nr - nc % nr);
+	return ok;
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+/* n floats (at most 32) from src to d, or zeros when src is NULL; masked. */
+__attribute__((target("avx512f")))
+static void col_move_avx512(float *d, const float *src, int64_t n)
+{
+	uint32_t m = n >= 32 ? 0xffffffffu : (1u << n) - 1;
+	__m512 v0 = src ? _mm512_maskz_loadu_ps((__mmask16)m, src) : _mm512_setzero_ps();
+	_mm512_mask_storeu_ps(d, (__mmask16)m, v0);
+	if (n > 16) {
+		__m512 v1 = src ? _mm512_maskz_loadu_ps((__mmask16)(m >> 16), src + 16) : _mm512_setzero_ps();
+		_mm512_mask_storeu_ps(d + 16, (__mmask16)(m >> 16), v1);
+	}
+}
+
+/* n floats (at most 32) from src at stride 2 to d: the even lanes of
+ * pairs of masked loads (only the elements read are touched). */
+__attribute__((target("avx512f")))
+static void col_move2_avx512(float *d, const float *src, int64_t n)
+{
+	const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+	for (int64_t h = 0; h < n; h += 16) {
+		int64_t cnt = n - h < 16 ? n - h : 16;
+		/* elements 0, 2, ..., 2 (cnt - 1) of the 32 from src + 2h */
+		uint32_t m = (uint32_t)((((uint64_t)1 << (2 * cnt - 1)) - 1) & 0x55555555u);
+		__m512 v0 = _mm512_maskz_loadu_ps((__mmask16)m, src + 2 * h);
+		__m512 v1 = _mm512_maskz_loadu_ps((__mmask16)(m >> 16), src + 2 * h + 16);
+		_mm512_mask_storeu_ps(d + h, (__mmask16)((1u << cnt) - 1), _mm512_permutex2var_ps(v0, even, v1));
+	}
+}
+#endif
+
+/* Row p of the panels element by element, with no memory of its own:
+ * col_pack when the segment lists get none. */
+static void col_row_slow(const struct colsrc *s, int64_t p, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
+			 float *bp, int nr)
+{
+	const struct cgeom *g = s->g;
+	int nd = g->nd;
+	int64_t c = p / g->kersz, q = p % g->kersz, kq[IR_MAX_RANK];
+	for (int i = nd - 1; i >= 0; i--) {
+		kq[i] = q % g->ker[i];
+		q /= g->ker[i];
+	}
+	int64_t cols = (nc + nr - 1) / nr * nr;
+	for (int64_t j = 0; j < cols; j++) {
+		float v = 0;
+		if (j < nc) {
+			int64_t u = j0 + j, idx = 0;
+			bool inside = true;
+			int64_t o[IR_MAX_RANK];
+			for (int i = nd - 1; i >= 0; i--) {
+				o[i] = u % g->out[i];
+				u /= g->out[i];
+			}
+			for (int i = 0; i < nd; i++) {
+				int64_t pi = o[i] * g->str[i] - g->pb[i] + kq[i] * g->dil[i];
+				inside = inside && pi >= 0 && pi < g->in[i];
+				idx = idx * g->in[i] + pi;
+			}
+			if (inside)
+				v = s->x[c * g->insz + idx];
+		}
+		bp[j / nr * kc * nr + (p - p0) * nr + j % nr] = v;
+	}
+}
+
 static void col_pack(const void *ctx, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *bp, int nr)
 {
 	const struct colsrc *s = ctx;
 	const struct cgeom *g = s->g;
-	int nd = g->nd, L = nd - 1;
-	int64_t ol = g->out[L], il = g->in[L], sl = g->str[L], dl = g->dil[L], pl = g->pb[L];
-	int64_t pstride = kc * nr;
-	/* the output line of column j0 (its coordinates over the other
-	 * spatial dims) and the position along it */
-	int64_t u0 = j0 / ol, o0 = j0 % ol, pos0[IR_MAX_RANK];
-	for (int i = L - 1; i >= 0; i--) {
-		pos0[i] = u0 % g->out[i];
-		u0 /= g->out[i];
+	int64_t sl = g->str[g->nd - 1], kersz = g->kersz;
+	struct cseg_list *l = &cseg_tl;
+	/* the taps the rows use (all of them when kc >= kersz), in row order */
+	int64_t ntap = kc < kersz ? kc : kersz, q0 = p0 % kersz;
+	size_t start[65];
+	bool small = ntap <= 64;
+	l->n = 0;
+	for (int64_t t = 0; small && t < ntap; t++) {
+		start[t] = l->n;
+		if (!col_tap_segs(g, (q0 + t) % kersz, j0, nc, kc, nr, l)) {
+			small = false;
+			break;
+		}
 	}
+	if (small)
+		start[ntap] = l->n;
 	for (int64_t p = p0; p < p0 + kc; p++) {
-		int64_t c = p / g->kersz, q = p % g->kersz, kq[IR_MAX_RANK];
-		for (int i = nd - 1; i >= 0; i--) {
-			kq[i] = q % g->ker[i];
-			q /= g->ker[i];
+		int64_t c = p / kersz, t = (p - p0) % ntap;
+		size_t e0, e1;
+		if (small) {
+			e0 = start[t];
+			e1 = start[t + 1];
+		} else {
+			/* many taps (or no memory for them all): this row's own */
+			l->n = 0;
+			if (!col_tap_segs(g, p % kersz, j0, nc, kc, nr, l)) {
+				col_row_slow(s, p, p0, kc, j0, nc, bp, nr);
+				continue;
+			}
+			e0 = 0;
+			e1 = l->n;
 		}
 		const float *xc = s->x + c * g->insz;
-		/* the valid output range of the last dim for this tap */
-		int64_t off = kq[L] * dl - pl, lo = 0, hi = ol;
-		if (off < 0)
-			lo = (-off + sl - 1) / sl;
-		if (il - off <= 0)
-			hi = 0;
-		else if ((il - off + sl - 1) / sl < hi)
-			hi = (il - off + sl - 1) / sl;
-		if (lo > hi)
-			lo = hi;
-		int64_t pos[IR_MAX_RANK];
-		for (int i = 0; i < L; i++)
-			pos[i] = pos0[i];
-		/* d: the current panel's row p; k: the column inside the panel */
-		float *d = bp + (p - p0) * nr;
-		int64_t k = 0, j = j0, jend = j0 + nc, o = o0;
-		while (j < jend) {
-			/* the input line of this output line, or none (padding) */
-			int64_t base = 0;
-			bool inside = true;
-			for (int i = 0; i < L; i++) {
-				int64_t pi = pos[i] * g->str[i] - g->pb[i] + kq[i] * g->dil[i];
-				if (pi < 0 || pi >= g->in[i])
-					inside = false;
-				base = base * g->in[i] + pi;
+		float *row = bp + (p - p0) * nr;
+		for (size_t e = e0; e < e1; e++) {
+			const struct cseg *sg = &l->a[e];
+			float *d = row + sg->dst;
+			const float *src = sg->src >= 0 ? xc + sg->src : NULL;
+#if defined(__x86_64__) || defined(__i386__)
+			if (s->avx512 && (sl == 1 || !src)) {
+				col_move_avx512(d, src, sg->len);
+				continue;
 			}
-			const float *xr = inside ? xc + base * il : NULL;
-			int64_t send = j + (ol - o) < jend ? j + (ol - o) : jend;
-			while (j < send) {
-				/* a run inside one panel: zeros, the inside part
-				 * [a, b), zeros (short plain loops) */
-				int64_t run = nr - k < send - j ? nr - k : send - j;
-				int64_t a = !xr ? run : lo - o < 0 ? 0 : lo - o > run ? run : lo - o;
-				int64_t b = !xr ? run : hi - o < a ? a : hi - o > run ? run : hi - o;
-				float *dk = d + k;
-				for (int64_t t = 0; t < a; t++)
-					dk[t] = 0;
-				/* indexes, not pointers, into the line: xr is NULL in
-				 * the padding, and o + off may be negative before a */
-				if (sl == 1)
-					for (int64_t t = a; t < b; t++)
-						dk[t] = xr[o + t + off];
-				else
-					for (int64_t t = a; t < b; t++)
-						dk[t] = xr[(o + t) * sl + off];
-				for (int64_t t = b; t < run; t++)
-					dk[t] = 0;
-				j += run;
-				o += run;
-				k += run;
-				if (k == nr) {
-					k = 0;
-					d += pstride;
-				}
+			if (s->avx512 && sl == 2) {
+				col_move2_avx512(d, src, sg->len);
+				continue;
 			}
-			/* the next output line */
-			o = 0;
-			for (int i = L - 1; i >= 0; i--) {
-				if (++pos[i] < g->out[i])
-					break;
-				pos[i] = 0;
-			}
+#endif
+			if (!src)
+				for (int64_t t2 = 0; t2 < sg->len; t2++)
+					d[t2] = 0;
+			else if (sl == 1)
+				for (int64_t t2 = 0; t2 < sg->len; t2++)
+					d[t2] = src[t2];
+			else
+				for (int64_t t2 = 0; t2 < sg->len; t2++)
+					d[t2] = src[t2 * sl];
 		}
-		/* the last panel's columns past nc */
-		for (; k && k < nr; k++)
-			d[k] = 0;
 	}
 }
 
@@ -522,6 +703,7 @@ struct conv_job {
 	bool nomem;              /* a product could not get its packing buffer */
 	const float *wpk;        /* the weights packed per group (conv_wpack) or NULL */
 	int64_t wpk_g;           /* floats per group in wpk */
+	const struct cpu_epi *epi;   /* the fused epilogue (Z laid out as y) or NULL */
 };
 
 /*
@@ -543,15 +725,22 @@ static void conv_groups(void *ctx, int64_t begin, int64_t end, int worker)
 		const float *xg = j->x + (n * g->C + gi * cg) * g->insz;
 		float *yg = j->y + (n * g->M + gi * mg) * g->outsz;
 		const float *wg = j->w + gi * mg * kk, *wp = j->wpk ? j->wpk + gi * j->wpk_g : NULL;
-		/* the products start the output at the bias (or 0) */
+		/* the products start the output at the bias (or 0) and end it
+		 * with the epilogue (its Z from the group's first element) */
 		const float *bg = j->bias ? j->bias + gi * mg : NULL;
+		struct cpu_epi e, *ep = NULL;
+		if (j->epi) {
+			e = *j->epi;
+			e.z = e.z ? e.z + (yg - j->y) : NULL;
+			ep = &e;
+		}
 		if (j->pw) {
 			cpu_sgemm_pre(false, false, mg, g->outsz, kk, 1.0f, wg, kk, wp, xg, g->outsz, NULL, 0.0f, bg, yg,
-				      g->outsz);
+				      g->outsz, ep);
 			continue;
 		}
-		struct colsrc cs = { g, xg };
-		if (!cpu_sgemm_src(mg, g->outsz, kk, 1.0f, wg, kk, wp, col_pack, &cs, true, bg, yg, g->outsz))
+		struct colsrc cs = { g, xg, cpu_isa() >= CPU_ISA_AVX512 };
+		if (!cpu_sgemm_src(mg, g->outsz, kk, 1.0f, wg, kk, wp, col_pack, &cs, true, bg, yg, g->outsz, ep))
 			j->nomem = true;
 	}
 }
@@ -577,15 +766,15 @@ static float *conv_wpack(const void *arg)
 
 /* Float32 convolution: x [N, C, in], w [M, C/G, ker], bias [M] or NULL,
  * y [N, M, out]. wconst: w is input 1's own data, so its packed form may
- * be cached. */
+ * be cached. epi (NULL: none): a fused epilogue, Z laid out as y. */
 static int conv_f32(struct cpu_kctx *k, const struct cgeom *g, const float *x, const float *w, const float *bias,
-		    float *y, bool wconst)
+		    float *y, bool wconst, const struct cpu_epi *epi)
 {
 	int64_t cg = g->C / g->G, kk = cg * g->kersz;
 	if (g->nd == 2 && cg == 1 && g->G > 1)
-		return conv_dw_f32(k, g, x, w, bias, y);
+		return conv_dw_f32(k, g, x, w, bias, y, epi);
 	bool pw = pointwise(g);
-	struct conv_job j = { g, x, w, bias, y, pw, false, NULL, 0 };
+	struct conv_job j = { g, x, w, bias, y, pw, false, NULL, 0, epi };
 	int64_t mg = g->M / g->G;
 	if (wconst && (mg > 2 || !pw)) {
 		/* the products that pack A (more than two rows, or any from
@@ -710,8 +899,19 @@ static int k_conv(struct cpu_kctx *k)
 			kst(dt, kwdata(o), i, b ? kld(dt, kdata(b), (i / per) % (uint64_t)g.M) : 0.0);
 		return 0;
 	}
-	if (dt == IR_FLOAT)
-		return conv_f32(k, &g, KF32(x), KF32(w), b ? KF32(b) : NULL, kwdata(o), true);
+	if (dt == IR_FLOAT) {
+		/* a FusedConv's residual and activation, applied as the
+		 * products finish, when Z has the output's shape */
+		struct cpu_epi *epi = k->epi;
+		const struct ir_tensor *z = epi ? epi->zt : NULL;
+		if (z && !(z->dtype == IR_FLOAT && z->rank == o->rank &&
+			   !memcmp(z->dims, o->dims, sizeof(o->dims[0]) * (size_t)o->rank)))
+			epi = NULL;
+		rc = conv_f32(k, &g, KF32(x), KF32(w), b ? KF32(b) : NULL, kwdata(o), true, epi);
+		if (!rc && epi)
+			epi->done = true;
+		return rc;
+	}
 	if (dt == IR_FLOAT16 || dt == IR_BFLOAT16) {
 		/* compute in float32, round once */
 		float *fx = f32_copy(x), *fw = f32_copy(w), *fb = b ? f32_copy(b) : NULL;
@@ -719,7 +919,7 @@ static int k_conv(struct cpu_kctx *k)
 		if (!fx || !fw || (b && !fb) || !fy)
 			rc = kenomem(k);
 		else
-			rc = conv_f32(k, &g, fx, fw, fb, fy, false);
+			rc = conv_f32(k, &g, fx, fw, fb, fy, false, NULL);
 		if (!rc)
 			for (uint64_t i = 0; i < o->numel; i++)
 				kst(dt, kwdata(o), i, fy[i]);

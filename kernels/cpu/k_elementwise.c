@@ -1191,6 +1191,27 @@ static void fast_avx512(int op, const float *x, float *y, int64_t n)
 
 #pragma GCC pop_options
 
+/* cpu_fast_f32(): see cpu.h (its ops are F_EXP..F_ERF in order) */
+
+void cpu_fast_f32(int op, const float *x, float *y, int64_t n)
+{
+	_Static_assert((int)CPU_FAST_EXP == (int)F_EXP && (int)CPU_FAST_TANH == (int)F_TANH &&
+			       (int)CPU_FAST_SIGMOID == (int)F_SIGMOID && (int)CPU_FAST_ERF == (int)F_ERF,
+		       "cpu_fast_f32's ops are the fast ops");
+#if defined(__x86_64__)
+	int isa = cpu_isa();
+	if (isa >= 2) {
+		fast_avx512(op, x, y, n);
+		return;
+	}
+	if (isa >= 1) {
+		fast_avx2(op, x, y, n);
+		return;
+	}
+#endif
+	fast_generic(op, x, y, n);
+}
+
 /* The fast op for a unary op, or -1. */
 static int fast_op(int op)
 {

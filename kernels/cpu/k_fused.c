@@ -4,7 +4,9 @@
  *
  * FusedConv and FusedGemm run the Conv and Gemm kernels on the fused node
  * itself (the attribute names are the same), then add the residual Z and
- * apply the activation in place on the output. Pointwise compiles its
+ * apply the activation in place on the output; FusedConv hands a float32
+ * residual and a Relu or Clip to its Conv instead (struct cpu_epi), whose
+ * products apply them to each tile as it finishes. Pointwise compiles its
  * `expr` once per call into a small postfix program and runs it over blocks
  * of elements: float for float32, double for the other float types.
  *
@@ -204,8 +206,41 @@ static int run_as(struct cpu_kctx *k, int op, int n_in)
 	return fn(&sub);
 }
 
+/* The activations the products apply as they finish (struct cpu_epi). */
+static bool epi_of(const struct kern_act *a, struct cpu_epi *e)
+{
+	memset(e, 0, sizeof(*e));
+	switch (a->kind) {
+	case KACT_NONE: e->act = CPU_EPI_NONE; return true;
+	case KACT_RELU: e->act = CPU_EPI_RELU; return true;
+	case KACT_CLIP:
+		e->act = CPU_EPI_CLIP;
+		e->lo = (float)a->p0;
+		e->hi = (float)a->p1;
+		return true;
+	default: return false;
+	}
+}
+
+/* FusedConv: the Conv kernel applies a float32 residual of the output's
+ * shape and a Relu or Clip itself, to each tile as it finishes; anything
+ * else (or a Conv path that does not) is finished in a pass after. */
 static int k_fusedconv(struct cpu_kctx *k)
 {
+	char why[200];
+	struct kern_act a;
+	struct cpu_epi e;
+	const struct ir_tensor *z = kin(k, 3);
+	if (kern_act_of(k->node, &a, why, sizeof(why)) && epi_of(&a, &e) && (!z || z->dtype == IR_FLOAT)) {
+		e.zt = z;
+		e.z = z ? kdata(z) : NULL;
+		struct cpu_kctx sub = *k;
+		sub.epi = &e;
+		int rc = run_as(&sub, IR_OP_Conv, 3);
+		if (rc || e.done)
+			return rc;
+		return finish(k, 3);
+	}
 	int rc = run_as(k, IR_OP_Conv, 3);
 	return rc ? rc : finish(k, 3);
 }
@@ -272,13 +307,13 @@ static void NAME(const struct pw_prog *P, T *const *in, T *st, int nb, T *out)  
 		case PW_LIT: for (int i = 0; i < nb; i++) b[i] = (T)I->lit; sp++; break;                \
 		case PW_NEG: for (int i = 0; i < nb; i++) a[i] = -a[i]; break;                          \
 		case PW_ABS: for (int i = 0; i < nb; i++) a[i] = a[i] < 0 ? -a[i] : a[i]; break;        \
-		case PW_EXP: for (int i = 0; i < nb; i++) a[i] = EXP(a[i]); break;                      \
+		case PW_EXP: VEXP(a, nb); break;                                                        \
 		case PW_LOG: for (int i = 0; i < nb; i++) a[i] = LOG(a[i]); break;                      \
 		case PW_SQRT: for (int i = 0; i < nb; i++) a[i] = SQRT(a[i]); break;                    \
-		case PW_SIGMOID: for (int i = 0; i < nb; i++) a[i] = (T)1 / ((T)1 + EXP(-a[i])); break; \
-		case PW_TANH: for (int i = 0; i < nb; i++) a[i] = TANH(a[i]); break;                    \
+		case PW_SIGMOID: VSIGMOID(a, nb); break;                                                \
+		case PW_TANH: VTANH(a, nb); break;                                                      \
 		case PW_RELU: for (int i = 0; i < nb; i++) a[i] = a[i] < 0 ? 0 : a[i]; break;           \
-		case PW_ERF: for (int i = 0; i < nb; i++) a[i] = ERF(a[i]); break;                      \
+		case PW_ERF: VERF(a, nb); break;                                                        \
 		default: {                                                                              \
 			T *r = a, *l = sp > 1 ? a - PW_BLK : st;                                        \
 			switch (I->op) {                                                                \
@@ -303,8 +338,36 @@ static void NAME(const struct pw_prog *P, T *const *in, T *st, int nb, T *out)  
 	memcpy(out, st, (size_t)nb * sizeof(T));                                                        \
 }
 
+/* exp, sigmoid, tanh and erf over a block in place: float32 through the
+ * unary ops' vectorized paths (computed in double, rounded once), double
+ * through libm */
+static void pw_exp_f32(float *a, int n) { cpu_fast_f32(CPU_FAST_EXP, a, a, n); }
+static void pw_sigmoid_f32(float *a, int n) { cpu_fast_f32(CPU_FAST_SIGMOID, a, a, n); }
+static void pw_tanh_f32(float *a, int n) { cpu_fast_f32(CPU_FAST_TANH, a, a, n); }
+static void pw_erf_f32(float *a, int n) { cpu_fast_f32(CPU_FAST_ERF, a, a, n); }
+static void pw_exp_f64(double *a, int n) { for (int i = 0; i < n; i++) a[i] = exp(a[i]); }
+static void pw_sigmoid_f64(double *a, int n) { for (int i = 0; i < n; i++) a[i] = 1 / (1 + exp(-a[i])); }
+static void pw_tanh_f64(double *a, int n) { for (int i = 0; i < n; i++) a[i] = tanh(a[i]); }
+static void pw_erf_f64(double *a, int n) { for (int i = 0; i < n; i++) a[i] = erf(a[i]); }
+
+#define VEXP pw_exp_f32
+#define VSIGMOID pw_sigmoid_f32
+#define VTANH pw_tanh_f32
+#define VERF pw_erf_f32
 PW_RUN(pw_run_f32, float, expf, logf, sqrtf, tanhf, erff, powf)
+#undef VEXP
+#undef VSIGMOID
+#undef VTANH
+#undef VERF
+#define VEXP pw_exp_f64
+#define VSIGMOID pw_sigmoid_f64
+#define VTANH pw_tanh_f64
+#define VERF pw_erf_f64
 PW_RUN(pw_run_f64, double, exp, log, sqrt, tanh, erf, pow)
+#undef VEXP
+#undef VSIGMOID
+#undef VTANH
+#undef VERF
 
 /* How an input is read: as long as the output (same shape), one value, or broadcast. */
 enum { PW_FULL, PW_SCALAR, PW_BCAST };
@@ -389,15 +452,38 @@ static void pw_blocks(void *ctx, int64_t b0, int64_t b1, int worker)
 					s += idx[d] * strides[which[q]][d];
 				off[q] = s;
 			}
-			for (int e = 0; e < nb; e++) {
+			/* in runs along the last dim: a copy (stride 1), a
+			 * fill (stride 0) or a strided loop, then the carry */
+			const int L = rank - 1;
+			for (int e = 0; e < nb;) {
+				int run = (int)(dims[L] - idx[L] < nb - e ? dims[L] - idx[L] : nb - e);
 				for (int q = 0; q < nbi; q++) {
 					int i = which[q];
-					if (f32)
-						((float *)inp[i])[e] = ((const float *)kdata(x[i]))[off[q]];
-					else
-						((double *)inp[i])[e] = kld(x[i]->dtype, kdata(x[i]), (uint64_t)off[q]);
+					int64_t st = strides[i][L], o0 = off[q];
+					if (f32) {
+						const float *src = (const float *)kdata(x[i]) + o0;
+						float *dst = (float *)inp[i] + e;
+						if (st == 1)
+							memcpy(dst, src, (size_t)run * sizeof(float));
+						else
+							for (int t = 0; t < run; t++)
+								dst[t] = src[t * st];
+					} else {
+						double *dst = (double *)inp[i] + e;
+						for (int t = 0; t < run; t++)
+							dst[t] = kld(x[i]->dtype, kdata(x[i]), (uint64_t)(o0 + t * st));
+					}
+					off[q] += st * run;
 				}
-				for (int d = rank - 1; d >= 0; d--) {
+				e += run;
+				idx[L] += run;
+				if (idx[L] < dims[L])
+					continue;
+				/* the last dim wrapped: carry into the others */
+				for (int q = 0; q < nbi; q++)
+					off[q] -= strides[which[q]][L] * dims[L];
+				idx[L] = 0;
+				for (int d = L - 1; d >= 0; d--) {
 					for (int q = 0; q < nbi; q++)
 						off[q] += strides[which[q]][d];
 					if (++idx[d] < dims[d])

@@ -229,9 +229,26 @@ static void ukr_avx2(int64_t kc, const float *a, const float *b, float *c, int64
  */
 #define A5_MR 12
 #define A5_NR 32
+/* The fused epilogue on one vector of a finished tile (struct cpu_epi;
+ * max(lo, v) is v < lo ? lo : v lane for lane, NaN and -0 included, and
+ * min(hi, .) after it the clip's order when lo <= hi, which the caller
+ * checks). */
+__attribute__((target("avx512f"), always_inline))
+static inline __m512 epi_vec(const struct cpu_epi *e, __m512 v, const float *z, __mmask16 m)
+{
+	if (z)
+		v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, z));
+	if (e->act == CPU_EPI_RELU)
+		v = _mm512_max_ps(_mm512_setzero_ps(), v);
+	else if (e->act == CPU_EPI_CLIP)
+		v = _mm512_min_ps(_mm512_set1_ps(e->hi), _mm512_max_ps(_mm512_set1_ps(e->lo), v));
+	return v;
+}
+
 __attribute__((target("avx512f"), always_inline))
 static inline void ukr_avx512_t(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int mr,
-				int nr, const float *ci, int64_t ldb, const int rows, const int halves)
+				int nr, const float *ci, int64_t ldb, const struct cpu_epi *e, const float *z,
+				const int rows, const int halves)
 {
 	__m512 acc[A5_MR][2];
 	/* lanes of the two halves that are inside C (and, read straight from
@@ -268,16 +285,28 @@ static inline void ukr_avx512_t(int64_t kc, const float *a, const float *b, floa
 		if (i >= mr)
 			break;
 		float *cr = c + i * ldc;
+		const float *zr = z ? z + i * ldc : NULL;
 		__m512 i0 = ci ? _mm512_set1_ps(ci[i]) : nr == A5_NR ? _mm512_loadu_ps(cr) : _mm512_maskz_loadu_ps(m0, cr);
 		if (nr == A5_NR) {
 			__m512 i1 = ci ? i0 : _mm512_loadu_ps(cr + 16);
-			_mm512_storeu_ps(cr, _mm512_fmadd_ps(va, acc[i][0], i0));
-			_mm512_storeu_ps(cr + 16, _mm512_fmadd_ps(va, acc[i][1], i1));
+			__m512 r0 = _mm512_fmadd_ps(va, acc[i][0], i0), r1 = _mm512_fmadd_ps(va, acc[i][1], i1);
+			if (e) {
+				r0 = epi_vec(e, r0, zr, 0xffff);
+				r1 = epi_vec(e, r1, zr ? zr + 16 : NULL, 0xffff);
+			}
+			_mm512_storeu_ps(cr, r0);
+			_mm512_storeu_ps(cr + 16, r1);
 		} else {
-			_mm512_mask_storeu_ps(cr, m0, _mm512_fmadd_ps(va, acc[i][0], i0));
+			__m512 r0 = _mm512_fmadd_ps(va, acc[i][0], i0);
+			if (e)
+				r0 = epi_vec(e, r0, zr, m0);
+			_mm512_mask_storeu_ps(cr, m0, r0);
 			if (halves > 1) {
 				__m512 i1 = ci ? i0 : _mm512_maskz_loadu_ps(m1, cr + 16);
-				_mm512_mask_storeu_ps(cr + 16, m1, _mm512_fmadd_ps(va, acc[i][1], i1));
+				__m512 r1 = _mm512_fmadd_ps(va, acc[i][1], i1);
+				if (e)
+					r1 = epi_vec(e, r1, zr ? zr + 16 : NULL, m1);
+				_mm512_mask_storeu_ps(cr + 16, m1, r1);
 			}
 		}
 	}
@@ -287,25 +316,25 @@ static inline void ukr_avx512_t(int64_t kc, const float *a, const float *b, floa
  * own rows, ldb floats apart. */
 __attribute__((target("avx512f")))
 static void ukr_avx512_any(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int mr,
-			   int nr, const float *ci, int64_t ldb)
+			   int nr, const float *ci, int64_t ldb, const struct cpu_epi *e, const float *z)
 {
 	if (mr == A5_MR && nr > 16)
-		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, ci, ldb, A5_MR, 2);
+		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, ci, ldb, e, z, A5_MR, 2);
 	else if (mr <= A5_MR / 2 && nr <= 16)
-		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, ci, ldb, A5_MR / 2, 1);
+		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, ci, ldb, e, z, A5_MR / 2, 1);
 	else if (mr <= A5_MR / 2)
-		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, ci, ldb, A5_MR / 2, 2);
+		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, ci, ldb, e, z, A5_MR / 2, 2);
 	else if (nr <= 16)
-		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, ci, ldb, A5_MR, 1);
+		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, ci, ldb, e, z, A5_MR, 1);
 	else
-		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, ci, ldb, A5_MR, 2);
+		ukr_avx512_t(kc, a, b, c, ldc, alpha, mr, nr, ci, ldb, e, z, A5_MR, 2);
 }
 
 __attribute__((target("avx512f")))
 static void ukr_avx512(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int mr, int nr,
 		       const float *ci)
 {
-	ukr_avx512_any(kc, a, b, c, ldc, alpha, mr, nr, ci, 0);
+	ukr_avx512_any(kc, a, b, c, ldc, alpha, mr, nr, ci, 0, NULL, NULL);
 }
 #endif
 
@@ -416,7 +445,7 @@ typedef void (*ukr_fn)(int64_t, const float *, const float *, float *, int64_t, 
 /* A micro-kernel that reads B's rows itself (ldb floats apart) instead of
  * a packed panel, with the same arithmetic. */
 typedef void (*ukr_direct_fn)(int64_t, const float *, const float *, float *, int64_t, float, int, int,
-			      const float *, int64_t);
+			      const float *, int64_t, const struct cpu_epi *, const float *);
 
 /* A micro-kernel and its tile; dfn: its unpacked-B form, or NULL. */
 struct ukr {
@@ -487,6 +516,74 @@ static float *pack_space(size_t nfloats)
 	return pack_buf;
 }
 
+/* ------------------------------------------------------------------------ */
+/* The fused epilogue (struct cpu_epi)                                       */
+/* ------------------------------------------------------------------------ */
+
+static void epi_rows_c(const struct cpu_epi *e, float *c, const float *z, int64_t ldc, int64_t rows, int64_t cols)
+{
+	float lo = e->lo, hi = e->hi;
+	for (int64_t i = 0; i < rows; i++) {
+		float *cr = c + i * ldc;
+		const float *zr = z ? z + i * ldc : NULL;
+		for (int64_t j = 0; j < cols; j++) {
+			float v = cr[j];
+			if (zr)
+				v += zr[j];
+			if (e->act == CPU_EPI_RELU)
+				v = v < 0 ? 0 : v;
+			else if (e->act == CPU_EPI_CLIP)
+				v = v < lo ? lo : v > hi ? hi : v;
+			cr[j] = v;
+		}
+	}
+}
+
+#ifdef SGEMM_X86
+/* The same with AVX-512: max(0, v) is v < 0 ? 0 : v lane for lane (NaN
+ * and -0 come out as v), max then min the clip when lo <= hi. */
+__attribute__((target("avx512f")))
+static void epi_rows_avx512(const struct cpu_epi *e, float *c, const float *z, int64_t ldc, int64_t rows,
+			    int64_t cols)
+{
+	__m512 lo = _mm512_set1_ps(e->act == CPU_EPI_RELU ? 0.0f : e->lo), hi = _mm512_set1_ps(e->hi);
+	bool clamp = e->act != CPU_EPI_NONE, top = e->act == CPU_EPI_CLIP;
+	for (int64_t i = 0; i < rows; i++) {
+		float *cr = c + i * ldc;
+		const float *zr = z ? z + i * ldc : NULL;
+		for (int64_t j = 0; j < cols; j += 16) {
+			__mmask16 m = cols - j >= 16 ? 0xffff : (__mmask16)((1u << (cols - j)) - 1);
+			__m512 v = _mm512_maskz_loadu_ps(m, cr + j);
+			if (zr)
+				v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, zr + j));
+			if (clamp)
+				v = _mm512_max_ps(lo, v);
+			if (top)
+				v = _mm512_min_ps(hi, v);
+			_mm512_mask_storeu_ps(cr + j, m, v);
+		}
+	}
+}
+#endif
+
+/* cpu_epi_apply(): see cpu.h */
+
+void cpu_epi_apply(const struct cpu_epi *e, float *c, int64_t off, int64_t ldc, int64_t rows, int64_t cols)
+{
+	const float *z = e->z ? e->z + off : NULL;
+	if (!z && e->act == CPU_EPI_NONE)
+		return;
+#ifdef SGEMM_X86
+	/* lo <= hi (and neither NaN): the clip's max-then-min order is the
+	 * scalar's compare order */
+	if (cpu_isa() >= CPU_ISA_AVX512 && (e->act != CPU_EPI_CLIP || e->lo <= e->hi)) {
+		epi_rows_avx512(e, c, z, ldc, rows, cols);
+		return;
+	}
+#endif
+	epi_rows_c(e, c, z, ldc, rows, cols);
+}
+
 /* Columns of B packed at a time inside a task: a KC x NCH block (512 KiB)
  * stays in L2 next to the A block while the micro-kernels read it. */
 #define NCH 512
@@ -518,6 +615,8 @@ struct sgemm_job {
 	bool init;              /* C starts as rowbias (or 0): the first KC block sets it, unread */
 	const float *rowbias;   /* M values or NULL */
 	bool bdirect;           /* few rows: the micro-kernel reads B itself (u.dfn), unpacked */
+	const struct cpu_epi *epi;   /* applied to each tile after its last KC block, or NULL */
+	bool vepi;              /* u.dfn applies epi in its registers */
 };
 
 /* The row values of a C that starts as zero. */
@@ -548,6 +647,8 @@ static void sgemm_task(void *ctx, int64_t begin, int64_t end, int worker)
 			sgemm_naive(j->ta, j->tb, mt, nt, j->K, j->alpha, j->ta ? j->A + i0 : j->A + i0 * j->lda,
 				    j->lda, j->tb ? j->B + j0 * j->ldb : j->B + j0, j->ldb, j->C + i0 * j->ldc + j0,
 				    j->ldc);
+			if (j->epi)
+				cpu_epi_apply(j->epi, j->C + i0 * j->ldc + j0, i0 * j->ldc + j0, j->ldc, mt, nt);
 			j->failed = true;
 			continue;
 		}
@@ -581,12 +682,24 @@ static void sgemm_task(void *ctx, int64_t begin, int64_t end, int worker)
 							const float *ci = NULL;
 							if (pc == 0 && j->init)
 								ci = j->rowbias ? j->rowbias + i0 + ic + ir : zero_rows;
+							/* the epilogue on the last KC block: in the
+							 * micro-kernel's registers when it can */
+							bool last = j->epi && pc + kc == j->K;
+							const struct cpu_epi *e = last && j->vepi ? j->epi : NULL;
+							const float *z = e && e->z ? e->z + (c + ir * j->ldc - j->C) : NULL;
 							if (j->bdirect)
 								j->u.dfn(kc, ap + ir * kc, j->B + pc * j->ldb + j0 + jc + jr,
-									 c + ir * j->ldc, j->ldc, j->alpha, mr, nr, ci, j->ldb);
+									 c + ir * j->ldc, j->ldc, j->alpha, mr, nr, ci, j->ldb,
+									 e, z);
+							else if (e)
+								j->u.dfn(kc, ap + ir * kc, bp + jr * kc, c + ir * j->ldc,
+									 j->ldc, j->alpha, mr, nr, ci, 0, e, z);
 							else
 								j->u.fn(kc, ap + ir * kc, bp + jr * kc, c + ir * j->ldc,
 									j->ldc, j->alpha, mr, nr, ci);
+							if (last && !e)
+								cpu_epi_apply(j->epi, c + ir * j->ldc,
+									      c + ir * j->ldc - j->C, j->ldc, mr, nr);
 						}
 					}
 				}
@@ -677,23 +790,37 @@ static void sgemm_blocked(struct sgemm_job *jp);
 void cpu_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
 	       const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
 {
-	cpu_sgemm_pre(ta, tb, M, N, K, alpha, A, lda, NULL, B, ldb, NULL, beta, NULL, C, ldc);
+	cpu_sgemm_pre(ta, tb, M, N, K, alpha, A, lda, NULL, B, ldb, NULL, beta, NULL, C, ldc, NULL);
 }
+
+static void sgemm_pre(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+		      const float *apk, const float *B, int64_t ldb, const float *bpk, float beta, const float *rowbias,
+		      float *C, int64_t ldc);
 
 void cpu_sgemm_pre(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
 		   const float *apk, const float *B, int64_t ldb, const float *bpk, float beta, const float *rowbias,
-		   float *C, int64_t ldc)
+		   float *C, int64_t ldc, const struct cpu_epi *epi)
 {
 	if (M <= 0 || N <= 0)
 		return;
-	bool blocked = M > 2 && K > 0 && alpha != 0;
-	if (beta == 0 && blocked) {
-		/* the first KC block writes C (the row bias plus its part) */
+	if (beta == 0 && M > 2 && K > 0 && alpha != 0) {
+		/* the first KC block writes C (the row bias plus its part),
+		 * the last applies the epilogue */
 		struct sgemm_job j = { ta, tb, M, N, K, alpha, A, B, lda, ldb, ldc, C, pick_ukr(), 0, 0, 0, 0, false,
-				       apk, bpk, 0, 0, NULL, NULL, true, rowbias, false };
+				       apk, bpk, 0, 0, NULL, NULL, true, rowbias, false, epi, false };
 		sgemm_blocked(&j);
 		return;
 	}
+	sgemm_pre(ta, tb, M, N, K, alpha, A, lda, apk, B, ldb, bpk, beta, rowbias, C, ldc);
+	if (epi)
+		cpu_epi_apply(epi, C, 0, ldc, M, N);
+}
+
+/* cpu_sgemm_pre's other cases (no epilogue) */
+static void sgemm_pre(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+		      const float *apk, const float *B, int64_t ldb, const float *bpk, float beta, const float *rowbias,
+		      float *C, int64_t ldc)
+{
 	if (beta == 0 && rowbias) {
 		/* C = rowbias, then the product is added */
 		for (int64_t i = 0; i < M; i++)
@@ -718,7 +845,7 @@ void cpu_sgemm_pre(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alph
 	}
 
 	struct sgemm_job j = { ta, tb, M, N, K, alpha, A, B, lda, ldb, ldc, C, pick_ukr(), 0, 0, 0, 0, false, apk,
-			       bpk, 0, 0, NULL, NULL, false, NULL, false };
+			       bpk, 0, 0, NULL, NULL, false, NULL, false, NULL, false };
 	sgemm_blocked(&j);
 }
 
@@ -732,6 +859,7 @@ static void sgemm_blocked(struct sgemm_job *jp)
 	/* with at most four tiles of rows a packed panel of B would be used
 	 * at most four times: packing it costs more than reading B's rows */
 	j.bdirect = j.u.dfn && j.B && !j.tb && !j.bpk && !j.bsrc && M <= 4 * MR;
+	j.vepi = j.u.dfn && j.epi && (j.epi->act != CPU_EPI_CLIP || j.epi->lo <= j.epi->hi);
 	j.mpad = (M + MR - 1) / MR * MR;
 	j.npad = (N + NR - 1) / NR * NR;
 	j.mb = MC / MR * MR;
@@ -742,7 +870,9 @@ static void sgemm_blocked(struct sgemm_job *jp)
 	/* columns per task: up to NC; narrower while there are fewer than
 	 * two tasks per thread, down to 4 micro-tiles wide */
 	int64_t npan = (N + NR - 1) / NR, tn = (N + NC - 1) / NC;
-	int64_t want = 2 * (int64_t)cpu_threads();
+	/* one task on one thread: every task of a product whose B is made
+	 * on the fly (im2col) packs its own copy of B's columns */
+	int64_t want = cpu_threads() > 1 ? 2 * (int64_t)cpu_threads() : 1;
 	while (tm * tn < want) {
 		if (npan / (tn + 1) >= 4)
 			tn++;
@@ -763,7 +893,8 @@ static void sgemm_blocked(struct sgemm_job *jp)
 /* cpu_sgemm_src(): see cpu.h */
 
 bool cpu_sgemm_src(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const float *apk,
-		   cpu_bpack_fn bsrc, const void *bctx, bool init, const float *rowbias, float *C, int64_t ldc)
+		   cpu_bpack_fn bsrc, const void *bctx, bool init, const float *rowbias, float *C, int64_t ldc,
+		   const struct cpu_epi *epi)
 {
 	if (M <= 0 || N <= 0)
 		return true;
@@ -771,10 +902,12 @@ bool cpu_sgemm_src(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
 		for (int64_t i = 0; i < M && init; i++)
 			for (int64_t jj = 0; jj < N; jj++)
 				C[i * ldc + jj] = rowbias ? rowbias[i] : 0;
+		if (epi)
+			cpu_epi_apply(epi, C, 0, ldc, M, N);
 		return true;
 	}
 	struct sgemm_job j = { false, false, M, N, K, alpha, A, NULL, lda, 0, ldc, C, pick_ukr(), 0, 0, 0, 0, false,
-			       apk, NULL, 0, 0, bsrc, bctx, init, rowbias, false };
+			       apk, NULL, 0, 0, bsrc, bctx, init, rowbias, false, epi, false };
 	sgemm_blocked(&j);
 	return !j.failed;
 }
@@ -912,7 +1045,7 @@ static int k_gemm(struct cpu_kctx *k)
 				fy[i * N + j] = pc ? pc[(cm == 1 ? 0 : i) * cn + (cn == 1 ? 0 : j)] : 0;
 		const float *bpk = dt == IR_FLOAT ? cached_b(k, 1, tb, K, N, pb, M) : NULL;
 		cpu_sgemm_pre(ta, tb, M, N, K, alpha, pa, a->dims[1], NULL, pb, b->dims[1], bpk, pc ? beta : 0, NULL, fy,
-			      N);
+			      N, NULL);
 		if (dt != IR_FLOAT)
 			store_f32(dt, y, fy, MN);
 f32_out:
@@ -1052,7 +1185,7 @@ static void bmm_batches(void *ctx, int64_t begin, int64_t end, int worker)
 	(void)worker;
 	for (int64_t i = begin; i < end; i++)
 		cpu_sgemm_pre(false, false, p->M, p->N, p->K, 1.0f, j->a + p->aoff[i], p->K, NULL, j->b + p->boff[i],
-			      p->N, j->bpk, 0.0f, NULL, j->y + (uint64_t)i * (uint64_t)(p->M * p->N), p->N);
+			      p->N, j->bpk, 0.0f, NULL, j->y + (uint64_t)i * (uint64_t)(p->M * p->N), p->N, NULL);
 }
 
 /* Matrix-vector (N == 1): output rows [begin, end) over all batches, a
@@ -1109,7 +1242,7 @@ static int k_matmul(struct cpu_kctx *k)
 				bpk = cached_b(k, 1, false, K, N, pb, shared ? (int64_t)p.nb * M : M);
 			if (shared) {
 				cpu_sgemm_pre(false, false, (int64_t)p.nb * M, N, K, 1.0f, pa + p.aoff[0], K, NULL,
-					      pb + p.boff[0], N, bpk, 0.0f, NULL, fy, N);
+					      pb + p.boff[0], N, bpk, 0.0f, NULL, fy, N, NULL);
 				rc = kstop(k);
 			}
 			if (!shared) {

@@ -239,6 +239,35 @@ struct maxpool_job {
 };
 
 /* the planes [pl0, pl1) of maxpool2d_f32 */
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+
+/* yr[o] = (v > u || u != u) ? v : u for o in [lo, hi), v = xr[o * sw]
+ * (sw 1 or 2), u = yr[o]: the loop below, 16 lanes at a time (the loads
+ * masked to the elements it reads). */
+__attribute__((target("avx512f")))
+static void maxrow_avx512(const float *xr, float *yr, int64_t lo, int64_t hi, int64_t sw)
+{
+	const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+	for (int64_t o = lo; o < hi; o += 16) {
+		int64_t n = hi - o < 16 ? hi - o : 16;
+		__mmask16 m = (__mmask16)((1u << n) - 1);
+		__m512 v;
+		if (sw == 1) {
+			v = _mm512_maskz_loadu_ps(m, xr + o);
+		} else {
+			uint32_t m2 = (uint32_t)((((uint64_t)1 << (2 * n - 1)) - 1) & 0x55555555u);
+			__m512 v0 = _mm512_maskz_loadu_ps((__mmask16)m2, xr + 2 * o);
+			__m512 v1 = _mm512_maskz_loadu_ps((__mmask16)(m2 >> 16), xr + 2 * o + 16);
+			v = _mm512_permutex2var_ps(v0, even, v1);
+		}
+		__m512 u = _mm512_maskz_loadu_ps(m, yr + o);
+		__mmask16 take = _mm512_cmp_ps_mask(v, u, _CMP_GT_OQ) | _mm512_cmp_ps_mask(u, u, _CMP_UNORD_Q);
+		_mm512_mask_storeu_ps(yr + o, (__mmask16)(take & m), v);
+	}
+}
+#endif
+
 static void maxpool2d_planes(void *ctx, int64_t pl0, int64_t pl1, int worker)
 {
 	const struct maxpool_job *j = ctx;
@@ -249,6 +278,8 @@ static void maxpool2d_planes(void *ctx, int64_t pl0, int64_t pl1, int worker)
 	int64_t ih = g->in[0], iw = g->in[1], oh = g->out[0], ow = g->out[1];
 	int64_t kh = g->ker[0], kw = g->ker[1], sh = g->str[0], sw = g->str[1];
 	int64_t dh = g->dil[0], dw = g->dil[1], ph = g->pb[0], pw = g->pb[1];
+	const bool avx512 = cpu_isa() >= CPU_ISA_AVX512;
+	(void)avx512;
 	for (int64_t pl = pl0; pl < pl1; pl++) {
 		const float *xp = x + pl * g->insz;
 		float *yp = y + pl * g->outsz;
@@ -266,6 +297,12 @@ static void maxpool2d_planes(void *ctx, int64_t pl0, int64_t pl1, int worker)
 						continue;
 					const float *xr = xp + ir * iw + off;
 					float *yr = yp + r * ow;
+#if defined(__x86_64__) || defined(__i386__)
+					if (avx512 && (sw == 1 || sw == 2)) {
+						maxrow_avx512(xr, yr, lo, hi, sw);
+						continue;
+					}
+#endif
 					if (sw == 1) {
 						for (int64_t o = lo; o < hi; o++) {
 							float v = xr[o], u = yr[o];

@@ -30,6 +30,18 @@
 
 #define POOL_MAX_THREADS 1024
 #define POOL_CHUNKS_PER_THREAD 4 /* chunks per thread, so a slow thread holds the rest up less */
+/* Pauses a worker spins for the next job before it sleeps, and the caller
+ * for the workers' last chunks before it sleeps (a few tens of
+ * microseconds): a model's kernels follow each other closely, and waking
+ * a sleeping thread costs about as long as a small kernel. */
+#define POOL_SPIN 4000
+
+static inline void pool_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
 
 struct pool_job {
 	cpu_range_fn fn;
@@ -44,9 +56,9 @@ static pthread_cond_t pool_done = PTHREAD_COND_INITIALIZER; /* the last worker c
 static pthread_t *pool_tids;    /* n_started - 1 worker threads */
 static int n_started;           /* threads of the running pool, the caller counted; 0: not started */
 static int n_wanted;            /* the thread count; 0: not decided yet */
-static uint64_t pool_gen;       /* bumped for each job */
+static _Atomic uint64_t pool_gen; /* bumped for each job (under pool_mu; read outside it by spinning workers) */
 static uint64_t pool_start_gen; /* pool_gen when the workers were started */
-static int pool_active;         /* workers that joined the current job and are not done */
+static _Atomic int pool_active; /* workers that joined the current job and are not done (changed under pool_mu) */
 static bool pool_open;          /* the current job may still be joined */
 static bool pool_stopping;
 static bool pool_busy;          /* a job is running (a second caller runs serially) */
@@ -143,9 +155,15 @@ static void *pool_main(void *arg)
 		pthread_mutex_lock(&pool_mu);
 		if (--pool_active == 0)
 			pthread_cond_signal(&pool_done);
+		/* the next job usually comes soon: watch for it awhile */
+		pthread_mutex_unlock(&pool_mu);
+		for (int i = 0; i < POOL_SPIN && atomic_load(&pool_gen) == seen; i++)
+			pool_pause();
+		pthread_mutex_lock(&pool_mu);
 	}
 	pthread_mutex_unlock(&pool_mu);
 	cpu_sgemm_thread_done();   /* this thread's GEMM packing buffer */
+	cpu_conv_thread_done();    /* and im2col segment lists */
 	return NULL;
 }
 
@@ -308,6 +326,9 @@ void cpu_parallel_for(int64_t n, int64_t grain, cpu_range_fn fn, void *ctx)
 	tl_worker = 0;
 	pool_take(&pool_job, 0);
 	tl_inside = false;
+	/* the workers' last chunks are usually short */
+	for (int i = 0; i < POOL_SPIN && atomic_load(&pool_active) > 0; i++)
+		pool_pause();
 
 	pthread_mutex_lock(&pool_mu);
 	pool_open = false;

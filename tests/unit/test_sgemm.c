@@ -108,7 +108,7 @@ static void one(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, 
 		for (int v = 1; v < 4; v++) {
 			memcpy(C2, C0, (size_t)(M * ldc) * sizeof(float));
 			cpu_sgemm_pre(ta, tb, M, N, K, alpha, A, lda, v & 1 ? ap : NULL, B, ldb, v & 2 ? bp : NULL, beta,
-				      NULL, C2, ldc);
+				      NULL, C2, ldc, NULL);
 			checks++;
 			for (int64_t i = 0; i < M; i++)
 				if (memcmp(C + i * ldc, C2 + i * ldc, (size_t)N * sizeof(float))) {
@@ -130,11 +130,44 @@ static void one(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, 
 				C2[i * ldc + j] = j < N ? NAN : 7.0f;
 			}
 		cpu_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, 1.0f, C, ldc);
-		cpu_sgemm_pre(ta, tb, M, N, K, alpha, A, lda, NULL, B, ldb, NULL, 0.0f, rb, C2, ldc);
+		cpu_sgemm_pre(ta, tb, M, N, K, alpha, A, lda, NULL, B, ldb, NULL, 0.0f, rb, C2, ldc, NULL);
 		checks++;
 		if (memcmp(C, C2, (size_t)(M * ldc) * sizeof(float)))
 			FAIL("M %lld N %lld K %lld ta %d tb %d: a row bias as C's start differs", (long long)M,
 			     (long long)N, (long long)K, ta, tb);
+		/* a fused epilogue (a residual, then Relu or Clip): the same
+		 * bits as the product followed by a plain pass */
+		float *Z = malloc((size_t)(M * ldc) * sizeof(float));
+		for (int act = CPU_EPI_NONE; Z && act <= CPU_EPI_CLIP; act++) {
+			for (int64_t i = 0; i < M * ldc; i++)
+				Z[i] = i % 7 == 3 ? -0.0f : frand();
+			struct cpu_epi e = { act == CPU_EPI_RELU ? NULL : Z, act, -0.25f, 0.5f, NULL, false };
+			for (int64_t i = 0; i < M; i++)
+				for (int64_t j = 0; j < ldc; j++)
+					C2[i * ldc + j] = j < N ? NAN : 7.0f;
+			cpu_sgemm_pre(ta, tb, M, N, K, alpha, A, lda, NULL, B, ldb, NULL, 0.0f, rb, C2, ldc, &e);
+			float *R2 = malloc((size_t)(M * ldc) * sizeof(float));
+			if (!R2)
+				break;
+			memcpy(R2, C, (size_t)(M * ldc) * sizeof(float));
+			for (int64_t i = 0; i < M; i++)
+				for (int64_t j = 0; j < N; j++) {
+					float v = R2[i * ldc + j];
+					if (e.z)
+						v += Z[i * ldc + j];
+					if (act == CPU_EPI_RELU)
+						v = v < 0 ? 0 : v;
+					else if (act == CPU_EPI_CLIP)
+						v = v < e.lo ? e.lo : v > e.hi ? e.hi : v;
+					R2[i * ldc + j] = v;
+				}
+			checks++;
+			if (memcmp(R2, C2, (size_t)(M * ldc) * sizeof(float)))
+				FAIL("M %lld N %lld K %lld ta %d tb %d: the fused epilogue (act %d) differs", (long long)M,
+				     (long long)N, (long long)K, ta, tb, act);
+			free(R2);
+		}
+		free(Z);
 	}
 	free(rb);
 	free(ap);
@@ -194,7 +227,7 @@ static int bench(void)
 				best = t;
 			t = now();
 			cpu_sgemm_pre(false, false, M, N, K, 1.0f, A, K, wa ? wp : NULL, B, N, wa ? NULL : wp, 0.0f, NULL, C,
-				      N);
+				      N, NULL);
 			t = now() - t;
 			if (t < bestp)
 				bestp = t;
