@@ -75,6 +75,23 @@ static void softmax_row(double *s, int64_t n)
 		s[j] /= sum;
 }
 
+/* softmax_row in float, for the float32 paths; nan_zero: NaN results are 0. */
+static void softmax_row_f32(float *row, int64_t n, bool nan_zero)
+{
+	float mx = -INFINITY, sum = 0;
+	for (int64_t t = 0; t < n; t++)
+		mx = row[t] > mx ? row[t] : mx;
+	for (int64_t t = 0; t < n; t++) {
+		row[t] = expf(row[t] - mx);
+		sum += row[t];
+	}
+	for (int64_t t = 0; t < n; t++) {
+		row[t] /= sum;
+		if (nan_zero && isnan(row[t]))
+			row[t] = 0;
+	}
+}
+
 /* ------------------------------------------------------------------------ */
 /* Attention                                                                 */
 /* ------------------------------------------------------------------------ */
@@ -258,20 +275,7 @@ static void attn_heads_f32(void *ctx, int64_t p0, int64_t p1, int worker)
 				for (int64_t j = 0; j < T; j++)
 					row[j] += (float)attn_bias(jb, b, h, i, j);
 			/* as softmax_row: a row -inf everywhere (or with a NaN) is NaN */
-			float mx = -INFINITY, sum = 0;
-			for (int64_t j = 0; j < T; j++)
-				if (row[j] > mx)
-					mx = row[j];
-			for (int64_t j = 0; j < T; j++) {
-				row[j] = expf(row[j] - mx);
-				sum += row[j];
-			}
-			const float inv = 1.f / sum;
-			for (int64_t j = 0; j < T; j++) {
-				row[j] *= inv;
-				if (nan_zero && isnan(row[j]))
-					row[j] = 0;
-			}
+			softmax_row_f32(row, T, nan_zero);
 		}
 		cpu_sgemm(false, false, Lq, Dv, T, 1.f, sc, T, vb, Dv, 0.f, of, Dv);
 		for (int64_t i = 0; i < Lq; i++)
@@ -322,18 +326,7 @@ static void attn32_heads(void *ctx, int64_t p0, int64_t p1, int worker)
 			}
 			for (int64_t t = i + 1; j->causal && t < T; t++)
 				row[t] = -INFINITY;
-			float mx = -INFINITY, sum = 0;
-			for (int64_t t = 0; t < T; t++)
-				mx = row[t] > mx ? row[t] : mx;
-			for (int64_t t = 0; t < T; t++) {
-				row[t] = expf(row[t] - mx);
-				sum += row[t];
-			}
-			for (int64_t t = 0; t < T; t++) {
-				row[t] /= sum;
-				if (j->nan_zero && isnan(row[t]))
-					row[t] = 0;
-			}
+			softmax_row_f32(row, T, j->nan_zero);
 		}
 		cpu_sgemm(false, false, Lq, j->Dv, T, 1.0f, S, T, vh, j->vv->ss, 0.0f, j->y + b * j->ysb + h * j->ysh,
 			  j->yss);
