@@ -1616,44 +1616,6 @@ static int convert_fn(struct cv *v, struct ir_node *n, char *done, size_t size)
 	return 0;
 }
 
-struct fn_use {
-	const struct ir_model *m;
-	bool *used;
-};
-
-static int mark_fn_uses(struct ir_graph *g, void *arg)
-{
-	struct fn_use *u = arg;
-	ir_for_each_node(g, n) {
-		int i = fn_index(u->m, n);
-		if (i >= 0)
-			u->used[i] = true;
-	}
-	return 0;
-}
-
-/* Drops the ai.ogsh functions that were called before the pass (was_used) and are not any more. */
-static int drop_unused_fns(struct cv *v, const bool *was_used, size_t n_was)
-{
-	struct ir_model *m = v->m;
-	bool *used = calloc(m->n_functions ? m->n_functions : 1, 1);
-	if (!used)
-		return oom(v);
-	struct fn_use u = { m, used };
-	ir_graph_walk(m->graph, mark_fn_uses, &u);
-	size_t k = 0, n = m->n_functions;
-	for (size_t i = 0; i < n; i++) {
-		if (i < n_was && was_used[i] && !used[i] && str_eq(m->functions[i].domain, FUSED_DOMAIN)) {
-			ir_function_clear(&m->functions[i]);
-			continue;
-		}
-		m->functions[k++] = m->functions[i];
-	}
-	m->n_functions = k;
-	free(used);
-	return 0;
-}
-
 /* ------------------------------------------------------------------------ */
 /* The pass                                                                  */
 /* ------------------------------------------------------------------------ */
@@ -1757,8 +1719,7 @@ static int run_convert(struct pass_ctx *c, int T)
 		rc = oom(v);
 		goto out;
 	}
-	struct fn_use fu = { c->m, fn_was };
-	ir_graph_walk(g, mark_fn_uses, &fu);
+	pass_fns_called(c->m, fn_was);
 	char **fn_done = calloc((size_t)v->n_ns, sizeof(char *));
 	if (!fn_done) {
 		free(fn_was);
@@ -1785,7 +1746,7 @@ static int run_convert(struct pass_ctx *c, int T)
 		}
 	}
 	if (!rc)
-		rc = drop_unused_fns(v, fn_was, n_fn0);
+		rc = pass_drop_uncalled_fns(v->m, fn_was, n_fn0, FUSED_DOMAIN, v->c->d);
 	free(fn_was);
 
 	/* 4. weights and types, then the Casts */

@@ -317,46 +317,14 @@ static int match(struct match *m, struct ir_node *sm)
 	return 1;
 }
 
-/* A new value named after `base`, made unique. */
-static struct ir_value *fresh_value(struct ir_graph *g, const char *base, struct ir_diag *d)
-{
-	char *nm = pass_unique_name(g, base);
-	if (!nm) {
-		ir_diag_err(d, IR_ENOMEM, "out of memory");
-		return NULL;
-	}
-	struct ir_value *v = ir_value_new(g, nm, d);
-	free(nm);
-	return v;
-}
-
-/* A new node before `before` reading ins[] and making a fresh value; NULL on error. */
+/* pass_emit's new value (and the node in *made); NULL on error. */
 static struct ir_value *emit(struct pass_ctx *c, const char *op, const struct ir_node *anchor, struct ir_value **ins,
 			     int n_in, const char *out_base, struct ir_node *before, struct ir_node **made)
 {
-	struct ir_graph *g = c->m->graph;
-	char *name = pass_new_node_name(g, anchor, op);
-	if (!name) {
-		ir_diag_err(c->d, IR_ENOMEM, "out of memory");
-		return NULL;
-	}
-	struct ir_node *n = ir_node_new(g, op, NULL, name, n_in, 1, before);
-	free(name);
-	if (!n) {
-		ir_diag_err(c->d, IR_ENOMEM, "out of memory");
-		return NULL;
-	}
-	for (int i = 0; i < n_in; i++)
-		if (ir_node_set_input(n, i, ins[i])) {
-			ir_diag_err(c->d, IR_ENOMEM, "out of memory");
-			return NULL;
-		}
-	struct ir_value *v = fresh_value(g, out_base, c->d);
-	if (!v || ir_node_set_output(n, 0, v, c->d))
-		return NULL;
+	struct ir_node *n = pass_emit(c, op, anchor, ins, n_in, out_base, before);
 	if (made)
 		*made = n;
-	return v;
+	return n ? n->outputs[0] : NULL;
 }
 
 /* An int64 initializer of rank 1 holding v[0..n-1]. */

@@ -17,19 +17,6 @@ static bool gemm_type(int dtype)
 	return dtype == IR_FLOAT || dtype == IR_DOUBLE || dtype == IR_FLOAT16 || dtype == IR_BFLOAT16;
 }
 
-/* A new value named after base (made unique); NULL with a message on error. */
-static struct ir_value *new_value(struct ir_graph *g, const char *base, struct ir_diag *d)
-{
-	char *name = pass_unique_name(g, base);
-	if (!name) {
-		ir_diag_err(d, IR_ENOMEM, "out of memory");
-		return NULL;
-	}
-	struct ir_value *v = ir_value_new(g, name, d);
-	free(name);
-	return v;
-}
-
 /* A new int64 1-D initializer holding v[0..n). */
 static struct ir_value *new_shape(struct ir_graph *g, const char *base, const int64_t *v, int n, struct ir_diag *d)
 {
@@ -233,9 +220,9 @@ static int try_matmul(struct pass_ctx *c, struct ir_node *mm)
 		snprintf(base, sizeof(base), "%s.shape_out", stem);
 		struct ir_value *s2 = s1 ? new_shape(g, base, out_shape, rank, c->d) : NULL;
 		snprintf(base, sizeof(base), "%s_2d", a->name);
-		struct ir_value *a2 = s2 ? new_value(g, base, c->d) : NULL;
+		struct ir_value *a2 = s2 ? pass_new_value(g, base, c->d) : NULL;
 		snprintf(base, sizeof(base), "%s_2d", z->name);
-		struct ir_value *g2 = a2 ? new_value(g, base, c->d) : NULL;
+		struct ir_value *g2 = a2 ? pass_new_value(g, base, c->d) : NULL;
 		if (!g2)
 			goto done;
 		struct ir_value *in1[2] = { a, s1 }, *in2[3] = { a2, bv, cv }, *in3[2] = { g2, s2 };

@@ -415,8 +415,8 @@ static bool set_factors(struct qkv *q, const struct ir_value *root, int three)
 	return true;
 }
 
-/* The view after the first k ops of chain i (from its root, whose part is `part`; -1: packed). */
-static bool view_after(struct qkv *q, int i, int part, int k, struct view *out)
+/* The view of a chain's root: the leading dims, then [3,] H, D in one last dim (part -1: packed). */
+static struct view root_view(const struct qkv *q, int part)
 {
 	struct view v = { .rank = q->n_x + 1, .part = part };
 	for (int a = 0; a < q->n_x; a++) {
@@ -429,6 +429,13 @@ static bool view_after(struct qkv *q, int i, int part, int k, struct view *out)
 	v.grp[q->n_x][f++] = F_H;
 	v.grp[q->n_x][f++] = F_D;
 	v.ng[q->n_x] = f;
+	return v;
+}
+
+/* The view after the first k ops of chain i (from its root, whose part is `part`; -1: packed). */
+static bool view_after(struct qkv *q, int i, int part, int k, struct view *out)
+{
+	struct view v = root_view(q, part);
 	for (int c = q->n_chain[i] - 1; c >= q->n_chain[i] - k; c--) {
 		const struct ir_node *n = q->chain[i][c];
 		const struct ir_value *o = c ? q->chain[i][c - 1]->inputs[0] : q->in[i];
@@ -442,23 +449,9 @@ static bool view_after(struct qkv *q, int i, int part, int k, struct view *out)
 /* Replays chain i from its root; part: the root's part (-1: packed). */
 static bool replay(struct qkv *q, int i, int part, const char *layout)
 {
-	struct view v = { .rank = q->n_x + 1, .part = part };
-	for (int a = 0; a < q->n_x; a++) {
-		v.grp[a][0] = F_X + a;
-		v.ng[a] = 1;
-	}
-	int k = 0;
-	if (part < 0)
-		v.grp[q->n_x][k++] = F_3;
-	v.grp[q->n_x][k++] = F_H;
-	v.grp[q->n_x][k++] = F_D;
-	v.ng[q->n_x] = k;
-	for (int c = q->n_chain[i] - 1; c >= 0; c--) {
-		const struct ir_node *n = q->chain[i][c];
-		const struct ir_value *out = c ? q->chain[i][c - 1]->inputs[0] : q->in[i];
-		if (!view_apply(q, &v, n, out))
-			return false;
-	}
+	struct view v;
+	if (!view_after(q, i, part, q->n_chain[i], &v))
+		return false;
 	static const char *const names[3] = { "q", "k", "v" };
 	if (v.part != i) {
 		snprintf(q->why, sizeof(q->why), "%s is %s of the packed projection, not part %d", names[i],
@@ -498,15 +491,14 @@ struct proj {
 };
 
 /*
- * Whether sh (a reader of a projection's output of rank r) is a Shape whose
- * dims are only Gathered one constant index at a time, never the last axis:
- * it reads the leading dims, which the projection's input has too (exporters
- * take the batch and sequence length so), and may read that instead.
+ * Whether sh is a whole Shape (no start or end, not a graph output) whose
+ * readers are all Gathers of one constant index on axis 0, each index
+ * (negative ones counted from rank r) below `below` (-1: any).
  */
-static bool leading_shape_reader(const struct ir_node *sh, int r)
+static bool shape_gathered(const struct ir_node *sh, int below, int r)
 {
 	if (!pass_is_op(sh, IR_OP_Shape, 1) || ir_node_attr(sh, "start") || ir_node_attr(sh, "end") ||
-	    sh->outputs[0]->is_output || r < 2)
+	    sh->outputs[0]->is_output)
 		return false;
 	for (size_t j = 0; j < sh->outputs[0]->n_uses; j++) {
 		const struct ir_node *ga = sh->outputs[0]->uses[j].node;
@@ -516,10 +508,21 @@ static bool leading_shape_reader(const struct ir_node *sh, int r)
 		    const_ints(ga, 1, &idx, 1) != 1 || ir_node_attr_int(ga, "axis", 0) != 0)
 			return false;
 		idx = idx < 0 ? idx + r : idx;
-		if (idx < 0 || idx >= r - 1)
+		if (below >= 0 && (idx < 0 || idx >= below))
 			return false;
 	}
 	return true;
+}
+
+/*
+ * Whether sh (a reader of a projection's output of rank r) is a Shape whose
+ * dims are only Gathered one constant index at a time, never the last axis:
+ * it reads the leading dims, which the projection's input has too (exporters
+ * take the batch and sequence length so), and may read that instead.
+ */
+static bool leading_shape_reader(const struct ir_node *sh, int r)
+{
+	return r >= 2 && shape_gathered(sh, r - 1, r);
 }
 
 /* Readers of v other than leading_shape_reader()s (a graph output counts one). */
@@ -643,44 +646,6 @@ static bool projs_ok(struct qkv *q, struct proj p[3])
 /* Rewriting                                                                 */
 /* ------------------------------------------------------------------------ */
 
-static struct ir_value *fresh(struct pass_ctx *c, const char *base)
-{
-	char *nm = pass_unique_name(c->m->graph, base);
-	if (!nm) {
-		ir_diag_err(c->d, IR_ENOMEM, "out of memory");
-		return NULL;
-	}
-	struct ir_value *v = ir_value_new(c->m->graph, nm, c->d);
-	free(nm);
-	return v;
-}
-
-/* A new node of the default domain before `before`; its output a fresh value. */
-static struct ir_node *emit(struct pass_ctx *c, const char *op, const struct ir_node *anchor, struct ir_value **in,
-			    int n_in, const char *out_base, struct ir_node *before)
-{
-	char *name = pass_new_node_name(c->m->graph, anchor, op);
-	if (!name) {
-		ir_diag_err(c->d, IR_ENOMEM, "out of memory");
-		return NULL;
-	}
-	struct ir_node *n = ir_node_new(c->m->graph, op, NULL, name, n_in, 1, before);
-	free(name);
-	if (!n) {
-		ir_diag_err(c->d, IR_ENOMEM, "out of memory");
-		return NULL;
-	}
-	for (int i = 0; i < n_in; i++)
-		if (ir_node_set_input(n, i, in[i])) {
-			ir_diag_err(c->d, IR_ENOMEM, "out of memory");
-			return NULL;
-		}
-	struct ir_value *v = fresh(c, out_base);
-	if (!v || ir_node_set_output(n, 0, v, c->d))
-		return NULL;
-	return n;
-}
-
 /* One projection by the concatenated weights; its output (NULL on error). */
 static struct ir_value *merge_projs(struct pass_ctx *c, struct proj p[3], struct ir_node *before)
 {
@@ -710,7 +675,7 @@ static struct ir_value *merge_projs(struct pass_ctx *c, struct proj p[3], struct
 	struct ir_value *in[3] = { p[0].x, wv, bv };
 	snprintf(base, sizeof(base), "%s_qkv", p[0].mm->outputs[0]->name);
 	bool gemm = p[0].mm->op == IR_OP_Gemm;
-	struct ir_node *mm = emit(c, gemm ? "Gemm" : "MatMul", p[0].mm, in, gemm && bv ? 3 : 2, base, before);
+	struct ir_node *mm = pass_emit(c, gemm ? "Gemm" : "MatMul", p[0].mm, in, gemm && bv ? 3 : 2, base, before);
 	if (!mm)
 		return NULL;
 	for (int i = 0; i < 3; i++)
@@ -729,7 +694,7 @@ static struct ir_value *merge_projs(struct pass_ctx *c, struct proj p[3], struct
 	in[0] = mm->outputs[0];
 	in[1] = bv;
 	snprintf(base, sizeof(base), "%s_qkv", p[0].add->outputs[0]->name);
-	struct ir_node *add = emit(c, "Add", p[0].add, in, 2, base, before);
+	struct ir_node *add = pass_emit(c, "Add", p[0].add, in, 2, base, before);
 	if (!add)
 		return NULL;
 	for (int i = 0; i < 3; i++)
@@ -830,17 +795,8 @@ static int drop_in_transpose(struct pass_ctx *c, struct ir_value *src)
 		const struct ir_node *sh = tv->uses[i].node;
 		if (sh == (r ? r : mm))
 			continue;
-		if (!pass_is_op(sh, IR_OP_Shape, 1) || ir_node_attr(sh, "start") || ir_node_attr(sh, "end") ||
-		    sh->outputs[0]->is_output)
+		if (!shape_gathered(sh, -1, 3))
 			return 0;
-		for (size_t j = 0; j < sh->outputs[0]->n_uses; j++) {
-			const struct ir_node *ga = sh->outputs[0]->uses[j].node;
-			const struct ir_tensor *it = pass_const_input(ga, 1);
-			int64_t idx;
-			if (!pass_is_op(ga, IR_OP_Gather, 2) || sh->outputs[0]->uses[j].slot != 0 || !it || it->rank != 0 ||
-			    const_ints(ga, 1, &idx, 1) != 1 || ir_node_attr_int(ga, "axis", 0) != 0)
-				return 0;
-		}
 	}
 	struct ir_value *x = t->inputs[0];
 	for (size_t i = 0; i < tv->n_uses;) {
@@ -1083,7 +1039,7 @@ static int rewrite(struct pass_ctx *c, struct qkv *q, bool three_projs, struct p
 		ir_tensor_unref(st);
 		struct ir_value *in[2] = { src, sv };
 		snprintf(base, sizeof(base), "%s_packed", src->name);
-		struct ir_node *r = sv ? emit(c, "Reshape", n, in, 2, base, n) : NULL;
+		struct ir_node *r = sv ? pass_emit(c, "Reshape", n, in, 2, base, n) : NULL;
 		if (!r)
 			return IR_ERR;
 		packed = r->outputs[0];
@@ -1220,45 +1176,6 @@ static int match(struct qkv *q, struct ir_node *fa, bool *three_projs, struct pr
 	return 1;
 }
 
-/* Marks the functions that nodes of g (and its subgraphs) call. */
-struct fn_marks {
-	const struct ir_model *m;
-	bool *used;
-};
-
-static int mark_calls(struct ir_graph *g, void *arg)
-{
-	struct fn_marks *u = arg;
-	ir_for_each_node(g, n) {
-		const struct ir_function *f = ir_model_find_function(u->m, n);
-		if (f)
-			u->used[f - u->m->functions] = true;
-	}
-	return 0;
-}
-
-/* Drops the FusedAttention functions in was[] (called before the pass) that no node calls now. */
-static int drop_unused_fns(struct pass_ctx *c, const bool *was, size_t n_was)
-{
-	struct ir_model *m = c->m;
-	bool *used = calloc(m->n_functions ? m->n_functions : 1, 1);
-	if (!used)
-		return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
-	struct fn_marks u = { m, used };
-	ir_graph_walk(m->graph, mark_calls, &u);
-	size_t k = 0, n = m->n_functions;
-	for (size_t i = 0; i < n; i++) {
-		if (i < n_was && was[i] && !used[i]) {
-			ir_function_clear(&m->functions[i]);
-			continue;
-		}
-		m->functions[k++] = m->functions[i];
-	}
-	m->n_functions = k;
-	free(used);
-	return 0;
-}
-
 static int run(struct pass_ctx *c)
 {
 	struct ir_graph *g = c->m->graph;
@@ -1316,7 +1233,7 @@ static int run(struct pass_ctx *c)
 		free(olds);
 	}
 	if (!rc && c->rep->rewritten)
-		rc = drop_unused_fns(c, was, n_fn);
+		rc = pass_drop_uncalled_fns(c->m, was, n_fn, NULL, c->d);
 	free(was);
 	free(ids);
 	return rc;

@@ -511,3 +511,49 @@ int pass_fused_attention_fn(struct pass_ctx *c, struct ir_node *n, const struct 
 	copy.scale = sc;
 	return pass_fused_fn_use(c, n, base, key, doc, names, 6, elem, build_attention_fn, &copy);
 }
+
+/* ------------------------------------------------------------------------ */
+/* The model-local functions nodes call                                     */
+/* ------------------------------------------------------------------------ */
+
+struct fn_marks {
+	const struct ir_model *m;
+	bool *used;
+};
+
+static int mark_calls(struct ir_graph *g, void *arg)
+{
+	struct fn_marks *u = arg;
+	ir_for_each_node(g, n) {
+		const struct ir_function *f = ir_model_find_function(u->m, n);
+		if (f)
+			u->used[f - u->m->functions] = true;
+	}
+	return 0;
+}
+
+void pass_fns_called(const struct ir_model *m, bool *used)
+{
+	struct fn_marks u = { m, used };
+	ir_graph_walk(m->graph, mark_calls, &u);
+}
+
+int pass_drop_uncalled_fns(struct ir_model *m, const bool *was, size_t n_was, const char *domain, struct ir_diag *d)
+{
+	bool *used = calloc(m->n_functions ? m->n_functions : 1, 1);
+	if (!used)
+		return ir_diag_err(d, IR_ENOMEM, "out of memory");
+	pass_fns_called(m, used);
+	size_t k = 0, n = m->n_functions;
+	for (size_t i = 0; i < n; i++) {
+		const char *dom = m->functions[i].domain;
+		if (i < n_was && was[i] && !used[i] && (!domain || (dom && !strcmp(dom, domain)))) {
+			ir_function_clear(&m->functions[i]);
+			continue;
+		}
+		m->functions[k++] = m->functions[i];
+	}
+	m->n_functions = k;
+	free(used);
+	return 0;
+}

@@ -48,4 +48,12 @@ struct pass_attn_fn {
 int pass_fused_attention_fn(struct pass_ctx *c, struct ir_node *n, const struct pass_attn_fn *a, int elem);
 int pass_fused_set_str(struct ir_node *n, const char *name, const char *value, struct ir_diag *d);
 
+/* Marks in used[0..m->n_functions) the functions that nodes of m's graphs
+ * (subgraphs included) call. */
+void pass_fns_called(const struct ir_model *m, bool *used);
+/* Drops the functions marked in was[0..n_was) (called before a pass) that
+ * no node calls now; only those of `domain` when it is not NULL. */
+int pass_drop_uncalled_fns(struct ir_model *m, const bool *was, size_t n_was, const char *domain,
+			   struct ir_diag *d);
+
 #endif

@@ -133,6 +133,13 @@ const struct ir_tensor *pass_const_input(const struct ir_node *n, int i);
 /* A new initializer holding `t` (a reference is taken), named after `base`
  * made unique; NULL on error. */
 struct ir_value *pass_new_init(struct ir_graph *g, const char *base, struct ir_tensor *t, struct ir_diag *d);
+/* A new value named after `base` made unique; NULL on error. */
+struct ir_value *pass_new_value(struct ir_graph *g, const char *base, struct ir_diag *d);
+/* A new node of `op` (default domain) before `before`, named after anchor's
+ * scope, reading in[0..n_in) and writing one new value named after
+ * out_base; NULL with the error in c->d. */
+struct ir_node *pass_emit(struct pass_ctx *c, const char *op, const struct ir_node *anchor, struct ir_value **in,
+			  int n_in, const char *out_base, struct ir_node *before);
 /* A value name made unique in g from `base` ("w" -> "w", "w_1"...); owned by the caller. */
 char *pass_unique_name(const struct ir_graph *g, const char *base);
 /* A node's name for messages: its name, or "n<id>". */

@@ -45,7 +45,7 @@ char *pass_unique_name(const struct ir_graph *g, const char *base)
 	return s;
 }
 
-struct ir_value *pass_new_init(struct ir_graph *g, const char *base, struct ir_tensor *t, struct ir_diag *d)
+struct ir_value *pass_new_value(struct ir_graph *g, const char *base, struct ir_diag *d)
 {
 	char *name = pass_unique_name(g, base);
 	if (!name) {
@@ -54,6 +54,38 @@ struct ir_value *pass_new_init(struct ir_graph *g, const char *base, struct ir_t
 	}
 	struct ir_value *v = ir_value_new(g, name, d);
 	free(name);
+	return v;
+}
+
+struct ir_node *pass_emit(struct pass_ctx *c, const char *op, const struct ir_node *anchor, struct ir_value **in,
+			  int n_in, const char *out_base, struct ir_node *before)
+{
+	struct ir_graph *g = c->m->graph;
+	char *name = pass_new_node_name(g, anchor, op);
+	if (!name) {
+		ir_diag_err(c->d, IR_ENOMEM, "out of memory");
+		return NULL;
+	}
+	struct ir_node *n = ir_node_new(g, op, NULL, name, n_in, 1, before);
+	free(name);
+	if (!n) {
+		ir_diag_err(c->d, IR_ENOMEM, "out of memory");
+		return NULL;
+	}
+	for (int i = 0; i < n_in; i++)
+		if (ir_node_set_input(n, i, in[i])) {
+			ir_diag_err(c->d, IR_ENOMEM, "out of memory");
+			return NULL;
+		}
+	struct ir_value *v = pass_new_value(g, out_base, c->d);
+	if (!v || ir_node_set_output(n, 0, v, c->d))
+		return NULL;
+	return n;
+}
+
+struct ir_value *pass_new_init(struct ir_graph *g, const char *base, struct ir_tensor *t, struct ir_diag *d)
+{
+	struct ir_value *v = pass_new_value(g, base, d);
 	if (!v)
 		return NULL;
 	if (ir_value_set_init(v, t, d)) {
