@@ -435,6 +435,11 @@ static const struct spec specs[] = {
 	{ "ai.ogsh:FusedGemm", F, "transB=1;activation='Relu'", { "17x33|64x2048", "!9x33|!1000x2048", "!9|!1000" }, .tol = 10 },
 	{ "ai.ogsh:FusedGemm", F, "activation='Gelu'", { "17x33", "33x9", "9" }, .tol = 10 },
 	{ "ai.ogsh:FusedGemm", F, "activation='Gelu';activation_params=[1.0]", { "17x33", "33x9", "9" }, .tol = 10 },
+	/* the exact Gelu after a product (ogsh's pass after cuBLASLt), ViT-B's FFN1 among them */
+	{ "ai.ogsh:FusedGemm", F, "activation='Gelu'", { "6304x768|100x64|33x40", "!768x3072|!64x40|40x24", "!3072|!40|24" },
+	  .tol = 10 },
+	{ "ai.ogsh:FusedGemm", F, "transB=1;activation='Gelu'", { "256x768|40x64", "!1024x768|!24x64" }, .tol = 10 },
+	{ "ai.ogsh:FusedGemm", F, "transA=1;activation='Gelu'", { "64x96", "64x32", "32" }, .tol = 10 },
 	{ "ai.ogsh:FusedGemm", F, "alpha=0.5;beta=0.5;activation='Tanh'", { "17x33", "33x9", "17x9" }, .tol = 10 },
 	{ "ai.ogsh:FusedGemm", F, "activation='HardSigmoid';activation_params=[0.3,0.4]", { "17x33", "33x9" }, .tol = 10 },
 	/* the residual Z: cuBLASLt's C with beta 1 (bias epilogue, exact Gelu after), or added after a C copied in */
