@@ -20,6 +20,7 @@ extern const struct pass pass_prune_initializers;
 extern const struct pass pass_fuse_pad;
 extern const struct pass pass_fuse_conv_bn;
 extern const struct pass pass_fuse_conv_add;
+extern const struct pass pass_patch_matmul;
 extern const struct pass pass_fuse_matmul_add;
 extern const struct pass pass_fuse_gelu;
 extern const struct pass pass_fuse_layernorm;
@@ -41,6 +42,7 @@ const struct pass *const pass_registry[] = {
 	&pass_fuse_pad,
 	&pass_fuse_conv_bn,
 	&pass_fuse_conv_add,
+	&pass_patch_matmul,
 	&pass_fuse_matmul_add,
 	&pass_fuse_gelu,
 	&pass_fuse_layernorm,

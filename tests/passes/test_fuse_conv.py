@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tests of fuse-conv-bn, fuse-conv-add, fuse-pad and fuse-matmul-add.
+"""Tests of fuse-conv-bn, fuse-conv-add, fuse-pad, fuse-matmul-add and patch-matmul.
 
 usage: test_fuse_conv.py OGSH
 
@@ -504,10 +504,75 @@ def resnet_cases():
          extra=lambda r: (pads_of(r, "Conv") == [1, 1, 1, 1], "conv1 pads %s" % pads_of(r, "Conv")))
 
 
+# ---------------------------------------------------------------------------
+# patch-matmul
+# ---------------------------------------------------------------------------
+
+def patch_cases():
+    M, C = 8, 3
+    xs = {"x": f32(2, C, 32, 24)}
+    pos = init("pos", f32(1, 48, M))
+
+    def vit(extra_nodes=(), out="z", conv_inputs=("x", "w", "b"), shape=(-1, M, 48), inits=(), **conv):
+        conv = dict({"kernel_shape": [4, 4], "strides": [4, 4]}, **conv)
+        nodes = [h.make_node("Conv", list(conv_inputs), ["y"], name="patch", **conv),
+                 h.make_node("Reshape", ["y", "s"], ["v"], name="flat"),
+                 h.make_node("Transpose", ["v"], ["t"], name="tokens", perm=[0, 2, 1]),
+                 h.make_node("Add", ["t", "pos"], ["z"], name="addpos")] + list(extra_nodes)
+        return model(nodes, [vi("x", ["batch", C, 32, 24])], [vi(out, None)],
+                     [init("w", f32(M, C, 4, 4)), init("b", f32(M)), init("s", np.array(shape, np.int64)), pos]
+                     + list(inits))
+
+    # ViT: Conv -> Reshape [N, M, OH*OW] -> Transpose [0, 2, 1], with a bias and a symbolic batch
+    case("patch vit", vit(), xs, "apply patch-matmul", rewritten=1,
+         ops={"Reshape": 2, "Transpose": 1, "MatMul": 1, "Add": 2},
+         extra=lambda r: ([n.op_type for n in r.graph.node if n.output[0] == "t"] == ["Add"],
+                          "'t' is not made by the bias Add"))
+    # then fuse-matmul-add: one FusedGemm-ready MatMul + Add
+    case("patch vit then matmul-add", vit(), xs, "apply patch-matmul; apply fuse-matmul-add", rewritten=2)
+    # no bias; the reshape's shape with the batch as 0
+    m = model([h.make_node("Conv", ["x", "w"], ["y"], name="patch", kernel_shape=[4, 4], strides=[4, 4]),
+               h.make_node("Reshape", ["y", "s"], ["v"], name="flat"),
+               h.make_node("Transpose", ["v"], ["t"], name="tokens", perm=[0, 2, 1])],
+              [vi("x", [2, C, 32, 24])], [vi("t", None)],
+              [init("w", f32(M, C, 4, 4)), init("s", np.array([0, M, 48], np.int64))])
+    case("patch vit no bias", m, xs, "apply patch-matmul", rewritten=1, ops={"Reshape": 2, "Transpose": 1, "MatMul": 1})
+    # Swin/ConvNeXt: Conv -> Transpose [0, 2, 3, 1] (channels last), 2x2 patches
+    m = model([h.make_node("Conv", ["x", "w2", "b"], ["y"], name="patch", kernel_shape=[2, 2], strides=[2, 2],
+                           pads=[0, 0, 0, 0], dilations=[1, 1]),
+               h.make_node("Transpose", ["y"], ["t"], name="nhwc", perm=[0, 2, 3, 1]),
+               h.make_node("Relu", ["t"], ["z"], name="act")],
+              [vi("x", ["n", C, 32, 24])], [vi("z", None)], [init("w2", f32(M, C, 2, 2)), init("b", f32(M))])
+    case("patch channels-last", m, xs, "apply patch-matmul", rewritten=1,
+         ops={"Reshape": 2, "Transpose": 1, "MatMul": 1, "Add": 1, "Relu": 1})
+
+    # not patch embeddings: not listed at all
+    m = model([h.make_node("Conv", ["x", "w3"], ["y"], name="c3", kernel_shape=[3, 3], strides=[2, 2]),
+               h.make_node("Transpose", ["y"], ["t"], name="nhwc", perm=[0, 2, 3, 1])],
+              [vi("x", [2, C, 32, 24])], [vi("t", None)], [init("w3", f32(M, C, 3, 3))])
+    case("patch not a patch conv", m, xs, "apply patch-matmul", rewritten=0, changed=False)
+    # rejections
+    case("patch reject other reader", vit(extra_nodes=[h.make_node("Relu", ["y"], ["r"], name="r")], out="r"),
+         xs, "apply patch-matmul", rewritten=0, rejected=["patch: its output"], changed=False)
+    case("patch reject group", vit(conv_inputs=("x", "wg", "b"), inits=[init("wg", f32(M, 1, 4, 4))], group=3),
+         xs, "apply patch-matmul", rewritten=0, rejected=["group=3"], changed=False)
+    m = vit()
+    m.graph.input[0].type.tensor_type.shape.dim[2].dim_value = 34
+    case("patch reject partial patches", m, {"x": f32(2, C, 34, 24)}, "apply patch-matmul", rewritten=0,
+         rejected=["not a whole number of 4x4 patches"], changed=False)
+    m = model([h.make_node("Conv", ["x", "wi"], ["y"], name="patch", kernel_shape=[4, 4], strides=[4, 4]),
+               h.make_node("Transpose", ["y"], ["t"], name="nhwc", perm=[0, 2, 3, 1])],
+              [vi("x", [2, C, 32, 24]), vi("wi", [M, C, 4, 4])], [vi("t", None)], [])
+    case("patch reject weights input", m, dict(xs, wi=f32(M, C, 4, 4)), "apply patch-matmul", rewritten=0,
+         rejected=["weights are not a constant"], changed=False)
+    case("patch reject transpose", vit(shape=(-1, 48, M)), xs, "apply patch-matmul", rewritten=0,
+         rejected=["does not make [N, 8, 48]"], changed=False, check_numbers=False)
+
+
 def main():
-    for f in (conv_bn_cases, conv_add_cases, pad_cases, matmul_cases, resnet_cases):
+    for f in (conv_bn_cases, conv_add_cases, pad_cases, matmul_cases, resnet_cases, patch_cases):
         f()
-    for p in ("fuse-conv-bn", "fuse-conv-add", "fuse-pad", "fuse-matmul-add"):
+    for p in ("fuse-conv-bn", "fuse-conv-add", "fuse-pad", "fuse-matmul-add", "patch-matmul"):
         p2 = subprocess.run([OGSH, "-c", "explain " + p], capture_output=True, text=True, timeout=60)
         check("explain " + p, p2.returncode == 0 and len(p2.stdout) > 400 and "being written" not in p2.stdout,
               (p2.stdout + p2.stderr)[-300:])
