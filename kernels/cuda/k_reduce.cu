@@ -837,41 +837,43 @@ __global__ void __launch_bounds__(BS) rownorm(const T *x, T *y, int64_t rows, in
 // bytes once (cols % (16 / sizeof(T)) == 0, at most 32 * VPL vectors per
 // row), the mean and the variance from the registers, then the output;
 // scale and bias are [cols] (nd 0). PV: scale (and bias) have the rows'
-// type and 16-byte aligned rows, so each lane loads its vectors of them
-// once, before its first row, instead of element by element per row. A
-// block is blockDim.x / 32 warps (64 threads where rows are few, so the
-// rows spread over more multiprocessors).
+// type and 16-byte aligned rows, so they are read 16 bytes at a time (from
+// L1: every row reads the same ones) instead of element by element; held
+// in registers across rows they had cost the occupancy below. A block is
+// blockDim.x / 32 warps (64 threads where rows are few, so the rows spread
+// over more multiprocessors).
 // the rd_* number of a row type
 template <typename T> static int host_dtype();
 template <> int host_dtype<float>() { return RD_F32; }
 template <> int host_dtype<__half>() { return RD_F16; }
 template <> int host_dtype<__nv_bfloat16>() { return RD_BF16; }
 
+// blocks of BS threads a multiprocessor must hold (the register cap): 6 hold ViT-B's or BERT's
+// rows at batch 32 (6304 warps) in one wave on a 132-SM GPU; bfloat16's conversions need more
+// registers (spills at 40), and so do scale and bias read element by element (!PV): 4 there
+template <typename T, int VPL, bool PV> struct rownorm_minb {
+	static constexpr int v = VPL > 4 ? 1 : !PV || (sizeof(T) == 2 && !std::is_same<T, __half>::value) ? 4 : 6;
+};
+
 template <typename T, int VPL, bool PV>
-__global__ void __launch_bounds__(BS) rownorm_reg(const T *__restrict__ x, T *__restrict__ y, int64_t rows, int cols,
+__global__ void __launch_bounds__(BS, (rownorm_minb<T, VPL, PV>::v)) rownorm_reg(const T *__restrict__ x, T *__restrict__ y, int64_t rows, int cols,
 						  float eps, bool rms, rd_param sc, rd_param bi, void *mean_out,
 						  void *inv_out, int sdt)
 {
 	const int W = 16 / sizeof(T);
 	const int lane = threadIdx.x % 32, nvec = cols / W, wpb = blockDim.x / 32;
 	const int64_t warps = (int64_t)gridDim.x * wpb;
-	Vec16<T> gs[PV ? VPL : 1], gb[PV ? VPL : 1];
-	if (PV) {
-#pragma unroll
-		for (int k = 0; k < VPL; k++) {
-			const int c = lane + 32 * k;
-			if (c < nvec) {
-				gs[k] = reinterpret_cast<const Vec16<T> *>(sc.p)[c];
-				if (bi.p)
-					gb[k] = reinterpret_cast<const Vec16<T> *>(bi.p)[c];
-			}
-		}
-	}
 	for (int64_t r = (int64_t)blockIdx.x * wpb + threadIdx.x / 32; r < rows; r += warps) {
 		const Vec16<T> *xr = reinterpret_cast<const Vec16<T> *>(x + r * cols);
 		Vec16<T> *yr = reinterpret_cast<Vec16<T> *>(y + r * cols);
-		float v[VPL][W];
-		row_to_regs<T, VPL>(xr, lane, nvec, v);
+		// the row as loaded, in its own type: half the registers of floats, so that 4 blocks
+		// of 256 fit a multiprocessor (97 registers a thread had allowed 2: three waves of
+		// blocks for ViT-B's 6304 rows)
+		Vec16<T> raw[VPL];
+#pragma unroll
+		for (int k = 0; k < VPL; k++)
+			if (lane + 32 * k < nvec)
+				raw[k] = xr[lane + 32 * k];
 		float mean = 0;
 		if (!rms) {
 			float su = 0;
@@ -880,7 +882,7 @@ __global__ void __launch_bounds__(BS) rownorm_reg(const T *__restrict__ x, T *__
 				if (lane + 32 * k < nvec)
 #pragma unroll
 					for (int j = 0; j < W; j++)
-						su += v[k][j];
+						su += tof(raw[k].v[j]);
 			mean = warp_sum(su) / (float)cols;
 		}
 		float sq = 0;
@@ -889,7 +891,7 @@ __global__ void __launch_bounds__(BS) rownorm_reg(const T *__restrict__ x, T *__
 			if (lane + 32 * k < nvec)
 #pragma unroll
 				for (int j = 0; j < W; j++) {
-					const float d = v[k][j] - mean;
+					const float d = tof(raw[k].v[j]) - mean;
 					sq += d * d;
 				}
 		sq = warp_sum(sq);
@@ -904,16 +906,22 @@ __global__ void __launch_bounds__(BS) rownorm_reg(const T *__restrict__ x, T *__
 		for (int k = 0; k < VPL; k++) {
 			const int c = lane + 32 * k;
 			if (c < nvec) {
-				Vec16<T> t;
+				Vec16<T> t, gs, gb;
+				if (PV) {
+					gs = reinterpret_cast<const Vec16<T> *>(sc.p)[c];
+					if (bi.p)
+						gb = reinterpret_cast<const Vec16<T> *>(bi.p)[c];
+				}
 #pragma unroll
 				for (int j = 0; j < W; j++) {
+					const float v = tof(raw[k].v[j]);
 					float o;
 					if (PV) {
-						o = (v[k][j] - mean) * inv * tof(gs[k].v[j]);
+						o = (v - mean) * inv * tof(gs.v[j]);
 						if (bi.p)
-							o += tof(gb[k].v[j]);
+							o += tof(gb.v[j]);
 					} else {
-						o = (v[k][j] - mean) * inv * ldf(sc.p, sc.dtype, (int64_t)c * W + j);
+						o = (v - mean) * inv * ldf(sc.p, sc.dtype, (int64_t)c * W + j);
 						if (bi.p)
 							o += ldf(bi.p, bi.dtype, (int64_t)c * W + j);
 					}
