@@ -128,6 +128,9 @@ static const struct {
 	{ "OGSH_CONV_PATCH", "0: no patch GEMM (a convolution whose kernel is its stride, such as ViT's patch "
 			     "embedding, runs through cuDNN instead of as patches and one cuBLASLt product), for "
 			     "comparisons." },
+	{ "OGSH_PDL", "0: ogsh's LayerNorm and GELU kernels start only when the kernel before them has finished, "
+		      "instead of being launched early and waiting on the GPU (programmatic dependent launch, "
+		      "sm_90 and later), for comparisons." },
 	{ "OGSH_CUDNN_DEBUG", "set: every cuDNN candidate timed, and why an attention does not run on cuDNN, on "
 			      "standard error." },
 	{ "OGSH_NO_NVRTC", "set: no kernels compiled at run time with NVRTC (fused elementwise chains use the "

@@ -4,6 +4,7 @@
 // choices are timed on. All are memory-bound grid-stride loops; values are
 // computed in float and rounded once when stored.
 #include "kernels/cuda/k_gemm.h"
+#include "kernels/cuda/pdl.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -120,6 +121,7 @@ __global__ void gelu_epi_kernel(T *__restrict__ y, const T *__restrict__ z, int6
 {
 	constexpr int V = 16 / sizeof(T);
 	const int64_t step = (int64_t)gridDim.x * blockDim.x;
+	pdl_wait();   // launched early (pdl.cuh): y is the product the kernel before writes
 	for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < nv; i += step) {
 		V16<T> a = reinterpret_cast<const V16<T> *>(y)[i], b;
 		if (Z)
@@ -164,10 +166,8 @@ cudaError_t epi_t(void *y, const void *z, int64_t n, int act, float p0, float p1
 	if (sizeof(T) == 2 && vec && act == GEMM_ACT_GELU && p0 == 0.0f && n % 8 == 0) {
 		const int64_t nv = n / 8;
 		if (z)
-			gelu_epi_kernel<T, true><<<blocks_for(nv), THREADS, 0, stream>>>((T *)y, (const T *)z, nv);
-		else
-			gelu_epi_kernel<T, false><<<blocks_for(nv), THREADS, 0, stream>>>((T *)y, NULL, nv);
-		return cudaGetLastError();
+			return pdl_launch(gelu_epi_kernel<T, true>, blocks_for(nv), THREADS, stream, (T *)y, (const T *)z, nv);
+		return pdl_launch(gelu_epi_kernel<T, false>, blocks_for(nv), THREADS, stream, (T *)y, (const T *)NULL, nv);
 	}
 	const int64_t units = vec ? n / (16 / (int64_t)sizeof(T)) + 1 : n;
 	epi_kernel<T><<<blocks_for(units), THREADS, 0, stream>>>((T *)y, (const T *)z, n, act, p0, p1, vec);

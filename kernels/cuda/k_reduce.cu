@@ -5,6 +5,7 @@
 // give each thread one output, so that neighbouring threads read
 // neighbouring elements. Float types accumulate in float.
 #include "kernels/cuda/k_reduce.h"
+#include "kernels/cuda/pdl.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -863,6 +864,7 @@ __global__ void __launch_bounds__(BS, (rownorm_minb<T, VPL, PV>::v)) rownorm_reg
 	const int W = 16 / sizeof(T);
 	const int lane = threadIdx.x % 32, nvec = cols / W, wpb = blockDim.x / 32;
 	const int64_t warps = (int64_t)gridDim.x * wpb;
+	pdl_wait();   // launched early (pdl.cuh): nothing is read before the kernel before has finished
 	for (int64_t r = (int64_t)blockIdx.x * wpb + threadIdx.x / 32; r < rows; r += warps) {
 		const Vec16<T> *xr = reinterpret_cast<const Vec16<T> *>(x + r * cols);
 		Vec16<T> *yr = reinterpret_cast<Vec16<T> *>(y + r * cols);
@@ -943,11 +945,11 @@ static void rownorm_reg_launch(bool rms, int64_t rows, int64_t cols, float eps, 
 	const bool pv = ((uintptr_t)sc->p % 16) == 0 && sc->dtype == dt &&
 			(!bi->p || (((uintptr_t)bi->p % 16) == 0 && bi->dtype == dt));
 	if (pv)
-		rownorm_reg<T, VPL, true><<<grid_for(rows, threads / 32), threads, 0, s>>>(
-			(const T *)x, (T *)y, rows, (int)cols, eps, rms, *sc, *bi, mean, inv, sdt);
+		pdl_launch(rownorm_reg<T, VPL, true>, grid_for(rows, threads / 32), threads, s, (const T *)x, (T *)y, rows,
+			   (int)cols, eps, rms, *sc, *bi, mean, inv, sdt);
 	else
-		rownorm_reg<T, VPL, false><<<grid_for(rows, threads / 32), threads, 0, s>>>(
-			(const T *)x, (T *)y, rows, (int)cols, eps, rms, *sc, *bi, mean, inv, sdt);
+		pdl_launch(rownorm_reg<T, VPL, false>, grid_for(rows, threads / 32), threads, s, (const T *)x, (T *)y, rows,
+			   (int)cols, eps, rms, *sc, *bi, mean, inv, sdt);
 }
 
 template <typename T>
