@@ -702,26 +702,18 @@ static int try_fuse(struct pass_ctx *c, struct ir_node *p)
 	return 0;
 }
 
+static bool is_conv_gemm(const struct ir_node *n)
+{
+	return n->op == IR_OP_Conv || n->op == IR_OP_Gemm;
+}
+
 static int run(struct pass_ctx *c)
 {
-	struct ir_graph *g = c->m->graph;
 	int rc = pass_infer(c);
 	if (rc == IR_EINTR || rc == IR_ENOMEM)
 		return ir_diag_err(c->d, rc, rc == IR_EINTR ? "interrupted" : "out of memory");
-	int *ids = malloc(sizeof(int) * (size_t)(g->n_nodes ? g->n_nodes : 1)), n_ids = 0;
-	if (!ids)
-		return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
-	ir_for_each_node(g, n)
-		if (n->op == IR_OP_Conv || n->op == IR_OP_Gemm)
-			ids[n_ids++] = n->id;
-	rc = 0;
-	for (int i = 0; i < n_ids && !rc; i++) {
-		struct ir_node *n = ir_node_by_id(g, ids[i]);
-		if (n)
-			rc = try_fuse(c, n);
-	}
-	free(ids);
-	return rc;
+	/* the candidates first: a rewrite removes nodes */
+	return pass_each_node(c, is_conv_gemm, try_fuse);
 }
 
 const struct pass pass_fuse_activation = {

@@ -162,24 +162,15 @@ out:
 	return rc;
 }
 
+static bool is_bn(const struct ir_node *n)
+{
+	return n->op == IR_OP_BatchNormalization;
+}
+
 static int run(struct pass_ctx *c)
 {
-	struct ir_graph *g = c->m->graph;
-	/* the candidates first: a rewrite removes nodes, so walk ids, not links */
-	int *ids = malloc(sizeof(int) * (size_t)(g->n_nodes ? g->n_nodes : 1)), n_ids = 0;
-	if (!ids)
-		return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
-	ir_for_each_node(g, n)
-		if (n->op == IR_OP_BatchNormalization)
-			ids[n_ids++] = n->id;
-	int rc = 0;
-	for (int i = 0; i < n_ids && !rc; i++) {
-		struct ir_node *n = ir_node_by_id(g, ids[i]);
-		if (n)
-			rc = try_bn(c, n);
-	}
-	free(ids);
-	return rc;
+	/* the candidates first: a rewrite removes nodes */
+	return pass_each_node(c, is_bn, try_bn);
 }
 
 const struct pass pass_fuse_conv_bn = {

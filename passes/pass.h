@@ -140,6 +140,14 @@ struct ir_value *pass_new_value(struct ir_graph *g, const char *base, struct ir_
  * out_base; NULL with the error in c->d. */
 struct ir_node *pass_emit(struct pass_ctx *c, const char *op, const struct ir_node *anchor, struct ir_value **in,
 			  int n_in, const char *out_base, struct ir_node *before);
+/*
+ * Calls fn on every node of the main graph that want() takes, in graph
+ * order. The candidates are listed (by id) before the first call, since a
+ * rewrite removes nodes; one gone by the time its turn comes is skipped.
+ * Stops at fn's first error and returns it; 0 otherwise.
+ */
+int pass_each_node(struct pass_ctx *c, bool (*want)(const struct ir_node *n),
+		   int (*fn)(struct pass_ctx *c, struct ir_node *n));
 /* A value name made unique in g from `base` ("w" -> "w", "w_1"...); owned by the caller. */
 char *pass_unique_name(const struct ir_graph *g, const char *base);
 /* A node's name for messages: its name, or "n<id>". */

@@ -294,25 +294,18 @@ static int try_conv(struct pass_ctx *c, struct ir_node *cv)
 	return 0;
 }
 
+static bool is_conv(const struct ir_node *n)
+{
+	return n->op == IR_OP_Conv;
+}
+
 static int run(struct pass_ctx *c)
 {
 	int rc = pass_infer(c);
 	if (rc)
 		return rc;
-	struct ir_graph *g = c->m->graph;
-	int *ids = malloc(sizeof(int) * (size_t)(g->n_nodes ? g->n_nodes : 1)), n_ids = 0;
-	if (!ids)
-		return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
-	ir_for_each_node(g, n)
-		if (n->op == IR_OP_Conv)
-			ids[n_ids++] = n->id;
-	for (int i = 0; i < n_ids && !rc; i++) {
-		struct ir_node *n = ir_node_by_id(g, ids[i]);
-		if (n)
-			rc = try_conv(c, n);
-	}
-	free(ids);
-	return rc;
+	/* the candidates first: a rewrite removes nodes */
+	return pass_each_node(c, is_conv, try_conv);
 }
 
 const struct pass pass_patch_matmul = {

@@ -171,3 +171,23 @@ int pass_infer(struct pass_ctx *c)
 		c->m->infer_current = true;
 	return rc;
 }
+
+int pass_each_node(struct pass_ctx *c, bool (*want)(const struct ir_node *n),
+		   int (*fn)(struct pass_ctx *c, struct ir_node *n))
+{
+	struct ir_graph *g = c->m->graph;
+	int *ids = malloc(sizeof(int) * (size_t)(g->n_nodes ? g->n_nodes : 1)), n_ids = 0;
+	if (!ids)
+		return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
+	ir_for_each_node(g, n)
+		if (want(n))
+			ids[n_ids++] = n->id;
+	int rc = 0;
+	for (int i = 0; i < n_ids && !rc; i++) {
+		struct ir_node *n = ir_node_by_id(g, ids[i]);
+		if (n)
+			rc = fn(c, n);
+	}
+	free(ids);
+	return rc;
+}
