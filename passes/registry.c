@@ -17,6 +17,7 @@ extern const struct pass pass_fold_constants;
 extern const struct pass pass_cse;
 extern const struct pass pass_dce;
 extern const struct pass pass_prune_initializers;
+extern const struct pass pass_hoist_gather;
 extern const struct pass pass_fuse_pad;
 extern const struct pass pass_fuse_conv_bn;
 extern const struct pass pass_fuse_conv_add;
@@ -39,6 +40,7 @@ const struct pass *const pass_registry[] = {
 	&pass_cse,
 	&pass_dce,
 	&pass_prune_initializers,
+	&pass_hoist_gather,
 	&pass_fuse_pad,
 	&pass_fuse_conv_bn,
 	&pass_fuse_conv_add,

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Tests of the transformer fusion passes: fuse-gelu, fuse-layernorm,
-fuse-attention.
+"""Tests of the transformer passes: fuse-gelu, fuse-layernorm,
+fuse-attention, hoist-gather.
 
     test_fuse_transformer.py OGSH
 
@@ -526,8 +526,67 @@ def test_transformers():
                 check(not tanh, "gpt2: the tanh-form GELUs are gone")
 
 
+# ---------------------------------------------------------------------------
+# hoist-gather
+
+
+def hoist_model(name, graph_output_ln2=False):
+    """A small encoder tail: (x + pos + c) -> LN -> MatMul, Add, Gelu, MatMul, Add -> residual Add -> LN,
+    then the class token, Gather(., 0, axis=1)."""
+    rng = np.random.default_rng(3)
+    nodes = [
+        helper.make_node("Add", ["x", "pos"], ["a0"], name="addpos"),
+        helper.make_node("Add", ["a0", "c1"], ["a"], name="addc"),
+        helper.make_node("LayerNormalization", ["a", "g1", "b1"], ["ln1"], name="ln1", axis=-1),
+        helper.make_node("MatMul", ["ln1", "w1"], ["h"], name="fc1"),
+        helper.make_node("Add", ["h", "bias1"], ["h2"], name="fc1b"),
+        helper.make_node("Gelu", ["h2"], ["h3"], name="gelu"),
+        helper.make_node("MatMul", ["h3", "w2"], ["o"], name="fc2"),
+        helper.make_node("Add", ["o", "bias2"], ["o2"], name="fc2b"),
+        helper.make_node("Add", ["a", "o2"], ["res"], name="resid"),
+        helper.make_node("LayerNormalization", ["res", "g2", "b2"], ["ln2"], name="ln2"),
+        helper.make_node("Gather", ["ln2", "zero"], ["cls"], name="cls", axis=1),
+    ]
+    inits = [numpy_helper.from_array(rng.standard_normal(sh).astype(np.float32), n) for n, sh in
+             (("pos", (1, 5, 8)), ("c1", (1, 1, 8)), ("g1", (8,)), ("b1", (8,)), ("w1", (8, 16)), ("bias1", (16,)),
+              ("w2", (16, 8)), ("bias2", (8,)), ("g2", (8,)), ("b2", (8,)))]
+    inits.append(numpy_helper.from_array(np.array(0, np.int64), "zero"))
+    outs = [vi("cls", ["batch", 8])] + ([vi("ln2", ["batch", 5, 8])] if graph_output_ln2 else [])
+    return save_model(name, nodes, [vi("x", ["batch", 5, 8])], outs, inits)
+
+
+def test_hoist_gather():
+    path = hoist_model("hoist")
+    feeds = {"x": np.random.default_rng(4).standard_normal((3, 5, 8)).astype(np.float32)}
+    text = apply_and_check("hoist-gather encoder tail", path, ["hoist-gather"],
+                           {"Gather": 3, "LayerNormalization": 2, "MatMul": 2, "Add": 5, "Gelu": 1}, [],
+                           feeds, want_text=["10 rewritten", "onto its inputs that have that axis"])
+    out = os.path.join(TMP, "hoist-gather_encoder_tail_out.onnx")
+    if os.path.exists(out):
+        m = onnx.load(out)
+        gathered = sorted(n.input[0] for n in m.graph.node if n.op_type == "Gather")
+        check(gathered == ["c1", "pos", "x"], "hoist-gather: the Gathers end on the input, pos and c1", gathered)
+        ln = [n for n in m.graph.node if n.op_type == "LayerNormalization"]
+        check(all(a.i == -1 for n in ln for a in n.attribute if a.name == "axis"),
+              "hoist-gather: the LayerNorms normalize the last axis", str(ln))
+    # optimize: FLOPs of the block drop by the sequence length
+    rc, t2 = ogsh(path, "optimize --quiet; stats")
+    check(rc == 0, "hoist-gather: optimize runs", t2[-800:])
+    # rejections: the LayerNorm's output is also a graph output; an index that is not a constant
+    reject_case("hoist-gather-output", hoist_model("hoist_out", graph_output_ln2=True), "hoist-gather",
+                "'ln2' is also a graph output", "LayerNormalization")
+    m = onnx.load(path)
+    m.graph.initializer.pop()   # 'zero' becomes a graph input
+    m.graph.input.append(vi("zero", [], TensorProto.INT64))
+    p2 = os.path.join(TMP, "hoist_idx.onnx")
+    onnx.save_model(m, p2)
+    rc, t3 = ogsh(p2, "apply hoist-gather")
+    check(rc == 0 and "nothing changed" in t3, "hoist-gather: indices not a constant leave the model alone", t3[-800:])
+
+
 def test_explain():
-    for p, word in (("fuse-gelu", "erf"), ("fuse-layernorm", "ReduceMean"), ("fuse-attention", "softmax")):
+    for p, word in (("fuse-gelu", "erf"), ("fuse-layernorm", "ReduceMean"), ("fuse-attention", "softmax"),
+                    ("hoist-gather", "class token")):
         r = subprocess.run([OGSH, "-c", f"explain {p}"], capture_output=True, text=True)
         check(r.returncode == 0 and word in r.stdout, f"explain {p}", (r.stdout + r.stderr)[-500:])
 
@@ -541,7 +600,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="ogsh-ftr-") as tmp:
         TMP = tmp
         for t in (test_gelu, test_layernorm, test_attention_handmade, test_attention_exported, test_transformers,
-                  test_explain):
+                  test_hoist_gather, test_explain):
             try:
                 t()
             except Exception as e:  # noqa: BLE001
