@@ -932,7 +932,7 @@ static double sgemm_split(const struct sgemm_job *j, int64_t rtiles, int64_t npa
  * pack_buf, at most PREPACK_MAX floats each.
  */
 #define PREPACK_MAX ((size_t)16 << 20)
-#define PREPACK_PANELS 4   /* panels (or row panels) per prepack task */
+#define PREPACK_PANELS 2   /* panels (or row panels) per prepack task */
 
 static float *pre_space(float **buf, size_t *cap, size_t nfloats)
 {
