@@ -56,7 +56,7 @@ int kstop(struct cpu_kctx *k);
 /* --- threads (see pool.h: split by output elements only) --- */
 
 /*
- * Runs fn over [0, n) on the pool, in slabs of a few dozen grains run one
+ * Runs fn over [0, n) on the pool, in slabs of a few hundred grains run one
  * after the other with kstop between them, so Ctrl-C stops a long kernel
  * (a slab in flight completes). fn must not call kstop or kerr. 0 or
  * IR_EINTR.
@@ -64,8 +64,10 @@ int kstop(struct cpu_kctx *k);
 int kpar(struct cpu_kctx *k, int64_t n, int64_t grain, cpu_range_fn fn, void *ctx);
 
 /* A grain for kpar: indexes of about `cost` element operations each, so
- * a range holds at least KPAR_WORK of them. */
-#define KPAR_WORK 16384
+ * a range holds at least KPAR_WORK of them (a microsecond or two: a
+ * BERT-base row-wise kernel of 128 rows still spreads over 16 threads,
+ * and the pool hands out about four ranges a thread whatever the grain). */
+#define KPAR_WORK 4096
 static inline int64_t kgrain(int64_t cost)
 {
 	return cost >= KPAR_WORK ? 1 : KPAR_WORK / (cost > 0 ? cost : 1);

@@ -291,8 +291,13 @@ static void attn_heads_f32(void *ctx, int64_t p0, int64_t p1, int worker)
  * mask) V on the GEMM, the softmax in float, which is the arithmetic of the
  * standard ops the fusion replaced (MatMul, Div, Add, Softmax, MatMul) at
  * their speed; the double loop above took twice the unfused graph's time
- * on BERT-base. A pair's rows are its own: the same bits at any thread
- * count.
+ * on BERT-base. With fewer pairs than two a thread (BERT-base's 12 heads
+ * on 16 threads) a pair's query rows are cut into nqb blocks of at least
+ * three rows: a row's scores, softmax and output are its own, and a GEMM
+ * element does not depend on the rows around it as long as a product has
+ * more than two rows (cpu_sgemm's few-row path sums differently), so the
+ * bits are the same at any thread count. Not more blocks than that: each
+ * block packs the head's K again.
  */
 struct attn32_job {
 	const float *q, *k, *v, *mask;
@@ -303,33 +308,43 @@ struct attn32_job {
 	float scale;
 	bool causal, nan_zero;
 	int64_t ysb, ysh, yss;
-	float *scratch;          /* per worker: Lq * T floats */
+	int64_t nqb;             /* query blocks per pair: rows [blk * Lq / nqb, (blk + 1) * Lq / nqb) */
+	float *scratch;          /* per worker: a block's rows of T floats */
 };
+
+/* The query blocks per pair for `pairs` pairs of Lq rows on `threads` threads. */
+static int64_t attn32_blocks(int64_t pairs, int64_t Lq, int threads)
+{
+	int64_t want = 2 * (int64_t)threads, n = pairs >= want ? 1 : (want + pairs - 1) / pairs;
+	return Lq < 6 ? 1 : n > Lq / 3 ? Lq / 3 : n;
+}
 
 static void attn32_heads(void *ctx, int64_t p0, int64_t p1, int worker)
 {
 	const struct attn32_job *j = ctx;
-	const int64_t Lq = j->Lq, T = j->T;
-	float *S = j->scratch + (size_t)worker * (size_t)(Lq * T);
+	const int64_t T = j->T;
+	float *S = j->scratch + (size_t)worker * (size_t)(((j->Lq + j->nqb - 1) / j->nqb) * T);
 	for (int64_t p = p0; p < p1; p++) {
-		const int64_t b = p / j->Hq, h = p % j->Hq, hk = h / j->group;
-		const float *qh = j->q + j->qv->off + b * j->qv->sb + h * j->qv->sh;
+		const int64_t bh = p / j->nqb, blk = p % j->nqb;
+		const int64_t b = bh / j->Hq, h = bh % j->Hq, hk = h / j->group;
+		const int64_t i0 = blk * j->Lq / j->nqb, ni = (blk + 1) * j->Lq / j->nqb - i0;
+		const float *qh = j->q + j->qv->off + b * j->qv->sb + h * j->qv->sh + i0 * j->qv->ss;
 		const float *kh = j->k + j->kv->off + b * j->kv->sb + hk * j->kv->sh;
 		const float *vh = j->v + j->vv->off + b * j->vv->sb + hk * j->vv->sh;
-		cpu_sgemm(false, true, Lq, T, j->D, j->scale, qh, j->qv->ss, kh, j->kv->ss, 0.0f, S, T);
-		for (int64_t i = 0; i < Lq; i++) {
+		cpu_sgemm(false, true, ni, T, j->D, j->scale, qh, j->qv->ss, kh, j->kv->ss, 0.0f, S, T);
+		for (int64_t i = 0; i < ni; i++) {
 			float *row = S + i * T;
 			if (j->mask) {
-				const float *mr = j->mask + b * j->mstr[0] + h * j->mstr[1] + i * j->mstr[2];
+				const float *mr = j->mask + b * j->mstr[0] + h * j->mstr[1] + (i0 + i) * j->mstr[2];
 				for (int64_t t = 0; t < T; t++)
 					row[t] += mr[t * j->mstr[3]];
 			}
-			for (int64_t t = i + 1; j->causal && t < T; t++)
+			for (int64_t t = i0 + i + 1; j->causal && t < T; t++)
 				row[t] = -INFINITY;
 			softmax_row_f32(row, T, j->nan_zero);
 		}
-		cpu_sgemm(false, false, Lq, j->Dv, T, 1.0f, S, T, vh, j->vv->ss, 0.0f, j->y + b * j->ysb + h * j->ysh,
-			  j->yss);
+		cpu_sgemm(false, false, ni, j->Dv, T, 1.0f, S, T, vh, j->vv->ss, 0.0f,
+			  j->y + b * j->ysb + h * j->ysh + i0 * j->yss, j->yss);
 	}
 }
 
@@ -493,15 +508,16 @@ static int k_attention(struct cpu_kctx *k)
 	/* FusedAttention in float32 with float32 masks: in place (attn32_heads) */
 	if (fused && qt == IR_FLOAT && K->dtype == IR_FLOAT && V->dtype == IR_FLOAT && !PK && !NP && !tpk && !tpv &&
 	    !tqk && softcap == 0 && (!M || M->dtype == IR_FLOAT)) {
+		int64_t nqb = attn32_blocks(B * Hq, Lq, cpu_threads()), qrows = (Lq + nqb - 1) / nqb;
 		uint64_t nscr = (uint64_t)cpu_threads();
-		if (!mul_ok(&nscr, Lq) || !mul_ok(&nscr, T) || nscr > SIZE_MAX / sizeof(float) - 1)
+		if (!mul_ok(&nscr, qrows) || !mul_ok(&nscr, T) || nscr > SIZE_MAX / sizeof(float) - 1)
 			return ir_diag_err(k->d, IR_ENOMEM, "out of memory");
 		struct attn32_job j = { kdata(Q), kdata(K), kdata(V), M ? kdata(M) : NULL, kwdata(ty), &q, &kk, &vv,
 					mstr, Lq, T, D, Dv, Hq, group, (float)scale, is_causal, nan_zero, ysb, ysh, yss,
-					malloc(sizeof(float) * (size_t)(nscr ? nscr : 1)) };
+					nqb, malloc(sizeof(float) * (size_t)(nscr ? nscr : 1)) };
 		if (!j.scratch)
 			return ir_diag_err(k->d, IR_ENOMEM, "out of memory");
-		int rc32 = kpar(k, B * Hq, kgrain(Lq * T * (D + Dv)), attn32_heads, &j);
+		int rc32 = kpar(k, B * Hq * nqb, kgrain(qrows * T * (D + Dv)), attn32_heads, &j);
 		free(j.scratch);
 		return rc32;
 	}

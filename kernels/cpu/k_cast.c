@@ -340,7 +340,7 @@ static int set_string(struct cpu_kctx *k, struct ir_bytes *b, const char *s)
 /* Numeric casts split the elements into blocks of CAST_BLOCK, at least
  * CAST_GRAIN blocks a thread. */
 #define CAST_BLOCK 64
-#define CAST_GRAIN (16384 / CAST_BLOCK)
+#define CAST_GRAIN (4096 / CAST_BLOCK)
 
 struct cast_job {
 	int xd, to;

@@ -126,8 +126,8 @@ typedef void (*row_fn)(void *ctx, int64_t n, int64_t yoff, const int64_t *off, c
  * (EW_GRAIN_SLOW for the costly functions) a range.
  */
 #define EW_BLOCK 64
-#define EW_GRAIN (32768 / EW_BLOCK)
-#define EW_GRAIN_SLOW (8192 / EW_BLOCK)
+#define EW_GRAIN (8192 / EW_BLOCK)
+#define EW_GRAIN_SLOW (2048 / EW_BLOCK)
 
 struct plan_job {
 	const struct plan *p;

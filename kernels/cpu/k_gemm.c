@@ -75,6 +75,16 @@ int cpu_isa(void)
 #define KC 256
 #define MC 144   /* rounded down to a multiple of mr; an A block stays in L2 */
 #define NC 2048  /* columns of C per task (at most): a multiple of every nr */
+#define SPLIT_MAX_PER_THREAD 16 /* a product is cut into at most this many tasks a thread */
+/* sgemm_split's costs, in multiply-adds (16 a cycle with AVX-512) */
+#define SPLIT_TASK_COST 32768       /* starting a task */
+#define SPLIT_PREPACK_COST 131072   /* a second job (prepack_task's) */
+#define SPLIT_READ 2                /* reading an element of packed A or B */
+#define SPLIT_WRITE 4               /* writing one to memory and reading it back (prepack) */
+#define SPLIT_COST_A 24             /* packing an element of A */
+#define SPLIT_COST_B 4              /* of B */
+#define SPLIT_COST_BT 8             /* of B transposed */
+#define SPLIT_COST_SRC 16           /* of B from a cpu_bpack_fn (im2col) */
 
 /* Packs op(A)[i0:i0+mc, p0:p0+kc] as panels of mr rows, k-major inside a
  * panel, zero-padding the last panel. */
@@ -497,12 +507,18 @@ static void sgemm_naive(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float
  */
 static _Thread_local float *pack_buf;
 static _Thread_local size_t pack_cap;
+static _Thread_local float *pre_a, *pre_b;   /* sgemm_blocked's prepacked A and B (pre_space) */
+static _Thread_local size_t pre_acap, pre_bcap;
 
 void cpu_sgemm_thread_done(void)
 {
 	free(pack_buf);
 	pack_buf = NULL;
 	pack_cap = 0;
+	free(pre_a);
+	free(pre_b);
+	pre_a = pre_b = NULL;
+	pre_acap = pre_bcap = 0;
 }
 
 static float *pack_space(size_t nfloats)
@@ -605,8 +621,9 @@ struct sgemm_job {
 	float *C;
 	struct ukr u;
 	int64_t mb;             /* rows of A packed at a time (MC rounded to mr) */
-	int64_t mt, nb, tn;     /* task rows (mb, or a multiple of it when A is
-				 * packed beforehand), task columns, tasks along N */
+	int64_t mt, nb, tn;     /* task rows (a multiple of mr, at most mb unless
+				 * A is packed beforehand), task columns (a
+				 * multiple of nr), tasks along N */
 	bool failed;            /* a task could not get its packing buffer */
 	const float *apk, *bpk; /* op(A), op(B) packed whole (cpu_sgemm_pack_a/_b) or NULL */
 	int64_t mpad, npad;     /* M and N rounded up to mr and nr */
@@ -849,12 +866,184 @@ static void sgemm_pre(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float a
 	sgemm_blocked(&j);
 }
 
+/*
+ * How sgemm_blocked cuts a product into tasks for `threads` threads: the
+ * tiles of rows (*mper) and panels of columns (*per) of a task; returns
+ * the estimated time of that cut. Tasks are blocks of whole micro-tiles,
+ * so every element of C sees the same arithmetic whatever the cut. With A
+ * packed beforehand (apacked) a task may take all of M (a packed chunk of B then
+ * serves every row), else at most one block of mb rows (the task packs
+ * them); at most NC columns.
+ *
+ * The cut is the one with the least estimated time, in multiply-adds: the
+ * rounds of tasks the threads go through times the largest task, plus
+ * half a task for the thread that finishes last, where a task costs its
+ * multiply-adds (padded to whole panels), reading its rows of A and
+ * columns of B, and the packing it does: each task packs the chunks of B
+ * under its columns (cb an element; once per block of rows) and its rows
+ * of A (ca; once per block of columns). So large products get
+ * near-square tasks, a few per thread, and small ones (a 7x7 image, 96
+ * rows) still split, down to one tile or panel, when the packing they
+ * repeat costs less than the threads they would leave idle.
+ */
+static double sgemm_split(const struct sgemm_job *j, int64_t rtiles, int64_t npan, int threads, bool apacked,
+			  double cb, double ca, int64_t *mper, int64_t *per)
+{
+	int64_t MR = j->u.mr, NR = j->u.nr, K = j->K;
+	int64_t tpb = j->mb / MR, pmax = NC / NR;
+	int64_t mmin = apacked ? 1 : (rtiles + tpb - 1) / tpb, nmin = (npan + pmax - 1) / pmax;
+	int64_t most = SPLIT_MAX_PER_THREAD * (int64_t)threads;
+	double best = -1;
+	*mper = (rtiles + mmin - 1) / mmin;
+	*per = (npan + nmin - 1) / nmin;
+	if (threads <= 1 || mmin * nmin >= most)
+		return 0;
+	for (int64_t cm = mmin; cm <= rtiles && cm <= most; cm++) {
+		int64_t mp = (rtiles + cm - 1) / cm;
+		if (cm > mmin && mp == (rtiles + cm - 2) / (cm - 1))
+			continue;   /* the same rows per task as cm - 1 */
+		int64_t tm = (rtiles + mp - 1) / mp, rows = mp * MR < j->M ? mp * MR : j->M;
+		for (int64_t cn = nmin; cn <= npan && tm * cn <= most; cn++) {
+			int64_t pp = (npan + cn - 1) / cn;
+			if (cn > nmin && pp == (npan + cn - 2) / (cn - 1))
+				continue;
+			int64_t tn = (npan + pp - 1) / pp, cols = pp * NR < j->N ? pp * NR : j->N;
+			int64_t n = tm * tn;
+			double w = (double)K * ((double)rows * (double)(pp * NR) + (cb + SPLIT_READ) * (double)cols +
+					     (ca + SPLIT_READ) * (double)rows) + SPLIT_TASK_COST;
+			double est = (double)((n + threads - 1) / threads) * w + w / 2;
+			if (best < 0 || est < best) {
+				best = est;
+				*mper = mp;
+				*per = pp;
+			}
+		}
+	}
+	return best;
+}
+
+/*
+ * A product whose tasks would each pack the same rows of A (a column
+ * split) or the same columns of B (a row split, when B comes from a
+ * cpu_bpack_fn) may have op(A) or op(B) packed whole first, by all the
+ * threads at once, in the layouts of cpu_sgemm_pack_a and _b: then the
+ * tasks read them as they would a cached weight, and split either way
+ * freely. The buffers are the calling thread's, kept between calls like
+ * pack_buf, at most PREPACK_MAX floats each.
+ */
+#define PREPACK_MAX ((size_t)16 << 20)
+#define PREPACK_PANELS 2   /* panels (or row panels) per prepack task */
+
+static float *pre_space(float **buf, size_t *cap, size_t nfloats)
+{
+	if (nfloats > PREPACK_MAX)
+		return NULL;
+	if (nfloats > *cap) {
+		free(*buf);
+		size_t bytes = (nfloats * sizeof(float) + 63) / 64 * 64;
+		*buf = aligned_alloc(64, bytes);
+		*cap = *buf ? bytes / sizeof(float) : 0;
+	}
+	return *buf;
+}
+
+struct prepack_job {
+	const struct sgemm_job *j;
+	bool a_side;
+	float *dst;
+	int64_t nch;             /* prepack tasks per KC block */
+};
+
+static void prepack_task(void *ctx, int64_t begin, int64_t end, int worker)
+{
+	const struct prepack_job *p = ctx;
+	const struct sgemm_job *j = p->j;
+	(void)worker;
+	for (int64_t t = begin; t < end; t++) {
+		int64_t pc = t / p->nch * KC, kc = j->K - pc < KC ? j->K - pc : KC;
+		if (p->a_side) {
+			int64_t h = PREPACK_PANELS * j->u.mr, i0 = t % p->nch * h, mc = j->M - i0 < h ? j->M - i0 : h;
+			pack_a(j->ta, j->A, j->lda, i0, pc, mc, kc, p->dst + pc * j->mpad + i0 * kc, j->u.mr);
+		} else {
+			int64_t w = PREPACK_PANELS * j->u.nr, j0 = t % p->nch * w, nc = j->N - j0 < w ? j->N - j0 : w;
+			j->bsrc(j->bctx, pc, kc, j0, nc, p->dst + pc * j->npad + j0 * kc, j->u.nr);
+		}
+	}
+}
+
+/* Packs op(A) (a_side) or op(B) from j->bsrc whole into dst, in parallel. */
+static void prepack(const struct sgemm_job *j, bool a_side, float *dst)
+{
+	int64_t units = a_side ? (j->M + j->u.mr - 1) / j->u.mr : (j->N + j->u.nr - 1) / j->u.nr;
+	int64_t nch = (units + PREPACK_PANELS - 1) / PREPACK_PANELS;
+	struct prepack_job pj = { j, a_side, dst, nch };
+	cpu_parallel_for((j->K + KC - 1) / KC * nch, 1, prepack_task, &pj);
+}
+
+/*
+ * sgemm_blocked's decision for a product: the cut (sgemm_split) and
+ * whether A, B or both are packed first (pick bit 0: A, bit 1: B), when
+ * the tasks would pack the same part more than once and packing it once
+ * is quicker; mper0, per0: the cut without prepacking. Kept per thread
+ * in a small table keyed by the shape, since a model asks for the same
+ * products every run and the search costs microseconds at 16 threads.
+ */
+struct split_plan {
+	int64_t M, N, K;
+	uint32_t flags;
+	int threads;
+	int64_t mper, per, mper0, per0;
+	int pick;
+};
+
+#define SPLIT_MEMO 64
+static _Thread_local struct split_plan split_memo[SPLIT_MEMO];
+
+static void sgemm_plan(const struct sgemm_job *j, int64_t rtiles, int64_t npan, int threads, struct split_plan *sp)
+{
+	int64_t M = j->M, N = j->N, K = j->K;
+	uint32_t flags = 1u | (j->apk ? 2u : 0) | (j->bpk ? 4u : 0) | (j->bsrc ? 8u : 0) | (j->bdirect ? 16u : 0) |
+			 (j->tb ? 32u : 0) | (j->u.mr == A5_MR ? 64u : 0);
+	uint64_t h = ((uint64_t)M * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)N * 0xC2B2AE3D27D4EB4Full) ^
+		     ((uint64_t)K * 0x165667B19E3779F9ull) ^ ((uint64_t)flags << 7) ^ (uint64_t)threads;
+	struct split_plan *m = &split_memo[(h ^ h >> 29) % SPLIT_MEMO];
+	if (m->flags == flags && m->M == M && m->N == N && m->K == K && m->threads == threads) {
+		*sp = *m;
+		return;
+	}
+	/* packing cost per element, in multiply-adds */
+	double cb = j->bdirect || j->bpk ? 0 : j->bsrc ? SPLIT_COST_SRC : j->tb ? SPLIT_COST_BT : SPLIT_COST_B;
+	double ca = j->apk ? 0 : SPLIT_COST_A;
+	*sp = (struct split_plan){ M, N, K, flags, threads, 0, 0, 0, 0, 0 };
+	double est = sgemm_split(j, rtiles, npan, threads, j->apk != NULL, cb, ca, &sp->mper0, &sp->per0);
+	sp->mper = sp->mper0;
+	sp->per = sp->per0;
+	bool can_a = !j->apk && (npan + sp->per0 - 1) / sp->per0 > 1;
+	bool can_b = j->bsrc && (rtiles + sp->mper0 - 1) / sp->mper0 > 1;
+	for (int w = 1; w < 4; w++) {
+		bool pa = w & 1, pb = w & 2;
+		if ((pa && !can_a) || (pb && !can_b))
+			continue;
+		int64_t mp, pp;
+		double e = sgemm_split(j, rtiles, npan, threads, pa || j->apk, pb ? 0 : cb, pa ? 0 : ca, &mp, &pp) +
+			   (pa ? (ca + SPLIT_WRITE) * (double)M * (double)K / threads + SPLIT_PREPACK_COST : 0) +
+			   (pb ? (cb + SPLIT_WRITE) * (double)K * (double)N / threads + SPLIT_PREPACK_COST : 0);
+		if (e < est) {
+			est = e;
+			sp->pick = w;
+			sp->mper = mp;
+			sp->per = pp;
+		}
+	}
+	*m = *sp;
+}
+
 /* Runs the blocked product of j (M > 2, K > 0; C already scaled by beta):
  * cuts it into tasks and hands them to the pool. */
 static void sgemm_blocked(struct sgemm_job *jp)
 {
 	struct sgemm_job j = *jp;
-	int64_t M = j.M, N = j.N;
+	int64_t M = j.M, N = j.N, K = j.K;
 	int64_t MR = j.u.mr, NR = j.u.nr;
 	/* with at most four tiles of rows a packed panel of B would be used
 	 * at most four times: packing it costs more than reading B's rows */
@@ -863,29 +1052,32 @@ static void sgemm_blocked(struct sgemm_job *jp)
 	j.mpad = (M + MR - 1) / MR * MR;
 	j.npad = (N + NR - 1) / NR * NR;
 	j.mb = MC / MR * MR;
-	/* rows per task: one block of mb when A is packed by the task; with
-	 * A packed beforehand all of M (a packed chunk of B then serves every
-	 * row), split while there are fewer than two tasks per thread */
-	int64_t mblocks = (M + j.mb - 1) / j.mb, tm = j.apk ? 1 : mblocks;
-	/* columns per task: up to NC; narrower while there are fewer than
-	 * two tasks per thread, down to 4 micro-tiles wide */
-	int64_t npan = (N + NR - 1) / NR, tn = (N + NC - 1) / NC;
-	/* one task on one thread: every task of a product whose B is made
-	 * on the fly (im2col) packs its own copy of B's columns */
-	int64_t want = cpu_threads() > 1 ? 2 * (int64_t)cpu_threads() : 1;
-	while (tm * tn < want) {
-		if (npan / (tn + 1) >= 4)
-			tn++;
-		else if (tm < mblocks)
-			tm++;
-		else
-			break;
+	int64_t rtiles = (M + MR - 1) / MR, npan = (N + NR - 1) / NR;
+	int threads = cpu_parallel_inside() ? 1 : cpu_threads();
+	struct split_plan sp;
+	sgemm_plan(&j, rtiles, npan, threads, &sp);
+	int64_t mper = sp.mper, per = sp.per;
+	float *abuf = sp.pick & 1 ? pre_space(&pre_a, &pre_acap, (size_t)(j.mpad * K)) : NULL;
+	float *bbuf = sp.pick & 2 ? pre_space(&pre_b, &pre_bcap, (size_t)(K * j.npad)) : NULL;
+	if ((sp.pick & 1 && !abuf) || (sp.pick & 2 && !bbuf)) {
+		/* no memory for a prepacked side: the cut without it */
+		abuf = bbuf = NULL;
+		mper = sp.mper0;
+		per = sp.per0;
 	}
-	int64_t per = (npan + tn - 1) / tn, mper = (mblocks + tm - 1) / tm;
+	if (abuf) {
+		prepack(&j, true, abuf);
+		j.apk = abuf;
+	}
+	if (bbuf) {
+		prepack(&j, false, bbuf);
+		j.bpk = bbuf;
+		j.bsrc = NULL;
+	}
 	j.nb = per * NR;
 	j.tn = (npan + per - 1) / per;
-	j.mt = mper * j.mb;
-	tm = (mblocks + mper - 1) / mper;
+	j.mt = mper * MR;
+	int64_t tm = (rtiles + mper - 1) / mper;
 	cpu_parallel_for(tm * j.tn, 1, sgemm_task, &j);
 	jp->failed = j.failed;
 }

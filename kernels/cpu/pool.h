@@ -11,6 +11,7 @@
 #ifndef OGSH_KERNELS_CPU_POOL_H
 #define OGSH_KERNELS_CPU_POOL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* fn computes the indexes [begin, end) of the work; `worker` is in
@@ -28,5 +29,9 @@ void cpu_parallel_for(int64_t n, int64_t grain, cpu_range_fn fn, void *ctx);
 
 /* The number of threads cpu_parallel_for uses (>= 1). */
 int cpu_threads(void);
+
+/* Whether this thread is running a range of cpu_parallel_for (so a
+ * cpu_parallel_for it calls runs serially). */
+bool cpu_parallel_inside(void);
 
 #endif

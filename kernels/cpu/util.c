@@ -40,11 +40,11 @@ static void kpar_slab_run(void *ctx, int64_t b, int64_t e, int worker)
 
 int kpar(struct cpu_kctx *k, int64_t n, int64_t grain, cpu_range_fn fn, void *ctx)
 {
-	int64_t slab, grains = 4 * (int64_t)cpu_threads();
+	int64_t slab, grains = 16 * (int64_t)cpu_threads();
 	if (grain < 1)
 		grain = 1;
-	if (grains < 64)
-		grains = 64;
+	if (grains < 256)
+		grains = 256;
 	slab = grain > INT64_MAX / grains ? INT64_MAX : grain * grains;
 	if (n <= slab) {
 		cpu_parallel_for(n, grain, fn, ctx);
