@@ -142,6 +142,7 @@ static int try_matmul(struct pass_ctx *c, struct ir_node *mm)
 		return 0;
 	}
 	int64_t out_shape[IR_MAX_RANK];
+	bool dyn_back = false;
 	if (rank > 2) {
 		/* back to [d0, ..., d(r-2), N]: Reshape can work out one unknown dim (-1), not two */
 		int unknown = 0;
@@ -157,10 +158,28 @@ static int try_matmul(struct pass_ctx *c, struct ir_node *mm)
 				out_shape[i] = dm->value;
 			}
 		}
-		if (unknown > 1) {
+		/* two or more unknown: the shape back is computed from A's at run time, Shape(A)[:-1] ++ [N]
+		 * (a GPU plan folds it, the dims being bound there); Slice with inputs needs opset 10 */
+		if (unknown > 1 && ir_model_opset(c->m, "") < 10) {
 			char ts[160];
-			pass_rejected(c, mm, "A has type %s: with %d leading dims unknown the product cannot be reshaped back",
+			pass_rejected(c, mm, "A has type %s: with %d leading dims unknown the shape back is computed with "
+				      "Slice, which takes its bounds as inputs only from opset 10",
 				      ir_type_str(at, ts, sizeof(ts)), unknown);
+			return 0;
+		}
+		dyn_back = unknown > 1;
+		/* a projection into heads (read by a Reshape): fuse-attention and fuse-qkv follow the
+		 * MatMul through that Reshape, not through a shape computed at run time */
+		struct ir_node *rd = NULL;
+		for (size_t u = 0; dyn_back && u < ad->outputs[0]->n_uses && !rd; u++)
+			if (ad->outputs[0]->uses[u].node->op == IR_OP_Reshape)
+				rd = ad->outputs[0]->uses[u].node;
+		if (rd) {
+			char ts[160], rn[256];
+			pass_rejected(c, mm, "A has type %s: with %d leading dims unknown the shape back would be computed "
+				      "at run time, and the Reshape '%s' after it (into attention heads?) is what "
+				      "fuse-attention and fuse-qkv follow", ir_type_str(at, ts, sizeof(ts)), unknown,
+				      pass_node_name(rd, rn, sizeof(rn)));
 			return 0;
 		}
 		out_shape[rank - 1] = N;
@@ -188,8 +207,10 @@ static int try_matmul(struct pass_ctx *c, struct ir_node *mm)
 	/* rewrite: the Add's output value becomes the Gemm's (or the last Reshape's) */
 	pass_node_name(mm, mn, sizeof(mn));
 	char an[256], shape_s[160] = "";
-	if (rank > 2)
+	if (rank > 2 && !dyn_back)
 		ir_dims_str(rank, out_shape, shape_s, sizeof(shape_s));
+	else if (rank > 2)
+		snprintf(shape_s, sizeof(shape_s), "A's leading dims + [%lld] (Shape, Slice, Concat)", (long long)N);
 	char *name = strdup(mm->name ? mm->name : "");   /* the Gemm takes the MatMul's name */
 	if (!name)
 		return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
@@ -218,7 +239,43 @@ static int try_matmul(struct pass_ctx *c, struct ir_node *mm)
 		snprintf(base, sizeof(base), "%s.shape_2d", stem);
 		struct ir_value *s1 = new_shape(g, base, s_in, 2, c->d);
 		snprintf(base, sizeof(base), "%s.shape_out", stem);
-		struct ir_value *s2 = s1 ? new_shape(g, base, out_shape, rank, c->d) : NULL;
+		struct ir_value *s2 = NULL;
+		if (s1 && !dyn_back) {
+			s2 = new_shape(g, base, out_shape, rank, c->d);
+		} else if (s1) {
+			/* Shape(A) -> Slice [0, rank-1) -> Concat with [N] */
+			int64_t zero = 0, lead = rank - 1, nn = N;
+			char b2[1100];
+			snprintf(b2, sizeof(b2), "%s.lead_start", stem);
+			struct ir_value *st = new_shape(g, b2, &zero, 1, c->d);
+			snprintf(b2, sizeof(b2), "%s.lead_end", stem);
+			struct ir_value *en = st ? new_shape(g, b2, &lead, 1, c->d) : NULL;
+			snprintf(b2, sizeof(b2), "%s.n", stem);
+			struct ir_value *nv = en ? new_shape(g, b2, &nn, 1, c->d) : NULL;
+			snprintf(b2, sizeof(b2), "%s.shape_a", stem);
+			struct ir_value *sa = nv ? pass_new_value(g, b2, c->d) : NULL;
+			snprintf(b2, sizeof(b2), "%s.lead", stem);
+			struct ir_value *ld = sa ? pass_new_value(g, b2, c->d) : NULL;
+			s2 = ld ? pass_new_value(g, base, c->d) : NULL;
+			struct ir_value *i1[1] = { a }, *i2[4] = { sa, st, en, st }, *i3[2] = { ld, nv };
+			struct ir_node *cn = NULL;
+			snprintf(b2, sizeof(b2), "%s_shape", stem);
+			if (!s2 || !new_node(g, "Shape", b2, i1, 1, sa, before, c->d))
+				goto done;
+			snprintf(b2, sizeof(b2), "%s_lead", stem);
+			if (!new_node(g, "Slice", b2, i2, 4, ld, before, c->d))
+				goto done;
+			snprintf(b2, sizeof(b2), "%s_shape_out", stem);
+			if (!(cn = new_node(g, "Concat", b2, i3, 2, s2, before, c->d)))
+				goto done;
+			struct ir_attr ax = { 0 };
+			ax.name = strdup("axis");
+			ax.type = IR_ATTR_INT;
+			ax.has_type = true;
+			ax.i = 0;
+			if (!ax.name || ir_node_set_attr(cn, &ax, c->d))
+				goto done;
+		}
 		snprintf(base, sizeof(base), "%s_2d", a->name);
 		struct ir_value *a2 = s2 ? pass_new_value(g, base, c->d) : NULL;
 		snprintf(base, sizeof(base), "%s_2d", z->name);

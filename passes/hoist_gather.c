@@ -211,6 +211,11 @@ static int try_gather(struct pass_ctx *c, struct ir_node *g, bool report)
 		if (!ng || set_int(ng, "axis", ax[i], c->d) || ir_node_set_input(p, i, ng->outputs[0]))
 			return IR_ERR;
 	}
+	/* what the report says, read before v (and its type) goes */
+	const unsigned long long kept = (unsigned long long)idx->numel;
+	char rows[32] = "the";
+	if (od->kind == IR_DIM_VALUE)
+		snprintf(rows, sizeof(rows), "%lld", (long long)od->value);
 	/* p now makes the Gather's output; the normalized axes keep their place from the end */
 	struct ir_value *z = g->outputs[0];
 	int rc;
@@ -223,9 +228,8 @@ static int try_gather(struct pass_ctx *c, struct ir_node *g, bool report)
 	if (k == K_LAYERNORM && (rc = set_int(p, "axis", ln_axis - r, c->d)))
 		return rc;
 	pass_rewrote(c, p, "now computes only the %llu of %s rows along axis %d that the Gather after it kept: the "
-		     "Gather moved before it, onto %s", (unsigned long long)idx->numel,
-		     od->kind == IR_DIM_VALUE ? (snprintf(why, sizeof(why), "%lld", (long long)od->value), why) : "the",
-		     axis, k == K_ELTWISE ? "its inputs that have that axis" : "its input");
+		     "Gather moved before it, onto %s", kept, rows, axis,
+		     k == K_ELTWISE ? "its inputs that have that axis" : "its input");
 	c->m->infer_current = false;
 	return 1;
 }

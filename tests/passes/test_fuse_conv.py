@@ -448,8 +448,17 @@ def matmul_cases():
          "apply fuse-matmul-add reshape=on", rewritten=1, ops={"Reshape": 2, "Gemm": 1})
     case("matmul rank 3 batch symbolic", mm(["batch", 3, K], f32(N)), {"a": f32(2, 3, K)},
          "apply fuse-matmul-add reshape=on", rewritten=1, ops={"Reshape": 2, "Gemm": 1})
+    # two unknown leading dims: the shape back is computed from A's (Shape, Slice, Concat)
     case("matmul rank 3 two unknown dims", mm(["batch", "seq", K], f32(N)), {"a": f32(2, 3, K)},
-         "apply fuse-matmul-add reshape=on", rewritten=0, rejected=["cannot be reshaped back"], changed=False)
+         "apply fuse-matmul-add reshape=on", rewritten=1,
+         ops={"Reshape": 2, "Gemm": 1, "Shape": 1, "Slice": 1, "Concat": 1})
+    # ... but not for a projection into attention heads: fuse-qkv follows the MatMul through the Reshape
+    m = model([h.make_node("MatMul", ["a", "B"], ["y"], name="mm"), h.make_node("Add", ["y", "bias"], ["z"], name="add"),
+               h.make_node("Reshape", ["z", "heads"], ["zh"], name="heads")],
+              [vi("a", ["batch", "seq", K])], [vi("zh", None)],
+              [wb, init("bias", f32(N)), init("heads", np.array([0, 0, 2, N // 2], np.int64))])
+    case("matmul rank 3 two unknown dims into heads", m, {"a": f32(2, 3, K)}, "apply fuse-matmul-add", rewritten=0,
+         rejected=["fuse-qkv follow"], changed=False)
     case("matmul reject bias [M,N]", mm([4, K], f32(4, N)), {"a": f32(4, K)}, "apply fuse-matmul-add",
          rewritten=0, rejected=["not one value per output feature"], changed=False)
     m = model([h.make_node("MatMul", ["a", "b"], ["y"], name="mm"), h.make_node("Add", ["y", "bias"], ["z"], name="add")],
