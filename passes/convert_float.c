@@ -1181,18 +1181,6 @@ static const char *prec_name(const struct cv *v, int p)
 	return p == P_T ? v->tn : "float32";
 }
 
-static int set_int_attr(struct ir_node *n, const char *name, int64_t val, struct ir_diag *d)
-{
-	struct ir_attr a = { 0 };
-	a.name = strdup(name);
-	a.type = IR_ATTR_INT;
-	a.has_type = true;
-	a.i = val;
-	if (!a.name)
-		return ir_diag_err(d, IR_ENOMEM, "out of memory");
-	return ir_node_set_attr(n, &a, d);
-}
-
 static int set_tensor_attr(struct ir_node *n, const char *name, struct ir_tensor *t, struct ir_diag *d)
 {
 	struct ir_attr a = { 0 };
@@ -1300,7 +1288,7 @@ static int convert_dtype_attr(struct cv *v, struct ir_node *n)
 		return 0;
 	const struct ir_attr *a = ir_node_attr(n, name);
 	if (a ? a->type == IR_ATTR_INT && a->i == IR_FLOAT : add)
-		return set_int_attr(n, name, v->T, v->c->d);
+		return pass_set_int_attr(n, name, v->T, v->c->d);
 	return 0;
 }
 
@@ -1338,7 +1326,7 @@ static struct ir_node *add_cast(struct cv *v, struct ir_value *from, struct ir_v
 	struct ir_node *c = nn ? ir_node_new(g, "Cast", "", nn, 1, 1, before) : NULL;
 	free(nn);
 	if (!c || ir_node_set_input(c, 0, from) || ir_node_set_output(c, 0, *to, v->c->d) ||
-	    set_int_attr(c, "to", p == P_T ? v->T : IR_FLOAT, v->c->d)) {
+	    pass_set_int_attr(c, "to", p == P_T ? v->T : IR_FLOAT, v->c->d)) {
 		if (!v->c->d || !v->c->d->error)
 			oom(v);
 		return NULL;

@@ -306,23 +306,6 @@ static bool is_identity_perm(const int64_t *p, int r)
 	return true;
 }
 
-static int set_ints_attr(struct pass_ctx *c, struct ir_node *n, const char *name, const int64_t *v, int count)
-{
-	struct ir_attr a = { 0 };
-	a.name = strdup(name);
-	a.type = IR_ATTR_INTS;
-	a.has_type = true;
-	a.n = (size_t)count;
-	a.ints = malloc(sizeof(int64_t) * (size_t)(count ? count : 1));
-	if (!a.name || !a.ints) {
-		free(a.name);
-		free(a.ints);
-		return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
-	}
-	memcpy(a.ints, v, sizeof(int64_t) * (size_t)count);
-	return ir_node_set_attr(n, &a, c->d);
-}
-
 static const char *perm_text(const int64_t *p, int r, char *buf, size_t size)
 {
 	return ir_dims_str(r, p, buf, size);
@@ -360,7 +343,7 @@ static int do_transpose(struct pass_ctx *c, struct ir_node *n)
 			perm_text(p1, r, a, sizeof(a));
 			perm_text(p2, r, b, sizeof(b));
 			perm_text(q, r, qq, sizeof(qq));
-			int rc = set_ints_attr(c, n, "perm", q, r);
+			int rc = pass_set_ints_attr(n, "perm", q, r, c->d);
 			if (rc)
 				return rc;
 			rc = ir_node_set_input(n, 0, t1->inputs[0]);
@@ -611,7 +594,7 @@ static int do_reshape(struct pass_ctx *c, struct ir_node *n)
 		}
 		if (ok) {
 			if (changed && !in_at(n, 1)) {
-				int rc = set_ints_attr(c, n, "shape", s2, k);
+				int rc = pass_set_ints_attr(n, "shape", s2, k, c->d);
 				if (rc)
 					return rc;
 			} else if (changed) {

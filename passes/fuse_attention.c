@@ -31,37 +31,6 @@
 /* Small helpers                                                              */
 /* ------------------------------------------------------------------------ */
 
-static int set_attr_ints(struct ir_node *n, const char *name, const int64_t *v, int k, struct ir_diag *d)
-{
-	struct ir_attr a;
-	memset(&a, 0, sizeof(a));
-	a.name = strdup(name);
-	a.ints = malloc(sizeof(int64_t) * (size_t)k);
-	if (!a.name || !a.ints) {
-		free(a.name);
-		free(a.ints);
-		return ir_diag_err(d, IR_ENOMEM, "out of memory");
-	}
-	a.type = IR_ATTR_INTS;
-	a.has_type = true;
-	a.n = (size_t)k;
-	memcpy(a.ints, v, sizeof(int64_t) * (size_t)k);
-	return ir_node_set_attr(n, &a, d);
-}
-
-static int set_attr_int(struct ir_node *n, const char *name, int64_t v, struct ir_diag *d)
-{
-	struct ir_attr a;
-	memset(&a, 0, sizeof(a));
-	a.name = strdup(name);
-	if (!a.name)
-		return ir_diag_err(d, IR_ENOMEM, "out of memory");
-	a.type = IR_ATTR_INT;
-	a.has_type = true;
-	a.i = v;
-	return ir_node_set_attr(n, &a, d);
-}
-
 static int set_attr_float(struct ir_node *n, const char *name, double v, struct ir_diag *d)
 {
 	struct ir_attr a;
@@ -369,7 +338,7 @@ static struct ir_value *expand_rows(struct pass_ctx *c, struct match *m, struct 
 	struct ir_node *sh = NULL;
 	snprintf(base, sizeof(base), "%s_qlen", m->q->name);
 	struct ir_value *ql = emit(c, "Shape", m->sm, &m->q, 1, base, before, &sh);
-	if (!ql || set_attr_int(sh, "start", 2, c->d) || set_attr_int(sh, "end", 3, c->d))
+	if (!ql || pass_set_int_attr(sh, "start", 2, c->d) || pass_set_int_attr(sh, "end", 3, c->d))
 		return NULL;
 	static const int64_t ones[2] = { 1, 1 };
 	struct ir_value *o2 = i64_init(c, "attn_mask_ones2", ones, 2), *o1 = i64_init(c, "attn_mask_ones1", ones, 1);
@@ -379,7 +348,7 @@ static struct ir_value *expand_rows(struct pass_ctx *c, struct match *m, struct 
 	struct ir_node *cat = NULL;
 	snprintf(base, sizeof(base), "%s_rows", mask->name);
 	struct ir_value *shape = emit(c, "Concat", m->sm, parts, 3, base, before, &cat);
-	if (!shape || set_attr_int(cat, "axis", 0, c->d))
+	if (!shape || pass_set_int_attr(cat, "axis", 0, c->d))
 		return NULL;
 	struct ir_value *ins[2] = { mask, shape };
 	snprintf(base, sizeof(base), "%s_expanded", mask->name);
@@ -441,7 +410,7 @@ static struct ir_value *body_transpose(struct pass_fbody *b, struct ir_value *x,
 	struct ir_node *n = NULL;
 	struct ir_value *y = pass_fb_node(b, "Transpose", &x, 1, &n);
 	const int64_t perm[4] = { p0, p1, p2, p3 };
-	if (y && set_attr_ints(n, "perm", perm, 4, b->d))
+	if (y && pass_set_ints_attr(n, "perm", perm, 4, b->d))
 		b->rc = IR_ERR;
 	return y;
 }
@@ -471,7 +440,7 @@ static int fused_attrs(struct pass_ctx *c, struct ir_node *n, const struct body_
 {
 	int rc = set_attr_float(n, "scale", a->scale, c->d);
 	if (!rc && a->nan_zero)
-		rc = set_attr_int(n, "nan_to_zero", 1, c->d);
+		rc = pass_set_int_attr(n, "nan_to_zero", 1, c->d);
 	if (!rc && a->bshd)
 		rc = pass_fused_set_str(n, "layout", "BSHD", c->d);
 	if (rc)
@@ -547,7 +516,7 @@ static int rewrite(struct pass_ctx *c, struct match *m, bool std_ok, bool fused_
 		struct ir_node *t = NULL;
 		if (!(k = emit(c, "Transpose", m->qk, &k_src, 1, base, before, &t)))
 			return IR_ERR;
-		int rc = set_attr_ints(t, "perm", perm, 4, c->d);
+		int rc = pass_set_ints_attr(t, "perm", perm, 4, c->d);
 		if (rc)
 			return rc;
 	}

@@ -268,12 +268,7 @@ static int try_matmul(struct pass_ctx *c, struct ir_node *mm)
 			snprintf(b2, sizeof(b2), "%s_shape_out", stem);
 			if (!(cn = new_node(g, "Concat", b2, i3, 2, s2, before, c->d)))
 				goto done;
-			struct ir_attr ax = { 0 };
-			ax.name = strdup("axis");
-			ax.type = IR_ATTR_INT;
-			ax.has_type = true;
-			ax.i = 0;
-			if (!ax.name || ir_node_set_attr(cn, &ax, c->d))
+			if (pass_set_int_attr(cn, "axis", 0, c->d))
 				goto done;
 		}
 		snprintf(base, sizeof(base), "%s_2d", a->name);

@@ -32,25 +32,6 @@ static void ints_str(const int64_t *v, int n, char *buf, size_t size)
 		snprintf(buf + k, size - k, "]");
 }
 
-/* Sets ints attribute `name` of n to v[0..count). */
-static int set_ints(struct ir_node *n, const char *name, const int64_t *v, int count, struct ir_diag *d)
-{
-	struct ir_attr a;
-	memset(&a, 0, sizeof(a));
-	a.name = strdup(name);
-	a.ints = malloc(sizeof(int64_t) * (size_t)(count ? count : 1));
-	if (!a.name || !a.ints) {
-		free(a.name);
-		free(a.ints);
-		return ir_diag_err(d, IR_ENOMEM, "out of memory");
-	}
-	a.type = IR_ATTR_INTS;
-	a.has_type = true;
-	a.n = (size_t)count;
-	memcpy(a.ints, v, sizeof(int64_t) * (size_t)count);
-	return ir_node_set_attr(n, &a, d);
-}
-
 /* Reads an integer constant tensor into out[0..max); returns the count, or -1. */
 static int read_ints(const struct ir_tensor *t, int64_t *out, int max)
 {
@@ -273,7 +254,7 @@ static int try_pad(struct pass_ctx *c, struct state *st, struct ir_node *pad)
 	pass_rewrote(c, pad, "folded into '%s' (%s): pads %s -> %s%s", pn, n->op_type, a_s, b_s,
 		     valid ? " (auto_pad VALID became NOTSET)" : "");
 	int rc;
-	if ((rc = set_ints(n, "pads", pads_new, 2 * sp, c->d)))
+	if ((rc = pass_set_ints_attr(n, "pads", pads_new, 2 * sp, c->d)))
 		return rc;
 	if (valid)
 		ir_node_remove_attr(n, "auto_pad");

@@ -110,18 +110,6 @@ static struct ir_value *zero_indices(struct pass_ctx *c, const struct ir_tensor 
 	return x;
 }
 
-static int set_int(struct ir_node *n, const char *name, int64_t v, struct ir_diag *d)
-{
-	struct ir_attr a = { 0 };
-	a.name = strdup(name);
-	a.type = IR_ATTR_INT;
-	a.has_type = true;
-	a.i = v;
-	if (!a.name)
-		return ir_diag_err(d, IR_ENOMEM, "out of memory");
-	return ir_node_set_attr(n, &a, d);
-}
-
 /*
  * One step: moves Gather g before the node making its data. Returns 1 when
  * it moved, 0 when not (rejected or not a candidate), or an error code.
@@ -208,7 +196,7 @@ static int try_gather(struct pass_ctx *c, struct ir_node *g, bool report)
 			return IR_ERR;
 		struct ir_value *in2[2] = { p->inputs[i], how[i] == 1 ? g->inputs[1] : zeros };
 		struct ir_node *ng = pass_emit(c, "Gather", p, in2, 2, p->inputs[i]->name, p);
-		if (!ng || set_int(ng, "axis", ax[i], c->d) || ir_node_set_input(p, i, ng->outputs[0]))
+		if (!ng || pass_set_int_attr(ng, "axis", ax[i], c->d) || ir_node_set_input(p, i, ng->outputs[0]))
 			return IR_ERR;
 	}
 	/* what the report says, read before v (and its type) goes */
@@ -225,7 +213,7 @@ static int try_gather(struct pass_ctx *c, struct ir_node *g, bool report)
 	ir_value_remove(v);
 	if ((rc = ir_node_set_output(p, 0, z, c->d)))
 		return rc;
-	if (k == K_LAYERNORM && (rc = set_int(p, "axis", ln_axis - r, c->d)))
+	if (k == K_LAYERNORM && (rc = pass_set_int_attr(p, "axis", ln_axis - r, c->d)))
 		return rc;
 	pass_rewrote(c, p, "now computes only the %llu of %s rows along axis %d that the Gather after it kept: the "
 		     "Gather moved before it, onto %s", kept, rows, axis,

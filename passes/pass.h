@@ -148,6 +148,9 @@ struct ir_node *pass_emit(struct pass_ctx *c, const char *op, const struct ir_no
  */
 int pass_each_node(struct pass_ctx *c, bool (*want)(const struct ir_node *n),
 		   int (*fn)(struct pass_ctx *c, struct ir_node *n));
+/* Sets n's attribute `name` to the int v, or to the ints v[0..k) (added or replaced); 0 or an error code. */
+int pass_set_int_attr(struct ir_node *n, const char *name, int64_t v, struct ir_diag *d);
+int pass_set_ints_attr(struct ir_node *n, const char *name, const int64_t *v, int k, struct ir_diag *d);
 /* A value name made unique in g from `base` ("w" -> "w", "w_1"...); owned by the caller. */
 char *pass_unique_name(const struct ir_graph *g, const char *base);
 /* A node's name for messages: its name, or "n<id>". */

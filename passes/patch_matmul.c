@@ -61,23 +61,6 @@ static bool same_dim(const struct ir_value *a, int i, const struct ir_value *b, 
 	return ir_dim_equal(x, y);
 }
 
-static int set_perm(struct ir_node *n, const int64_t *perm, int k, struct ir_diag *d)
-{
-	struct ir_attr a = { 0 };
-	a.name = strdup("perm");
-	a.type = IR_ATTR_INTS;
-	a.has_type = true;
-	a.n = (size_t)k;
-	a.ints = malloc(sizeof(int64_t) * (size_t)k);
-	if (!a.name || !a.ints) {
-		free(a.name);
-		free(a.ints);
-		return ir_diag_err(d, IR_ENOMEM, "out of memory");
-	}
-	memcpy(a.ints, perm, sizeof(int64_t) * (size_t)k);
-	return ir_node_set_attr(n, &a, d);
-}
-
 /* A new int64 initializer of the k values v. */
 static struct ir_value *int64_init(struct pass_ctx *c, const char *base, const int64_t *v, int k)
 {
@@ -238,7 +221,7 @@ static int try_conv(struct pass_ctx *c, struct ir_node *cv)
 		return IR_ERR;
 	in[0] = n1->outputs[0];
 	struct ir_node *n2 = pass_emit(c, "Transpose", cv, in, 1, "patch_rows", t);
-	if (!n2 || set_perm(n2, p1, 6, c->d))
+	if (!n2 || pass_set_ints_attr(n2, "perm", p1, 6, c->d))
 		return IR_ERR;
 	in[0] = n2->outputs[0], in[1] = sh2;
 	struct ir_node *n3 = pass_emit(c, "Reshape", cv, in, 2, "patches", t);

@@ -127,18 +127,6 @@ static bool is_default_domain(const char *d)
 	return !d || !*d || !strcmp(d, "ai.onnx");
 }
 
-static int set_attr_int(struct ir_node *n, const char *name, int64_t v, struct ir_diag *d)
-{
-	struct ir_attr a = { 0 };
-	a.name = strdup(name);
-	if (!a.name)
-		return ir_diag_err(d, IR_ENOMEM, "out of memory");
-	a.type = IR_ATTR_INT;
-	a.has_type = true;
-	a.i = v;
-	return ir_node_set_attr(n, &a, d);
-}
-
 /* A node name made unique in g from base. Owned by the caller. */
 static char *unique_node_name(const struct ir_graph *g, const char *base)
 {
@@ -1034,7 +1022,7 @@ static int raise_node(struct raise_ctx *R, struct ir_node *n)
 				   "the meaning changes unless axis is the last one");
 			return 0;
 		}
-		if (!ir_node_attr(n, "axis") && set_attr_int(n, "axis", 1, R->c->d))
+		if (!ir_node_attr(n, "axis") && pass_set_int_attr(n, "axis", 1, R->c->d))
 			return IR_ERR;
 	}
 	if ((op == IR_OP_Resize && from < 11 && to >= 11) || (op == IR_OP_Upsample && to >= 10) ||
@@ -1333,9 +1321,9 @@ static struct ir_value *weight_dq(struct qstate *S, struct ir_value *w, struct i
 	struct ir_node *dq = add_node(c, c->m->graph, "DequantizeLinear", nb, in, 2, base, before, &out);
 	if (!dq)
 		return NULL;
-	if (axis >= 0 && set_attr_int(dq, "axis", axis, c->d))
+	if (axis >= 0 && pass_set_int_attr(dq, "axis", axis, c->d))
 		return NULL;
-	if (block > 0 && set_attr_int(dq, "block_size", block, c->d))
+	if (block > 0 && pass_set_int_attr(dq, "block_size", block, c->d))
 		return NULL;
 	if (map)
 		pass_maps(c, out->name, w->name);

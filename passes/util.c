@@ -191,3 +191,34 @@ int pass_each_node(struct pass_ctx *c, bool (*want)(const struct ir_node *n),
 	free(ids);
 	return rc;
 }
+
+int pass_set_int_attr(struct ir_node *n, const char *name, int64_t v, struct ir_diag *d)
+{
+	struct ir_attr a = { 0 };
+	a.name = strdup(name);
+	a.type = IR_ATTR_INT;
+	a.has_type = true;
+	a.i = v;
+	if (!a.name)
+		return ir_diag_err(d, IR_ENOMEM, "out of memory");
+	return ir_node_set_attr(n, &a, d);
+}
+
+int pass_set_ints_attr(struct ir_node *n, const char *name, const int64_t *v, int k, struct ir_diag *d)
+{
+	struct ir_attr a = { 0 };
+	a.name = strdup(name);
+	a.type = IR_ATTR_INTS;
+	a.has_type = true;
+	a.n = (size_t)k;
+	a.ints = malloc(sizeof(int64_t) * (size_t)(k ? k : 1));
+	if (!a.name || !a.ints) {
+		free(a.name);
+		free(a.ints);
+		return ir_diag_err(d, IR_ENOMEM, "out of memory");
+	}
+	if (k)
+		memcpy(a.ints, v, sizeof(int64_t) * (size_t)k);
+	return ir_node_set_attr(n, &a, d);
+}
+
