@@ -145,7 +145,8 @@ const struct sh_cmd sh_commands[] = {
 	  "up (fold constants and shapes, remove no-ops, dead code and duplicates), extended adds fusions "
 	  "(default; among them fuse-elementwise, which makes one Pointwise node of a chain of "
 	  "elementwise ops, fuse-attention, and fuse-qkv, which lets the attention read Q, K and V packed from "
-	  "one projection), all is every pass (today the same passes as extended). Each "
+	  "one projection; and hoist-gather, which lets a classifier's last layers compute only the rows it "
+	  "reads, such as ViT's class token), all is every pass (today the same passes as extended). Each "
 	  "pass that changes the model makes a "
 	  "stage and prints its report (--quiet prints the total only).",
 	  "optimize --level=all", "--level= --quiet", SH_C_NONE, 0, "passes" },
