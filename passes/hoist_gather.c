@@ -129,6 +129,11 @@ static int try_gather(struct pass_ctx *c, struct ir_node *g, bool report)
 	const int r = vt->rank, axis = gather_axis(g, r);
 	if (axis < 0)
 		return 0;
+	/* only where it keeps fewer rows than there are (a lookup of many indices, such as an
+	 * embedding's, would make the node before compute more, not less) */
+	const struct ir_dim *ad = &vt->dims[axis];
+	if (idx->numel != 1 && !(ad->kind == IR_DIM_VALUE && idx->numel <= (uint64_t)ad->value))
+		return 0;
 	/* the node must be one whose rows along `axis` are independent */
 	if (k == K_MATMUL) {
 		const struct ir_type *at = tensor_type(p->inputs[0]), *bt = tensor_type(p->inputs[1]);
@@ -282,7 +287,9 @@ const struct pass pass_hoist_gather = {
 		"pass repeats this as long as it can, so the Gather climbs through a ViT's last LayerNorm, residual "
 		"Add, MLP and the LayerNorm before it: the FLOPs of that block drop by the sequence length (197 "
 		"for ViT-B/16). Each kept row is computed by the same operations, so the numbers agree up to rounding (a product of fewer rows may sum in another order).\n\n"
-		"It does not apply when: the indices are not a constant; the Gather's input is read by anything "
+		"It does not apply when: the indices are not a constant, or are more than one and not known to be "
+		"fewer than the rows along the axis (a lookup such as an embedding's would make the node compute "
+		"more); the Gather's input is read by anything "
 		"else (the other reader needs all rows; identical Gathers of it are merged first) or is a graph "
 		"output; a node's input shapes are not known well enough to tell whether they have the rows; a "
 		"LayerNormalization's extra outputs are read; or the node is not row-wise (Reshape, Transpose, "

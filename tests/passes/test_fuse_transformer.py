@@ -582,6 +582,16 @@ def test_hoist_gather():
     onnx.save_model(m, p2)
     rc, t3 = ogsh(p2, "apply hoist-gather")
     check(rc == 0 and "nothing changed" in t3, "hoist-gather: indices not a constant leave the model alone", t3[-800:])
+    # more indices than rows (a lookup): the node before would compute more, so the Gather stays; two of five move
+    for idx, moves in (([0, 1, 2, 3, 4, 0, 1], False), ([0, 2], True)):
+        m = onnx.load(path)
+        m.graph.initializer[-1].CopyFrom(numpy_helper.from_array(np.array(idx, np.int64), "zero"))
+        m.graph.output[0].CopyFrom(vi("cls", ["batch", len(idx), 8]))
+        p3 = os.path.join(TMP, f"hoist_{len(idx)}.onnx")
+        onnx.save_model(m, p3)
+        rc, t4 = ogsh(p3, "apply hoist-gather")
+        check(rc == 0 and (("nothing changed" in t4) != moves), f"hoist-gather: {len(idx)} indices of 5 rows "
+              + ("move" if moves else "stay"), t4[-800:])
 
 
 def test_explain():
