@@ -227,10 +227,13 @@ static int pool_run(struct cpu_kctx *k, const struct pgeom *g, enum pool_kind ki
 }
 
 /*
- * Float32 2-D max pool without indices, tap by tap: for each kernel tap
- * and output row, the row of y takes the max with the valid columns of a
- * row of x (vectorizes for stride 1). NaN rule as in pool_run: the max of
- * the non-NaN taps, NaN when every tap is NaN, -inf when none is inside.
+ * Float32 2-D max pool without indices: with AVX-512 at column stride 1
+ * or 2, maxpool_plane_avx512 (16 outputs in a register over every tap);
+ * else tap by tap: for each kernel tap and output row, the row of y takes
+ * the max with the valid columns of a row of x. Both take the taps in the
+ * same order, so they give the same bits. NaN rule as in pool_run: the
+ * max of the non-NaN taps, NaN when every tap is NaN, -inf when none is
+ * inside.
  */
 struct maxpool_job {
 	const struct pgeom *g;
@@ -238,32 +241,85 @@ struct maxpool_job {
 	float *y;
 };
 
+/* The largest plane maxpool_plane_avx512 takes: blocks of 16 output
+ * columns, kernel columns. */
+#define MP_MAXB 16
+#define MP_MAXK 16
+
 /* the planes [pl0, pl1) of maxpool2d_f32 */
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
-/* yr[o] = (v > u || u != u) ? v : u for o in [lo, hi), v = xr[o * sw]
- * (sw 1 or 2), u = yr[o]: the loop below, 16 lanes at a time (the loads
- * masked to the elements it reads). */
+/*
+ * One plane of a 2-D max pool (stride 1 or 2 along the columns), 16
+ * output columns at a time held in a register across every tap: the taps
+ * in the order of the row-by-row loop below (kernel column, then kernel
+ * row), each u = (v > u || u != u) ? v : u on the lanes whose tap is
+ * inside the input, u starting as NaN ("no tap yet"); lanes that no tap
+ * reached become -inf. Loads are masked to the input's elements, and the
+ * output is stored once. The lane masks and offsets depend only on the
+ * block and the kernel column, so they are found once per plane.
+ */
 __attribute__((target("avx512f")))
-static void maxrow_avx512(const float *xr, float *yr, int64_t lo, int64_t hi, int64_t sw)
+static void maxpool_plane_avx512(const struct pgeom *g, const float *xp, float *yp)
 {
+	int64_t ih = g->in[0], iw = g->in[1], oh = g->out[0], ow = g->out[1];
+	int64_t kh = g->ker[0], kw = g->ker[1], sh = g->str[0], sw = g->str[1];
+	int64_t dh = g->dil[0], dw = g->dil[1], ph = g->pb[0], pw = g->pb[1];
 	const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
-	for (int64_t o = lo; o < hi; o += 16) {
-		int64_t n = hi - o < 16 ? hi - o : 16;
-		__mmask16 m = (__mmask16)((1u << n) - 1);
-		__m512 v;
-		if (sw == 1) {
-			v = _mm512_maskz_loadu_ps(m, xr + o);
-		} else {
-			uint32_t m2 = (uint32_t)((((uint64_t)1 << (2 * n - 1)) - 1) & 0x55555555u);
-			__m512 v0 = _mm512_maskz_loadu_ps((__mmask16)m2, xr + 2 * o);
-			__m512 v1 = _mm512_maskz_loadu_ps((__mmask16)(m2 >> 16), xr + 2 * o + 16);
-			v = _mm512_permutex2var_ps(v0, even, v1);
+	int64_t nb = (ow + 15) / 16;
+	int64_t i0s[MP_MAXB][MP_MAXK];
+	uint32_t ms[MP_MAXB][MP_MAXK];  /* input lanes to load (bits of the sw * 16-float span) */
+	__mmask16 oms[MP_MAXB][MP_MAXK]; /* output lanes whose tap is inside the row */
+	for (int64_t c = 0; c < kw; c++) {
+		int64_t lo, hi;
+		ktap_range(c * dw - pw, iw, sw, ow, &lo, &hi);
+		for (int64_t bi = 0; bi < nb; bi++) {
+			int64_t o0 = bi * 16, no = ow - o0 < 16 ? ow - o0 : 16;
+			int64_t a = lo > o0 ? lo - o0 : 0, b = hi - o0 < no ? hi - o0 : no;
+			uint32_t om = a >= b ? 0 : (uint32_t)(((1u << b) - 1) & ~((1u << a) - 1));
+			uint64_t m = 0;
+			for (int64_t l = a; l < b; l++)
+				m |= (uint64_t)1 << (l * sw);
+			i0s[bi][c] = o0 * sw - pw + c * dw;
+			ms[bi][c] = (uint32_t)m;
+			oms[bi][c] = (__mmask16)om;
 		}
-		__m512 u = _mm512_maskz_loadu_ps(m, yr + o);
-		__mmask16 take = _mm512_cmp_ps_mask(v, u, _CMP_GT_OQ) | _mm512_cmp_ps_mask(u, u, _CMP_UNORD_Q);
-		_mm512_mask_storeu_ps(yr + o, (__mmask16)(take & m), v);
+	}
+	const __m512 nan = _mm512_set1_ps(NAN), ninf = _mm512_set1_ps(-INFINITY);
+	for (int64_t r = 0; r < oh; r++) {
+		float *yr = yp + r * ow;
+		for (int64_t bi = 0; bi < nb; bi++) {
+			int64_t o0 = bi * 16, no = ow - o0 < 16 ? ow - o0 : 16;
+			__m512 u = nan;
+			__mmask16 have = 0;
+			for (int64_t c = 0; c < kw; c++) {
+				__mmask16 om = oms[bi][c];
+				if (!om)
+					continue;
+				uint32_t m = ms[bi][c];
+				for (int64_t a = 0; a < kh; a++) {
+					int64_t ir = r * sh - ph + a * dh;
+					if (ir < 0 || ir >= ih)
+						continue;
+					const float *xq = xp + ir * iw + i0s[bi][c];
+					__m512 v;
+					if (sw == 1) {
+						v = _mm512_maskz_loadu_ps((__mmask16)m, xq);
+					} else {
+						__m512 v0 = _mm512_maskz_loadu_ps((__mmask16)m, xq);
+						__m512 v1 = _mm512_maskz_loadu_ps((__mmask16)(m >> 16), xq + 16);
+						v = _mm512_permutex2var_ps(v0, even, v1);
+					}
+					__mmask16 take = (__mmask16)((_mm512_cmp_ps_mask(v, u, _CMP_GT_OQ) |
+								      _mm512_cmp_ps_mask(u, u, _CMP_UNORD_Q)) & om);
+					u = _mm512_mask_mov_ps(u, take, v);
+					have |= om;
+				}
+			}
+			u = _mm512_mask_mov_ps(u, (__mmask16)~have, ninf);
+			_mm512_mask_storeu_ps(yr + o0, (__mmask16)((1u << no) - 1), u);
+		}
 	}
 }
 #endif
@@ -278,11 +334,18 @@ static void maxpool2d_planes(void *ctx, int64_t pl0, int64_t pl1, int worker)
 	int64_t ih = g->in[0], iw = g->in[1], oh = g->out[0], ow = g->out[1];
 	int64_t kh = g->ker[0], kw = g->ker[1], sh = g->str[0], sw = g->str[1];
 	int64_t dh = g->dil[0], dw = g->dil[1], ph = g->pb[0], pw = g->pb[1];
-	const bool avx512 = cpu_isa() >= CPU_ISA_AVX512;
+	const bool avx512 = cpu_isa() >= CPU_ISA_AVX512 && (sw == 1 || sw == 2) && (ow + 15) / 16 <= MP_MAXB &&
+			    kw <= MP_MAXK;
 	(void)avx512;
 	for (int64_t pl = pl0; pl < pl1; pl++) {
 		const float *xp = x + pl * g->insz;
 		float *yp = y + pl * g->outsz;
+#if defined(__x86_64__) || defined(__i386__)
+		if (avx512) {
+			maxpool_plane_avx512(g, xp, yp);
+			continue;
+		}
+#endif
 		for (int64_t o = 0; o < g->outsz; o++)
 			yp[o] = NAN;   /* "no tap yet": any tap replaces it */
 		for (int64_t c = 0; c < kw; c++) {
@@ -297,12 +360,6 @@ static void maxpool2d_planes(void *ctx, int64_t pl0, int64_t pl1, int worker)
 						continue;
 					const float *xr = xp + ir * iw + off;
 					float *yr = yp + r * ow;
-#if defined(__x86_64__) || defined(__i386__)
-					if (avx512 && (sw == 1 || sw == 2)) {
-						maxrow_avx512(xr, yr, lo, hi, sw);
-						continue;
-					}
-#endif
 					if (sw == 1) {
 						for (int64_t o = lo; o < hi; o++) {
 							float v = xr[o], u = yr[o];

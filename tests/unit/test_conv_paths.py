@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The CPU Conv, ConvTranspose, MatMul and Gemm paths against numpy (float64).
+"""The CPU Conv, ConvTranspose, MatMul, Gemm and MaxPool paths against numpy (float64).
 
     test_conv_paths.py OGSH
 
@@ -8,7 +8,9 @@ CPU's paths (1x1 stride 1 without im2col, im2col bands, grouped, the
 direct depthwise kernel at stride 1 and 2 with row widths around the
 16-float vector, dilations, asymmetric pads, 1-D and 3-D), ConvTranspose,
 batched and broadcast MatMul (matrix-vector included) and Gemm with
-transposes and one or two rows. It runs once per instruction set
+transposes and one or two rows, and MaxPool (the register kernel at stride
+1 and 2 and the loop it stands in for, with NaNs, pads, dilations and
+ceil_mode; compared exactly). It runs once per instruction set
 (OGSH_CPU_ISA=generic, avx2, avx512; a cap above the CPU's runs its best)
 and every output is compared with a plain float64 computation.
 """
@@ -75,11 +77,39 @@ def convt_ref(x, w, b, strides, pads, group):
     return y
 
 
+def maxpool_ref(x, ks, strides, pads, dil, ceil):
+    """MaxPool's rule in ogsh: the max of the taps inside the input that are
+    not NaN, NaN when every such tap is NaN, -inf when none is inside."""
+    nd = x.ndim - 2
+    sp = x.shape[2:]
+    rnd = (lambda a, b: -(-a // b)) if ceil else (lambda a, b: a // b)
+    out = []
+    for i in range(nd):
+        o = rnd(sp[i] + pads[i] + pads[nd + i] - dil[i] * (ks[i] - 1) - 1, strides[i]) + 1
+        if ceil and (o - 1) * strides[i] >= sp[i] + pads[i]:
+            o -= 1
+        out.append(o)
+    y = np.full(x.shape[:2] + tuple(out), -np.inf)
+    have = np.zeros(y.shape, bool)
+    for o in itertools.product(*[range(v) for v in out]):
+        for tap in itertools.product(*[range(k) for k in ks]):
+            pos = [o[i] * strides[i] - pads[i] + tap[i] * dil[i] for i in range(nd)]
+            if any(p_ < 0 or p_ >= sp[i] for i, p_ in enumerate(pos)):
+                continue
+            v = x[(slice(None), slice(None)) + tuple(pos)].astype(np.float64)
+            cur = y[(slice(None), slice(None)) + o]
+            h = have[(slice(None), slice(None)) + o]
+            take = ~h | np.isnan(cur) | (v > cur)
+            y[(slice(None), slice(None)) + o] = np.where(take, v, cur)
+            have[(slice(None), slice(None)) + o] = True
+    return y
+
+
 def main():
     ogsh = sys.argv[1]
     nodes, inits, inputs, outputs, feeds, want = [], [], [], [], {}, {}
 
-    def add(op, ins, ref, **attrs):
+    def add(op, ins, ref, exact=False, **attrs):
         k = len(nodes)
         names = []
         for j, a in enumerate(ins):
@@ -96,7 +126,7 @@ def main():
         o = f"n{k}_out"
         nodes.append(helper.make_node(op, names, [o], name=f"n{k}_{op}", **attrs))
         outputs.append(helper.make_tensor_value_info(o, TensorProto.FLOAT, None))
-        want[o] = (ref, f"{op} {[None if a is None else a.shape for a in ins]} {attrs}")
+        want[o] = (ref, f"{op} {[None if a is None else a.shape for a in ins]} {attrs}", exact)
 
     def conv(n, c, m, spatial, ks, strides=None, pads=None, dil=None, group=1, bias=True):
         nd = len(spatial)
@@ -164,6 +194,36 @@ def main():
         ref = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b).astype(np.float64) * 0.5 + 2.0 * c
         add("Gemm", [a, b, c], ref, transA=ta, transB=tb, alpha=0.5, beta=2.0)
 
+    # MaxPool: widths around the 16-lane blocks, strides 1, 2 (the register
+    # kernel) and 3, pads, dilation, ceil_mode, kernels 1 to 7 wide; NaNs and
+    # zeros of both signs in the input; 1-D and 3-D take the general loop
+    def maxpool(shape, ks, strides=None, pads=None, dil=None, ceil=0):
+        nd = len(ks)
+        strides = strides or [1] * nd
+        pads = pads or [0] * (2 * nd)
+        dil = dil or [1] * nd
+        x = RNG.standard_normal(shape).astype(np.float32)
+        x[RNG.random(shape) < 0.05] = np.nan
+        x[RNG.random(shape) < 0.05] = 0.0
+        x[RNG.random(shape) < 0.05] = -0.0
+        add("MaxPool", [x], maxpool_ref(x, ks, strides, pads, dil, ceil), exact=True, kernel_shape=ks,
+            strides=strides, pads=pads, dilations=dil, ceil_mode=ceil)
+
+    for w_ in (1, 7, 15, 16, 17, 31, 33, 56, 112):
+        maxpool((1, 3, 9, w_), [3, 3], [2, 2], [1, 1, 1, 1])
+        maxpool((1, 2, 7, w_), [3, 3], [1, 1], [1, 1, 1, 1])
+    maxpool((2, 2, 12, 13), [2, 2], [2, 2], ceil=1)
+    maxpool((1, 2, 11, 20), [3, 5], [2, 1], [0, 2, 2, 1], dil=[2, 1])
+    maxpool((1, 2, 10, 19), [3, 3], [1, 2], [1, 1, 1, 1], dil=[1, 2], ceil=1)
+    maxpool((1, 2, 13, 40), [1, 7], [1, 3], [0, 3, 0, 3])
+    maxpool((1, 2, 6, 6), [1, 1])
+    maxpool((1, 1, 5, 5), [3, 3], [2, 2], [2, 2, 2, 2])   # windows reaching past the input
+    maxpool((2, 3, 17), [3], [2], [1, 1])
+    maxpool((1, 2, 5, 6, 7), [3, 2, 3], [2, 1, 2], [1, 0, 1, 1, 1, 0])
+    x = np.full((1, 1, 4, 20), np.nan, np.float32)
+    add("MaxPool", [x], maxpool_ref(x, [2, 2], [2, 2], [0] * 4, [1, 1], 0), exact=True, kernel_shape=[2, 2],
+        strides=[2, 2])
+
     graph = helper.make_graph(nodes, "conv_paths", inputs, outputs, inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     failures, worst = 0, 0.0
@@ -181,11 +241,17 @@ def main():
                 failures += 1
                 continue
             got = np.load(op)
-            for name, (ref, what) in want.items():
+            for name, (ref, what, exact) in want.items():
                 y = got[name].astype(np.float64)
                 if y.shape != ref.shape:
                     print(f"{isa}: {what}: shape {y.shape}, want {ref.shape}", file=sys.stderr)
                     failures += 1
+                    continue
+                if exact:
+                    if not np.array_equal(y, ref, equal_nan=True):
+                        bad = int(np.sum(~((y == ref) | (np.isnan(y) & np.isnan(ref)))))
+                        print(f"{isa}: {what}: {bad} elements differ", file=sys.stderr)
+                        failures += 1
                     continue
                 err = np.abs(y - ref)
                 worst = max(worst, float(err.max()) if err.size else 0.0)
