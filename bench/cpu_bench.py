@@ -8,8 +8,10 @@ Builds the models with tests/models/make_models.py (ResNet-50 and
 MobileNetV2 at 1x3x224x224, BERT-base and GPT-2 at batch 1 with 128 tokens),
 makes one set of inputs per model, and times, pinned to CPUs 0..N-1 with
 taskset (N = --threads, default 1):
-  - ogsh: one process runs `set threads N`, then `run --inputs=...` 1 + RUNS times; the figure is
-    the in-process run time ogsh prints ("ran N nodes on cpu in X ms"), the
+  - ogsh: one process runs `set threads N`, then `run --device=cpu
+    --inputs=...` 1 + RUNS times (on the CPU also where there is a GPU); the
+    figure is the in-process run time ogsh prints ("ran N nodes on cpu in X
+    ms"), the
     first run a warm-up; median and min of the rest. --mode says which
     graph: `loaded` (the model as written), `optimized` (after `optimize
     --quiet`, ogsh's default level: what a user runs first, as onnxruntime
@@ -57,8 +59,8 @@ def cpus(threads):
 
 def time_ogsh(ogsh, model, inputs, outputs, runs, threads=1, optimized=False):
     cmd = "; ".join([f"set threads {threads}"] + (["optimize --quiet"] if optimized else []) +
-                    [f"run --inputs={inputs}"] * runs +
-                    [f"run --inputs={inputs} --save-outputs={outputs}"])
+                    [f"run --device=cpu --inputs={inputs}"] * runs +
+                    [f"run --device=cpu --inputs={inputs} --save-outputs={outputs}"])
     p = subprocess.run(["taskset", "-c", cpus(threads), ogsh, model, "-c", cmd], capture_output=True, text=True,
                        check=True)
     ms = [float(x) for x in re.findall(r"ran \d+ nodes on cpu in ([0-9.]+) ms", p.stdout)]
