@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """CPU backend speed: ogsh `run` against onnxruntime, on the same cores.
 
-    cpu_bench.py [--ogsh build/shell/ogsh] [--runs 11] [--models resnet50,...] [--threads N]
+    cpu_bench.py [--ogsh build/shell/ogsh] [--runs 11] [--models resnet50,...] [--threads N] [--first-cpu C]
                  [--mode loaded|optimized|both] [--out DIR]
 
 Builds the models with tests/models/make_models.py (ResNet-50 and
 MobileNetV2 at 1x3x224x224, BERT-base and GPT-2 at batch 1 with 128 tokens),
-makes one set of inputs per model, and times, pinned to CPUs 0..N-1 with
-taskset (N = --threads, default 1):
+makes one set of inputs per model, and times, pinned with taskset to N
+CPUs from CPU --first-cpu (N = --threads, default 1; first CPU default 0):
   - ogsh: one process runs `set threads N`, then `run --device=cpu
     --inputs=...` 1 + RUNS times (on the CPU also where there is a GPU); the
     figure is the in-process run time ogsh prints ("ran N nodes on cpu in X
@@ -52,9 +52,12 @@ def make_inputs(model_path, seq):
     return feeds
 
 
+FIRST_CPU = 0
+
+
 def cpus(threads):
-    """The taskset CPU list of the first `threads` CPUs."""
-    return "0" if threads == 1 else f"0-{threads - 1}"
+    """The taskset CPU list of `threads` CPUs from FIRST_CPU (--first-cpu)."""
+    return str(FIRST_CPU) if threads == 1 else f"{FIRST_CPU}-{FIRST_CPU + threads - 1}"
 
 
 def time_ogsh(ogsh, model, inputs, outputs, runs, threads=1, optimized=False):
@@ -90,12 +93,16 @@ def main():
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--out", default=None)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--first-cpu", type=int, default=0,
+                    help="pin to CPUs FIRST.. (default 0; another core keeps clear of CPU 0's interrupts)")
     ap.add_argument("--mode", choices=["loaded", "optimized", "both"], default="both")
     a = ap.parse_args()
     if a.runs < 1:
         ap.error("--runs must be at least 1")
-    if a.threads < 1 or a.threads > (os.cpu_count() or 1):
-        ap.error(f"--threads must be from 1 to the machine's {os.cpu_count()} CPUs")
+    if a.threads < 1 or a.first_cpu < 0 or a.first_cpu + a.threads > (os.cpu_count() or 1):
+        ap.error(f"--first-cpu + --threads must be from 1 to the machine's {os.cpu_count()} CPUs")
+    global FIRST_CPU
+    FIRST_CPU = a.first_cpu
     out = a.out or tempfile.mkdtemp(prefix="ogsh-cpu-bench-")
     names = a.models.split(",")
     subprocess.run([sys.executable, os.path.join(ROOT, "tests", "models", "make_models.py"), out, *names],
