@@ -276,6 +276,7 @@ struct dw_job {
 	const float *x, *w, *bias;
 	float *y;
 	bool avx512;             /* dw_plane_avx512 (stride 1 or 2 along the rows) */
+	bool dw3;                /* dw3_s1/_s2 (3x3, dilation 1, stride 1 or 2 both ways) */
 	const struct cpu_epi *epi;   /* applied to each plane once done, or NULL */
 };
 
@@ -370,6 +371,185 @@ static void dw_plane_avx512(const struct cgeom *g, const float *xc, const float 
 	else
 		dw_plane_avx512_t(g, xc, wc, b, yc, act, lo, hi, 0, 0);
 }
+
+/*
+ * Depthwise 3x3, dilation 1, the same stride S (1 or 2) along rows and
+ * columns (MobileNet's), with AVX-512: the nine weights sit in registers
+ * for the whole plane, and R output rows are computed together, so each
+ * input row is loaded once for the (up to 3 / S) output rows that read it
+ * and R independent chains of FMAs run side by side. For stride 2 an input
+ * row is split once into its columns 2o-1, 2o, 2o+1 (two permutes of a
+ * pair of loads, one more pair for the third). PAIR: the plane is at most
+ * 8 (S = 1) or 7 (S = 2) columns wide, and two planes share each vector
+ * (lanes 0-7 the first, 8-15 the second), so the small planes of the last
+ * layers do not leave most lanes idle. Every output element gets the
+ * bias, then its taps in (row, column) order, one FMA each, as in
+ * dw_plane_avx512: the same bits whichever path computes it.
+ */
+struct dw3_plane {
+	const float *x, *w;
+	float b;
+	float *y;
+};
+
+/* bits j < 16 with 0 <= s + j < n: the lanes of a load at column s */
+static inline uint32_t dw3_mask(int64_t s, int64_t n)
+{
+	int64_t lo = s < 0 ? -s : 0, hi = n - s < 16 ? n - s : 16;
+	if (lo >= hi)
+		return 0;
+	return (uint32_t)((((uint64_t)1 << hi) - 1) & ~(((uint64_t)1 << lo) - 1));
+}
+
+__attribute__((target("avx512f"), always_inline))
+static inline void dw3_rows_t(const struct cgeom *g, const struct dw3_plane *pa, const struct dw3_plane *pb,
+			      const __m512 *wv, __m512 bv, int act, __m512 vlo, __m512 vhi, int64_t r0, const int S,
+			      const int R, const bool PAIR)
+{
+	int64_t ih = g->in[0], iw = g->in[1], ow = g->out[1], ph = g->pb[0], pw = g->pb[1];
+	const __m512i ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+	const __m512i od = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+	/* PAIR, stride 2: lanes 0-7 from the first plane's load, 8-15 from
+	 * the second's, at offsets 0, 1, 2 of the columns 2o + s */
+	const __m512i p0 = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+	const __m512i p1 = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+	const __m512i p2 = _mm512_set_epi32(0, 30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2);
+	int64_t step = PAIR ? ow : 16;
+	for (int64_t o0 = 0; o0 < ow; o0 += step) {
+		int64_t no = PAIR ? ow : ow - o0 < 16 ? ow - o0 : 16;
+		int64_t s = o0 * S - pw;
+		uint32_t m[4];
+		__mmask16 sm;
+		if (PAIR) {
+			/* ow <= 8: the first plane's lanes 0..no-1, the second's 8.. */
+			if (S == 1)
+				for (int c = 0; c < 3; c++)
+					m[c] = dw3_mask(s + c, iw) & 0xffu;
+			else
+				m[0] = dw3_mask(s, iw) & 0xffffu;
+			sm = (__mmask16)(((1u << no) - 1) | (((1u << no) - 1) << 8));
+		} else {
+			if (S == 1)
+				for (int c = 0; c < 3; c++)
+					m[c] = dw3_mask(s + c, iw);
+			else {
+				m[0] = dw3_mask(s, iw);
+				m[1] = dw3_mask(s + 16, iw);
+				m[2] = dw3_mask(s + 2, iw);
+				m[3] = dw3_mask(s + 18, iw);
+			}
+			sm = (__mmask16)((1u << no) - 1);
+		}
+		__m512 acc[4];
+		for (int i = 0; i < R; i++)
+			acc[i] = bv;
+		/* input rows (r0 + i) * S - ph + a for output row r0 + i, tap row a */
+#pragma GCC unroll 16
+		for (int t = 0; t < (R - 1) * S + 3; t++) {
+			int64_t ir = r0 * S - ph + t;
+			if (ir < 0 || ir >= ih)
+				continue;
+			const float *xa = pa->x + ir * iw + s, *xb = PAIR ? pb->x + ir * iw + s : NULL;
+			/* the same columns of the next step's rows: into the
+			 * cache while this step computes */
+			if (!PAIR && ir + R * S < ih) {
+				_mm_prefetch((const char *)(xa + R * S * iw), _MM_HINT_T0);
+				if (S == 2)
+					_mm_prefetch((const char *)(xa + R * S * iw + 16), _MM_HINT_T0);
+			}
+			__m512 xv[3];
+			if (S == 1) {
+				for (int c = 0; c < 3; c++) {
+					xv[c] = _mm512_maskz_loadu_ps((__mmask16)m[c], xa + c);
+					if (PAIR)
+						xv[c] = _mm512_mask_loadu_ps(xv[c], (__mmask16)(m[c] << 8), xb + c - 8);
+				}
+			} else if (PAIR) {
+				__m512 va = _mm512_maskz_loadu_ps((__mmask16)m[0], xa);
+				__m512 vb = _mm512_maskz_loadu_ps((__mmask16)m[0], xb);
+				xv[0] = _mm512_permutex2var_ps(va, p0, vb);
+				xv[1] = _mm512_permutex2var_ps(va, p1, vb);
+				xv[2] = _mm512_permutex2var_ps(va, p2, vb);
+			} else {
+				__m512 v0 = _mm512_maskz_loadu_ps((__mmask16)m[0], xa);
+				__m512 v1 = _mm512_maskz_loadu_ps((__mmask16)m[1], xa + 16);
+				__m512 v2 = _mm512_maskz_loadu_ps((__mmask16)m[2], xa + 2);
+				__m512 v3 = _mm512_maskz_loadu_ps((__mmask16)m[3], xa + 18);
+				xv[0] = _mm512_permutex2var_ps(v0, ev, v1);
+				xv[1] = _mm512_permutex2var_ps(v0, od, v1);
+				xv[2] = _mm512_permutex2var_ps(v2, ev, v3);
+			}
+#pragma GCC unroll 4
+			for (int i = 0; i < R; i++) {
+				int a = t - i * S;
+				if (a < 0 || a > 2)
+					continue;
+				for (int c = 0; c < 3; c++)
+					acc[i] = _mm512_fmadd_ps(wv[a * 3 + c], xv[c], acc[i]);
+			}
+		}
+		for (int i = 0; i < R; i++) {
+			__m512 v = acc[i];
+			if (act == CPU_EPI_RELU)
+				v = _mm512_max_ps(_mm512_setzero_ps(), v);
+			else if (act == CPU_EPI_CLIP)
+				v = _mm512_min_ps(vhi, _mm512_max_ps(vlo, v));
+			float *ya = pa->y + (r0 + i) * ow + o0;
+			if (PAIR) {
+				_mm512_mask_storeu_ps(ya, (__mmask16)(sm & 0xffu), v);
+				_mm512_mask_storeu_ps(pb->y + (r0 + i) * ow - 8, (__mmask16)(sm & 0xff00u), v);
+			} else {
+				_mm512_mask_storeu_ps(ya, sm, v);
+			}
+		}
+	}
+}
+
+/* one plane (pb NULL) or two (PAIR) through dw3_rows_t, R rows a step */
+__attribute__((target("avx512f"), always_inline))
+static inline void dw3_plane_t(const struct cgeom *g, const struct dw3_plane *pa, const struct dw3_plane *pb, int act,
+			       float lo, float hi, const int S, const bool PAIR)
+{
+	__m512 wv[9], bv;
+	for (int i = 0; i < 9; i++)
+		wv[i] = PAIR ? _mm512_mask_blend_ps(0xff00, _mm512_set1_ps(pa->w[i]), _mm512_set1_ps(pb->w[i]))
+			     : _mm512_set1_ps(pa->w[i]);
+	bv = PAIR ? _mm512_mask_blend_ps(0xff00, _mm512_set1_ps(pa->b), _mm512_set1_ps(pb->b)) : _mm512_set1_ps(pa->b);
+	__m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+	int64_t oh = g->out[0], r = 0;
+	for (; r + 4 <= oh; r += 4)
+		dw3_rows_t(g, pa, pb, wv, bv, act, vlo, vhi, r, S, 4, PAIR);
+	for (; r + 2 <= oh; r += 2)
+		dw3_rows_t(g, pa, pb, wv, bv, act, vlo, vhi, r, S, 2, PAIR);
+	for (; r < oh; r++)
+		dw3_rows_t(g, pa, pb, wv, bv, act, vlo, vhi, r, S, 1, PAIR);
+}
+
+__attribute__((target("avx512f")))
+static void dw3_s1(const struct cgeom *g, const struct dw3_plane *pa, int act, float lo, float hi)
+{
+	dw3_plane_t(g, pa, NULL, act, lo, hi, 1, false);
+}
+
+__attribute__((target("avx512f")))
+static void dw3_s2(const struct cgeom *g, const struct dw3_plane *pa, int act, float lo, float hi)
+{
+	dw3_plane_t(g, pa, NULL, act, lo, hi, 2, false);
+}
+
+__attribute__((target("avx512f")))
+static void dw3_s1_pair(const struct cgeom *g, const struct dw3_plane *pa, const struct dw3_plane *pb, int act,
+			float lo, float hi)
+{
+	dw3_plane_t(g, pa, pb, act, lo, hi, 1, true);
+}
+
+__attribute__((target("avx512f")))
+static void dw3_s2_pair(const struct cgeom *g, const struct dw3_plane *pa, const struct dw3_plane *pb, int act,
+			float lo, float hi)
+{
+	dw3_plane_t(g, pa, pb, act, lo, hi, 2, true);
+}
 #endif
 
 static void dw_planes(void *ctx, int64_t begin, int64_t end, int worker)
@@ -381,6 +561,40 @@ static void dw_planes(void *ctx, int64_t begin, int64_t end, int worker)
 	int64_t ih = g->in[0], iw = g->in[1], oh = g->out[0], ow = g->out[1];
 	int64_t kh = g->ker[0], kw = g->ker[1], sh = g->str[0], sw = g->str[1];
 	int64_t dh = g->dil[0], dw = g->dil[1], ph = g->pb[0], pw = g->pb[1];
+#if defined(__x86_64__) || defined(__i386__)
+	if (j->dw3) {
+		/* an activation without residual in the kernel's registers,
+		 * else the epilogue over the plane after */
+		const struct cpu_epi *e = j->epi;
+		bool inreg = e && !e->z && (e->act != CPU_EPI_CLIP || e->lo <= e->hi);
+		int act = inreg ? e->act : CPU_EPI_NONE;
+		float lo = e ? e->lo : 0, hi = e ? e->hi : 0;
+		int64_t s = g->str[0];
+		bool pair = s == 1 ? ow <= 8 : ow <= 7;
+		for (int64_t pl = begin; pl < end;) {
+			struct dw3_plane p[2];
+			int np = pair && pl + 1 < end ? 2 : 1;
+			for (int q = 0; q < np; q++) {
+				int64_t n = (pl + q) / g->M, oc = (pl + q) % g->M;
+				p[q] = (struct dw3_plane){ j->x + (n * g->C + oc / mg) * g->insz, j->w + oc * 9,
+							   j->bias ? j->bias[oc] : 0, j->y + (n * g->M + oc) * g->outsz };
+			}
+			if (np == 2 && s == 1)
+				dw3_s1_pair(g, &p[0], &p[1], act, lo, hi);
+			else if (np == 2)
+				dw3_s2_pair(g, &p[0], &p[1], act, lo, hi);
+			else if (s == 1)
+				dw3_s1(g, &p[0], act, lo, hi);
+			else
+				dw3_s2(g, &p[0], act, lo, hi);
+			if (e && !inreg)
+				for (int q = 0; q < np; q++)
+					cpu_epi_apply(e, p[q].y, p[q].y - j->y, 0, 1, g->outsz);
+			pl += np;
+		}
+		return;
+	}
+#endif
 	for (int64_t pl = begin; pl < end; pl++) {
 		int64_t n = pl / g->M, oc = pl % g->M;
 		const float *xc = j->x + (n * g->C + oc / mg) * g->insz;
@@ -432,9 +646,13 @@ static void dw_planes(void *ctx, int64_t begin, int64_t end, int worker)
 static int conv_dw_f32(struct cpu_kctx *k, const struct cgeom *g, const float *x, const float *w, const float *bias,
 		       float *y, const struct cpu_epi *epi)
 {
+	bool avx512 = cpu_isa() >= CPU_ISA_AVX512;
 	struct dw_job j = { g, x, w, bias, y,
-			    cpu_isa() >= CPU_ISA_AVX512 && (g->str[1] == 1 || g->str[1] == 2) &&
-				    (g->out[1] + 15) / 16 <= DW_MAXB && g->ker[1] <= DW_MAXK, epi };
+			    avx512 && (g->str[1] == 1 || g->str[1] == 2) && (g->out[1] + 15) / 16 <= DW_MAXB &&
+				    g->ker[1] <= DW_MAXK,
+			    avx512 && g->ker[0] == 3 && g->ker[1] == 3 && g->dil[0] == 1 && g->dil[1] == 1 &&
+				    g->str[0] == g->str[1] && (g->str[0] == 1 || g->str[0] == 2),
+			    epi };
 	cpu_parallel_for(g->N * g->M, 1, dw_planes, &j);
 	return kstop(k);
 }

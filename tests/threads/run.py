@@ -6,7 +6,7 @@
 Runs thread_ident (next to this file) with 1 and 3 threads over the ONNX
 backend test data inside the onnx package of this Python (node, simple,
 pytorch-converted, pytorch-operator, light) and over the generated
-ResNet-50 and BERT-base (batch 1, sequence 128), made in MODELDIR by
+ResNet-50, MobileNetV2 and BERT-base (batch 1, sequence 128), made in MODELDIR by
 tests/models/make_models.py when missing (the costs tests share them).
 Every value the models compute must have the same bits; the 3-thread runs
 split even small tensors (thread_ident --small-ranges).
@@ -36,6 +36,7 @@ def main():
     import check_costs
     check_costs.ensure_models(modeldir)
     paths.append(os.path.join(modeldir, "resnet50.onnx"))
+    paths.append(os.path.join(modeldir, "mobilenetv2.onnx"))   # depthwise convs, 1x1 with small K
     env = dict(os.environ)
     env.pop("OGSH_THREADS", None)
     with tempfile.TemporaryDirectory() as tmp:

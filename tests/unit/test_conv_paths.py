@@ -159,6 +159,12 @@ def main():
     for w_ in (1, 7, 15, 16, 17, 33, 56):
         conv(1, 6, 6, [9, w_], [3, 3], pads=[1, 1, 1, 1], group=6)
         conv(1, 6, 6, [9, w_], [3, 3], strides=[2, 2], pads=[1, 1, 1, 1], group=6)
+    # the 3x3 kernel's row steps (4, 2, 1 rows), two narrow planes a vector (an odd count: one alone)
+    for h_, w_ in ((10, 8), (11, 6), (13, 14), (7, 3)):
+        conv(1, 5, 5, [h_, w_], [3, 3], pads=[1, 1, 1, 1], group=5)
+        conv(1, 5, 5, [h_, w_], [3, 3], strides=[2, 2], pads=[1, 1, 1, 1], group=5)
+        conv(1, 3, 3, [h_, w_], [3, 3], group=3, bias=False)
+        conv(1, 3, 3, [h_, w_ + 2], [3, 3], strides=[2, 2], pads=[0, 1, 2, 1], group=3)
     conv(2, 4, 4, [11, 20], [5, 5], pads=[2, 2, 2, 2], group=4)
     conv(1, 4, 4, [11, 20], [3, 3], strides=[2, 2], pads=[0, 1, 2, 0], group=4, bias=False)
     conv(1, 4, 4, [12, 21], [3, 3], pads=[2, 2, 2, 2], dil=[2, 2], group=4)
