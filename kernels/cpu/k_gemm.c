@@ -603,6 +603,8 @@ void cpu_epi_apply(const struct cpu_epi *e, float *c, int64_t off, int64_t ldc, 
 /* Columns of B packed at a time inside a task: a KC x NCH block (512 KiB)
  * stays in L2 next to the A block while the micro-kernels read it. */
 #define NCH 512
+/* K blocks at most this long run a task's tiles row by row (sgemm_task) */
+#define SHORT_KC 64
 
 /*
  * One product cut into tasks: a task computes the C block of rows
@@ -691,10 +693,20 @@ static void sgemm_task(void *ctx, int64_t begin, int64_t end, int worker)
 					int64_t mc = mt - ic < j->mb ? mt - ic : j->mb;
 					/* packed A: the panels from row i0 + ic of block pc */
 					const float *ap = j->apk ? j->apk + pc * j->mpad + (i0 + ic) * kc : apack + ic * kc;
-					for (int64_t jr = 0; jr < nc; jr += NR) {
+					/* panel by panel, every tile of rows of a panel
+					 * while it is in L1; with a short K (a tile
+					 * costs little next to writing it) tile row by
+					 * tile row instead, so C is written as a few
+					 * rows at a time, not as a column of tiles
+					 * over all the block's rows */
+					int64_t ntr = (mc + MR - 1) / MR, npn = (nc + NR - 1) / NR;
+					bool by_rows = kc <= SHORT_KC;
+					for (int64_t q = 0; q < ntr * npn; q++) {
+						int64_t ir = (by_rows ? q / npn : q % ntr) * MR;
+						int64_t jr = (by_rows ? q % npn : q / ntr) * NR;
 						int nr = (int)(nc - jr < NR ? nc - jr : NR);
 						float *c = j->C + (i0 + ic) * j->ldc + j0 + jc + jr;
-						for (int64_t ir = 0; ir < mc; ir += MR) {
+						{
 							int mr = (int)(mc - ir < MR ? mc - ir : MR);
 							const float *ci = NULL;
 							if (pc == 0 && j->init)
