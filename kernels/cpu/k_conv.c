@@ -706,6 +706,9 @@ static bool cseg_add(struct cseg_list *l, int64_t dst, int64_t src, int64_t len)
 /* this thread's segment list, kept between calls; a pool worker frees
  * its own as it exits (cpu_conv_thread_done) */
 static _Thread_local struct cseg_list cseg_tl;
+/* and its buffer for pw_transposed's T */
+static _Thread_local float *pwt_buf;
+static _Thread_local size_t pwt_cap;
 
 /* cpu_conv_thread_done(): see cpu.h */
 
@@ -713,6 +716,9 @@ void cpu_conv_thread_done(void)
 {
 	free(cseg_tl.a);
 	cseg_tl = (struct cseg_list){ 0 };
+	free(pwt_buf);
+	pwt_buf = NULL;
+	pwt_cap = 0;
 }
 
 /* Appends the segments of tap q for the chunk's columns [j0, j0 + nc). */
@@ -922,7 +928,134 @@ struct conv_job {
 	const float *wpk;        /* the weights packed per group (conv_wpack) or NULL */
 	int64_t wpk_g;           /* floats per group in wpk */
 	const struct cpu_epi *epi;   /* the fused epilogue (Z laid out as y) or NULL */
+	bool tr;                 /* pw with few positions: computed transposed (pw_transposed) */
+	const float *wtk;        /* W^T packed per group (conv_wtpack) or NULL */
+	int64_t wtk_g;           /* floats per group in wtk */
 };
+
+/*
+ * A 1x1 conv over few positions (a 7x7 or 14x14 image: 49 or 196 columns
+ * of C, which panels of 32 columns pad by up to a quarter) computed
+ * transposed: T = X^T W^T (positions x output channels, the channels along
+ * the vector lanes, which MobileNet has in multiples of 16), started at
+ * the bias, then T is transposed into y and the epilogue applied. Each
+ * element of y gets the same arithmetic as in the direct product (the
+ * bias, then each K block's sum added; beta 1 on a C that holds the bias
+ * is the same as the direct product's rowbias): the same bits.
+ */
+struct pwt_job {
+	const float *t;          /* T, N x mg */
+	float *y;                /* the group's output, mg x N */
+	int64_t N, mg;
+	const struct cpu_epi *e; /* z from y's first element, or NULL */
+};
+
+#define PWT_MB 16   /* output channels a task transposes */
+
+#if defined(__x86_64__) || defined(__i386__)
+/* y[m0 + i][n0 + r] = t[(n0 + r) * mg + m0 + i] for i < 16, r < nn (<= 16):
+ * a 16 x 16 block transposed in registers. */
+__attribute__((target("avx512f")))
+static void pwt_block16(const float *t, int64_t mg, float *y, int64_t N, int64_t nn)
+{
+	__m512 r[16], u[16];
+	__mmask16 mk = (__mmask16)((1u << nn) - 1);
+	for (int i = 0; i < 16; i++)
+		r[i] = i < nn ? _mm512_loadu_ps(t + i * mg) : _mm512_setzero_ps();
+	/* pairs of rows, then quads (32-bit, then 64-bit interleaves), then
+	 * the 128-bit lanes across the 4 and 8 apart */
+	for (int i = 0; i < 16; i += 2) {
+		u[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+		u[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+	}
+	for (int i = 0; i < 16; i += 4) {
+		r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(u[i]), _mm512_castps_pd(u[i + 2])));
+		r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(u[i]), _mm512_castps_pd(u[i + 2])));
+		r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(u[i + 1]), _mm512_castps_pd(u[i + 3])));
+		r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(u[i + 1]), _mm512_castps_pd(u[i + 3])));
+	}
+	/* r[4q + j]: rows 4q..4q+3, column j + 4 * lane (lane = 128-bit part) */
+	for (int j = 0; j < 4; j++) {
+		u[j] = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x88);        /* lanes 0, 2 of each */
+		u[4 + j] = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xdd);    /* lanes 1, 3 */
+		u[8 + j] = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x88);
+		u[12 + j] = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xdd);
+	}
+	for (int j = 0; j < 4; j++) {
+		/* column j + 4 * lane for lane 0..3: from u[j] (lanes 0, 2 of
+		 * rows 0-7), u[4 + j] (1, 3), u[8 + j], u[12 + j] (rows 8-15) */
+		__m512 c0 = _mm512_shuffle_f32x4(u[j], u[8 + j], 0x88);       /* lane 0 */
+		__m512 c2 = _mm512_shuffle_f32x4(u[j], u[8 + j], 0xdd);       /* lane 2 */
+		__m512 c1 = _mm512_shuffle_f32x4(u[4 + j], u[12 + j], 0x88);  /* lane 1 */
+		__m512 c3 = _mm512_shuffle_f32x4(u[4 + j], u[12 + j], 0xdd);  /* lane 3 */
+		_mm512_mask_storeu_ps(y + (j + 0) * N, mk, c0);
+		_mm512_mask_storeu_ps(y + (j + 4) * N, mk, c1);
+		_mm512_mask_storeu_ps(y + (j + 8) * N, mk, c2);
+		_mm512_mask_storeu_ps(y + (j + 12) * N, mk, c3);
+	}
+}
+#endif
+
+static void pwt_rows(void *ctx, int64_t begin, int64_t end, int worker)
+{
+	const struct pwt_job *p = ctx;
+	(void)worker;
+	for (int64_t b = begin; b < end; b++) {
+		int64_t m0 = b * PWT_MB, m1 = m0 + PWT_MB < p->mg ? m0 + PWT_MB : p->mg;
+#if defined(__x86_64__) || defined(__i386__)
+		if (m1 - m0 == 16 && cpu_isa() >= CPU_ISA_AVX512) {
+			for (int64_t n0 = 0; n0 < p->N; n0 += 16)
+				pwt_block16(p->t + n0 * p->mg + m0, p->mg, p->y + m0 * p->N + n0, p->N,
+					    p->N - n0 < 16 ? p->N - n0 : 16);
+			if (p->e)
+				cpu_epi_apply(p->e, p->y + m0 * p->N, m0 * p->N, p->N, m1 - m0, p->N);
+			continue;
+		}
+#endif
+		for (int64_t m = m0; m < m1; m++) {
+			float *yr = p->y + m * p->N;
+			const float *tc = p->t + m;
+			for (int64_t n = 0; n < p->N; n++)
+				yr[n] = tc[n * p->mg];
+		}
+		if (p->e)
+			cpu_epi_apply(p->e, p->y + m0 * p->N, m0 * p->N, p->N, m1 - m0, p->N);
+	}
+}
+
+static bool pw_transposed(const struct cgeom *g, const float *xg, const float *wg, const float *wtk, const float *bg,
+			  float *yg, const struct cpu_epi *ep, int64_t mg, int64_t kk)
+{
+	int64_t N = g->outsz;
+	size_t need = (size_t)(N * mg);
+	if (need > pwt_cap) {
+		free(pwt_buf);
+		pwt_buf = aligned_alloc(64, (need * sizeof(float) + 63) / 64 * 64);
+		pwt_cap = pwt_buf ? need : 0;
+		if (!pwt_buf)
+			return false;
+	}
+	float *t = pwt_buf;
+	for (int64_t n = 0; n < N; n++)
+		for (int64_t m = 0; m < mg; m++)
+			t[n * mg + m] = bg ? bg[m] : 0;
+	cpu_sgemm_pre(true, true, N, mg, kk, 1.0f, xg, N, NULL, wg, kk, wtk, 1.0f, NULL, t, mg, NULL);
+	struct pwt_job pj = { t, yg, N, mg, ep };
+	cpu_parallel_for((mg + PWT_MB - 1) / PWT_MB, 1, pwt_rows, &pj);
+	return true;
+}
+
+/* Whether pw_transposed takes a 1x1 conv: few positions, which panels of
+ * 32 columns pad by a quarter or more, a K long enough for the padding's
+ * multiply-adds (K * pad a column of C) to outweigh the transposing (a few
+ * operations an element of C), and output channels in whole vectors. On a
+ * Zen 4: 7x7 with K >= 320 gains (MobileNetV2's features.14-18, 10-20%),
+ * with K = 160 and 14x14 (a pad of an eighth) not. */
+static bool pw_by_positions(const struct cgeom *g, int64_t mg, int64_t kk)
+{
+	int64_t n = g->outsz, pad = (n + 31) / 32 * 32 - n;
+	return n >= 16 && n <= 256 && pad * 4 >= n && kk * pad >= 64 * n && mg % 16 == 0 && mg >= 64;
+}
 
 /*
  * Computes the (image, group) pairs [begin, end): the bias plus the
@@ -951,6 +1084,11 @@ static void conv_groups(void *ctx, int64_t begin, int64_t end, int worker)
 			e = *j->epi;
 			e.z = e.z ? e.z + (yg - j->y) : NULL;
 			ep = &e;
+		}
+		if (j->pw && j->tr) {
+			if (!pw_transposed(g, xg, wg, j->wtk ? j->wtk + gi * j->wtk_g : NULL, bg, yg, ep, mg, kk))
+				j->nomem = true;
+			continue;
 		}
 		if (j->pw) {
 			cpu_sgemm_pre(false, false, mg, g->outsz, kk, 1.0f, wg, kk, wp, xg, g->outsz, NULL, 0.0f, bg, yg,
@@ -982,6 +1120,20 @@ static float *conv_wpack(const void *arg)
 	return p;
 }
 
+/* W^T of every group packed as the transposed products' B. */
+static float *conv_wtpack(const void *arg)
+{
+	const struct wpack_arg *a = arg;
+	const struct cgeom *g = a->g;
+	int64_t mg = g->M / g->G, kk = g->C / g->G;
+	size_t per = cpu_sgemm_pack_floats(true, mg, kk);
+	float *p = aligned_alloc(64, (per * (size_t)g->G * sizeof(float) + 63) / 64 * 64);
+	if (p)
+		for (int64_t gi = 0; gi < g->G; gi++)
+			cpu_sgemm_pack_b(true, kk, mg, a->w + gi * mg * kk, kk, p + (size_t)gi * per);
+	return p;
+}
+
 /* Float32 convolution: x [N, C, in], w [M, C/G, ker], bias [M] or NULL,
  * y [N, M, out]. wconst: w is input 1's own data, so its packed form may
  * be cached. epi (NULL: none): a fused epilogue, Z laid out as y. */
@@ -992,9 +1144,14 @@ static int conv_f32(struct cpu_kctx *k, const struct cgeom *g, const float *x, c
 	if (g->nd == 2 && cg == 1 && g->G > 1)
 		return conv_dw_f32(k, g, x, w, bias, y, epi);
 	bool pw = pointwise(g);
-	struct conv_job j = { g, x, w, bias, y, pw, false, NULL, 0, epi };
+	struct conv_job j = { g, x, w, bias, y, pw, false, NULL, 0, epi, false, NULL, 0 };
 	int64_t mg = g->M / g->G;
-	if (wconst && (mg > 2 || !pw)) {
+	j.tr = pw && pw_by_positions(g, mg, kk);
+	if (wconst && j.tr) {
+		struct wpack_arg wa = { g, w };
+		j.wtk_g = (int64_t)cpu_sgemm_pack_floats(true, mg, kk);
+		j.wtk = cpu_wcache_get(k, 1, 0x54000000u ^ (uint32_t)g->G, (size_t)(j.wtk_g * g->G), conv_wtpack, &wa);
+	} else if (wconst && (mg > 2 || !pw)) {
 		/* the products that pack A (more than two rows, or any from
 		 * im2col): once, cached */
 		struct wpack_arg wa = { g, w };

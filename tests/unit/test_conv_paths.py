@@ -143,6 +143,10 @@ def main():
     conv(1, 5, 7, [9, 11], [1, 1])
     conv(2, 16, 33, [7, 7], [1, 1], bias=False)
     conv(1, 3, 13, [1, 1], [1, 1])
+    # few positions, channels in vectors: computed transposed (K over one block and several)
+    conv(1, 240, 64, [7, 7], [1, 1])
+    conv(2, 280, 96, [5, 5], [1, 1], bias=False)
+    conv(1, 300, 80, [4, 10], [1, 1])
     # 1x1 with stride or pads: im2col
     conv(1, 8, 12, [9, 9], [1, 1], strides=[2, 2])
     conv(1, 4, 6, [5, 6], [1, 1], pads=[1, 0, 0, 2])
