@@ -239,6 +239,7 @@ static void NAME(const struct cgeom *g, const T *x, int64_t nc, int64_t u0, int6
 }
 
 IM2COL(im2col_f64, double)
+IM2COL(im2col_f32, float)
 
 /* Whether the conv is 1x1, stride 1, unpadded: the image is its own im2col. */
 static bool pointwise(const struct cgeom *g)
@@ -707,8 +708,8 @@ static bool cseg_add(struct cseg_list *l, int64_t dst, int64_t src, int64_t len)
  * its own as it exits (cpu_conv_thread_done) */
 static _Thread_local struct cseg_list cseg_tl;
 /* and its buffer for pw_transposed's T */
-static _Thread_local float *pwt_buf;
-static _Thread_local size_t pwt_cap;
+static _Thread_local float *pwt_buf, *pwt_col;
+static _Thread_local size_t pwt_cap, pwt_colcap;
 
 /* cpu_conv_thread_done(): see cpu.h */
 
@@ -717,8 +718,9 @@ void cpu_conv_thread_done(void)
 	free(cseg_tl.a);
 	cseg_tl = (struct cseg_list){ 0 };
 	free(pwt_buf);
-	pwt_buf = NULL;
-	pwt_cap = 0;
+	free(pwt_col);
+	pwt_buf = pwt_col = NULL;
+	pwt_cap = pwt_colcap = 0;
 }
 
 /* Appends the segments of tap q for the chunk's columns [j0, j0 + nc). */
@@ -934,10 +936,11 @@ struct conv_job {
 };
 
 /*
- * A 1x1 conv over few positions (a 7x7 or 14x14 image: 49 or 196 columns
- * of C, which panels of 32 columns pad by up to a quarter) computed
- * transposed: T = X^T W^T (positions x output channels, the channels along
- * the vector lanes, which MobileNet has in multiples of 16), started at
+ * A conv over few positions (a 7x7 image: 49 columns of C, which panels
+ * of 32 columns pad to 64) computed transposed: T = X^T W^T (positions x
+ * output channels, the channels along the vector lanes, which MobileNet
+ * and ResNet have in multiples of 16; X the image for a 1x1 stride-1 conv,
+ * else its im2col matrix, made first), started at
  * the bias, then T is transposed into y and the epilogue applied. Each
  * element of y gets the same arithmetic as in the direct product (the
  * bias, then each K block's sum added; beta 1 on a C that holds the bias
@@ -1023,19 +1026,49 @@ static void pwt_rows(void *ctx, int64_t begin, int64_t end, int worker)
 	}
 }
 
-static bool pw_transposed(const struct cgeom *g, const float *xg, const float *wg, const float *wtk, const float *bg,
-			  float *yg, const struct cpu_epi *ep, int64_t mg, int64_t kk)
+/* this thread's buffer *buf of at least n floats (kept, grown as needed), or NULL */
+static float *pwt_space(float **buf, size_t *cap, size_t n)
+{
+	if (n > *cap) {
+		free(*buf);
+		*buf = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
+		*cap = *buf ? n : 0;
+	}
+	return *buf;
+}
+
+/* im2col_f32 of channels [begin, end), for the threads to share */
+struct i2c_job {
+	const struct cgeom *g;
+	const float *x;
+	float *col;
+	int64_t lines, per;      /* output lines; floats of col per channel */
+};
+
+static void i2c_chans(void *ctx, int64_t begin, int64_t end, int worker)
+{
+	const struct i2c_job *p = ctx;
+	(void)worker;
+	im2col_f32(p->g, p->x + begin * p->g->insz, end - begin, 0, p->lines, p->col + begin * p->per);
+}
+
+/* pw: x is its own im2col matrix; else the group's im2col matrix is made
+ * first (the same elements col_pack would give the direct product). */
+static bool pw_transposed(const struct cgeom *g, bool pw, const float *xg, const float *wg, const float *wtk,
+			  const float *bg, float *yg, const struct cpu_epi *ep, int64_t mg, int64_t kk)
 {
 	int64_t N = g->outsz;
-	size_t need = (size_t)(N * mg);
-	if (need > pwt_cap) {
-		free(pwt_buf);
-		pwt_buf = aligned_alloc(64, (need * sizeof(float) + 63) / 64 * 64);
-		pwt_cap = pwt_buf ? need : 0;
-		if (!pwt_buf)
+	float *t = pwt_space(&pwt_buf, &pwt_cap, (size_t)(N * mg));
+	if (!t)
+		return false;
+	if (!pw) {
+		float *col = pwt_space(&pwt_col, &pwt_colcap, (size_t)(kk * N));
+		if (!col)
 			return false;
+		struct i2c_job ij = { g, xg, col, N / g->out[g->nd - 1], N * g->kersz };
+		cpu_parallel_for(g->C / g->G, 8, i2c_chans, &ij);
+		xg = col;
 	}
-	float *t = pwt_buf;
 	for (int64_t n = 0; n < N; n++)
 		for (int64_t m = 0; m < mg; m++)
 			t[n * mg + m] = bg ? bg[m] : 0;
@@ -1045,7 +1078,7 @@ static bool pw_transposed(const struct cgeom *g, const float *xg, const float *w
 	return true;
 }
 
-/* Whether pw_transposed takes a 1x1 conv: few positions, which panels of
+/* Whether pw_transposed takes a conv: few positions, which panels of
  * 32 columns pad by a quarter or more, a K long enough for the padding's
  * multiply-adds (K * pad a column of C) to outweigh the transposing (a few
  * operations an element of C), and output channels in whole vectors. On a
@@ -1085,8 +1118,8 @@ static void conv_groups(void *ctx, int64_t begin, int64_t end, int worker)
 			e.z = e.z ? e.z + (yg - j->y) : NULL;
 			ep = &e;
 		}
-		if (j->pw && j->tr) {
-			if (!pw_transposed(g, xg, wg, j->wtk ? j->wtk + gi * j->wtk_g : NULL, bg, yg, ep, mg, kk))
+		if (j->tr) {
+			if (!pw_transposed(g, j->pw, xg, wg, j->wtk ? j->wtk + gi * j->wtk_g : NULL, bg, yg, ep, mg, kk))
 				j->nomem = true;
 			continue;
 		}
@@ -1125,7 +1158,7 @@ static float *conv_wtpack(const void *arg)
 {
 	const struct wpack_arg *a = arg;
 	const struct cgeom *g = a->g;
-	int64_t mg = g->M / g->G, kk = g->C / g->G;
+	int64_t mg = g->M / g->G, kk = g->C / g->G * g->kersz;
 	size_t per = cpu_sgemm_pack_floats(true, mg, kk);
 	float *p = aligned_alloc(64, (per * (size_t)g->G * sizeof(float) + 63) / 64 * 64);
 	if (p)
@@ -1146,7 +1179,7 @@ static int conv_f32(struct cpu_kctx *k, const struct cgeom *g, const float *x, c
 	bool pw = pointwise(g);
 	struct conv_job j = { g, x, w, bias, y, pw, false, NULL, 0, epi, false, NULL, 0 };
 	int64_t mg = g->M / g->G;
-	j.tr = pw && pw_by_positions(g, mg, kk);
+	j.tr = pw_by_positions(g, mg, kk);
 	if (wconst && j.tr) {
 		struct wpack_arg wa = { g, w };
 		j.wtk_g = (int64_t)cpu_sgemm_pack_floats(true, mg, kk);

@@ -147,6 +147,9 @@ def main():
     conv(1, 240, 64, [7, 7], [1, 1])
     conv(2, 280, 96, [5, 5], [1, 1], bias=False)
     conv(1, 300, 80, [4, 10], [1, 1])
+    conv(1, 32, 64, [7, 7], [3, 3], pads=[1, 1, 1, 1])                 # from an im2col matrix
+    conv(1, 300, 64, [13, 14], [1, 1], strides=[2, 2])
+    conv(2, 64, 128, [8, 7], [3, 3], strides=[1, 1], pads=[0, 1, 1, 1], group=2)
     # 1x1 with stride or pads: im2col
     conv(1, 8, 12, [9, 9], [1, 1], strides=[2, 2])
     conv(1, 4, 6, [5, 6], [1, 1], pads=[1, 0, 0, 2])
