@@ -67,7 +67,9 @@ static double xs_unit(uint64_t *s)
 	return (double)(xs_next(s) >> 11) * (1.0 / 9007199254740992.0);
 }
 
-static int fill_random(struct ir_tensor *t, uint64_t *s)
+/* Integer inputs that index a table get values inside it: `rows` > 0 gives
+ * [0, rows), else signed integers take [-10, 10] and unsigned [0, 10]. */
+static int fill_random(struct ir_tensor *t, uint64_t *s, int64_t rows)
 {
 	void *p = ir_tensor_mutable(t);
 	int dt = t->dtype;
@@ -88,6 +90,8 @@ static int fill_random(struct ir_tensor *t, uint64_t *s)
 			v = (double)(xs_next(s) & 1);
 		else if (ir_dtype_is_float(dt) || dt == IR_COMPLEX64 || dt == IR_COMPLEX128)
 			v = 2 * xs_unit(s) - 1;
+		else if (rows > 0)
+			v = (double)(xs_next(s) % (uint64_t)rows);
 		else if (ir_dtype_is_signed(dt))
 			v = (double)(int)(xs_next(s) % 21) - 10;
 		else
@@ -98,6 +102,42 @@ static int fill_random(struct ir_tensor *t, uint64_t *s)
 			kern_store_f64(dt, p, i, v);
 	}
 	return 0;
+}
+
+/* The rows of the smallest table that `v` indexes: the size of the gathered
+ * axis of every Gather that reads `v` (or a Cast or Identity of it, which keep
+ * its shape and values) as its indices, when that dim is known; 0 if none. */
+static int64_t gather_rows(const struct ir_value *v, int depth)
+{
+	int64_t rows = 0;
+	if (depth > 8)
+		return 0;
+	for (size_t u = 0; u < v->n_uses; u++) {
+		const struct ir_node *n = v->uses[u].node;
+		int64_t r = 0;
+		if ((n->op == IR_OP_Cast || n->op == IR_OP_Identity) && v->uses[u].slot == 0 && n->n_outputs >= 1 &&
+		    n->outputs[0]) {
+			int to = n->op == IR_OP_Cast ? (int)ir_node_attr_int(n, "to", 0) : ir_value_type(v)->elem;
+			if (ir_dtype_is_int(to))
+				r = gather_rows(n->outputs[0], depth + 1);
+		} else if (n->op == IR_OP_Gather && v->uses[u].slot == 1 && n->n_inputs >= 2 && n->inputs[0]) {
+			const struct ir_value *tab = n->inputs[0];
+			const struct ir_type *ty = ir_value_type(tab);
+			int rank = tab->init ? tab->init->rank : ty->rank;
+			int64_t axis = ir_node_attr_int(n, "axis", 0);
+			if (axis < 0)
+				axis += rank;
+			if (rank > 0 && axis >= 0 && axis < rank) {
+				if (tab->init)
+					r = tab->init->dims[axis];
+				else if (ty->kind == IR_TYPE_TENSOR && ty->dims[axis].kind == IR_DIM_VALUE)
+					r = ty->dims[axis].value;
+			}
+		}
+		if (r > 0 && (!rows || r < rows))
+			rows = r;
+	}
+	return rows;
 }
 
 static const struct exec_shape *find_shape(const struct exec_shape *sh, int n, const char *name)
@@ -216,7 +256,7 @@ int exec_random_inputs(const struct ir_model *m, uint64_t seed, const struct exe
 		struct ir_tensor *t = ir_tensor_new(ty->elem, rank, dims, d);
 		if (!t)
 			return IR_ERR;
-		int rc = fill_random(t, &s);
+		int rc = fill_random(t, &s, ir_dtype_is_int(ty->elem) ? gather_rows(v, 0) : 0);
 		if (!rc)
 			rc = exec_values_add_tensor(out, v->name, t);
 		ir_tensor_unref(t);

@@ -177,7 +177,9 @@ const struct sh_cmd sh_commands[] = {
 	  "cpu backend, the reference (peak live bytes; freed buffers are reused for later values of the "
 	  "same size). Inputs not given with --inputs "
 	  "are random, from --seed (default 0): floats uniform in [-1, 1), signed integers in [-10, 10], "
-	  "unsigned in [0, 10]. --inputs reads an .npz file (entries named after inputs, or arr_0... "
+	  "unsigned in [0, 10], and an integer input that is the indices of a Gather (directly or "
+	  "through a Cast or Identity) in [0, rows of the table), the smallest table when it indexes "
+	  "several (a token_type_ids input of a table of 2 rows gets 0 and 1). --inputs reads an .npz file (entries named after inputs, or arr_0... "
 	  "in order), an .npy or .pb file (the first input), a folder of NAME.npy files, or an ONNX "
 	  "test-data folder (input_N.pb). Symbolic dims take their value from the given inputs or from "
 	  "--shape, which names an input (--shape=x=1x3x224x224) or a symbol (--shape=batch=4); repeat "
@@ -232,7 +234,7 @@ const struct sh_cmd sh_commands[] = {
 	  "plan --shape=batch=8", "--shape= --json", SH_C_NONE, SH_F_JSON | SH_F_KEEP, "run" },
 	{ "time", cmd_time, "[--iters=N] [--warmup=N] [--batch=B] [--no-graph] [--with-copies] [--device=cpu|cuda] [--shape=NAME=DIMS]... [--json]",
 	  "time whole runs: median, p90, min, max, mean and throughput",
-	  "Runs the current stage on random inputs --warmup times (default 10 on the GPU, 1 on the CPU), "
+	  "Runs the current stage on random inputs (as `run` makes them) --warmup times (default 10 on the GPU, 1 on the CPU), "
 	  "then --iters times (default 100 on the GPU, 10 on the CPU), each timed with CUDA events (the "
 	  "host clock on the CPU), and prints the median, p90, min, max and mean in ms and the throughput "
 	  "(batch / median). --batch binds the first dim of every input (its symbol, or the input's "
@@ -247,7 +249,8 @@ const struct sh_cmd sh_commands[] = {
 	  SH_C_NONE, SH_F_JSON | SH_F_KEEP, "run" },
 	{ "profile", cmd_profile, "[--iters=N] [--top=N] [--device=cpu|cuda] [--shape=NAME=DIMS]... [--json]",
 	  "time every node, slowest first, against the GPU's peak",
-	  "Runs the current stage --iters times (default 20 on the GPU, 3 on the CPU) timing every node "
+	  "Runs the current stage on random inputs (as `run` makes them) --iters times (default 20 on "
+	  "the GPU, 3 on the CPU) timing every node "
 	  "(CUDA events around each GPU node; the host clock for nodes on the CPU, their copies included) "
 	  "and lists one row per node, slowest first: where it ran, what computed it, the median ms, its "
 	  "share of the total, the GFLOP/s and GB/s it reached (from the cost model, see `cost`) and the "
