@@ -220,7 +220,7 @@ int cpu_isa(void);
 /* y[i] = op(x[i]) for n float32 values (x == y allowed), computed in
  * double with polynomials and rounded once: the unary ops' vectorized
  * paths (k_elementwise.c), on this CPU's instruction set, serially. */
-enum { CPU_FAST_EXP, CPU_FAST_TANH, CPU_FAST_SIGMOID, CPU_FAST_ERF };
+enum { CPU_FAST_EXP, CPU_FAST_TANH, CPU_FAST_SIGMOID, CPU_FAST_ERF, CPU_FAST_GELU };
 void cpu_fast_f32(int op, const float *x, float *y, int64_t n);
 
 /* --- GEMM (k_gemm.c) --- */

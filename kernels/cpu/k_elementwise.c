@@ -1139,20 +1139,61 @@ static inline __attribute__((always_inline)) float erf_f(float xf)
 	return xf != xf ? xf : v;
 }
 
-static inline __attribute__((always_inline)) float gelu_f(float xf)
+/* e^x in float32 for x <= 0 (the caller's), 0 below -87: x = n ln2 + r,
+ * e^r by Cephes' expf polynomial (relative error < 2e-7), 2^n put into the
+ * exponent bits. */
+static inline __attribute__((always_inline)) float exp_neg_f(float x)
 {
-	double x = xf, z = x * 0.70710678118654752440;
-	double v = 0.5 * x * (1 + erf_d(z));
-	/* below z = -4, 1 + erf(z) = erfc(-z) cancels: its asymptotic series
-	 * instead, e^-z^2 / (-z sqrt(pi)) (1 - 1/2z^2 + 3/4z^4 - 15/8z^6 +
-	 * 105/16z^8), relative error < 3e-5 (the values are below 1e-8) */
-	double zc = z < -27 ? 27 : z > -4 ? 4 : -z, w = 1 / (zc * zc);
-	double sr = 1 + w * (-0.5 + w * (0.75 + w * (-1.875 + w * 6.5625)));
-	double vt = 0.5 * (z < -27 ? 0 : x) * exp_d(-zc * zc) / (zc * 1.7724538509055160) * sr;
-	/* past -27, -0 in float32 (and NaN for -inf, as -inf * 0) */
-	vt = z < -27 ? x * 0.0 : vt;
-	float f = (float)(z < -4 ? vt : v);
-	return xf != xf ? xf : f;
+	float xc = x < -87.0f ? -87.0f : x;
+	const float shift = 12582912.0f;   /* 1.5 * 2^23: rounds to an integer in the low bits */
+	float n = (xc * 1.44269504088896341f + shift) - shift;
+	float r = xc - n * 0.693359375f + n * 2.12194440e-4f;
+	float p = 1.9875691500e-4f;
+	p = p * r + 1.3981999507e-3f;
+	p = p * r + 8.3334519073e-3f;
+	p = p * r + 4.1665795894e-2f;
+	p = p * r + 1.6666665459e-1f;
+	p = p * r + 5.0000001201e-1f;
+	p = p * r * r + r + 1.0f;
+	int32_t bits = ((int32_t)n + 127) << 23;
+	float s;
+	memcpy(&s, &bits, sizeof s);
+	return x < -87.0f ? 0.0f : p * s;
+}
+
+/*
+ * GELU's erf form in float32: with z = x / sqrt(2) and a = |z|,
+ * erfc(a) = t e^(-a^2 + P(t)), t = 1 / (1 + a/2) (Numerical Recipes'
+ * erfcc, relative error < 1.2e-7 for every a >= 0), and gelu(x) =
+ * x - x erfc(a) / 2 for z > 0, x erfc(a) / 2 below: no cancellation on
+ * either side. Measured against a double erfc: relative error below
+ * 1.5e-6 where |gelu(x)| > 1e-3, below 5e-6 down to 1e-10 (x > -6.6),
+ * absolute below 2.4e-7 everywhere, 1.5 ulp on average for |x| < 5 (the
+ * double series this replaces: 18 ulp, 6e-3 relative in its tail);
+ * results below float32's normal range are 0. Float32 vectors hold
+ * twice the elements of double ones: a few times faster than a double
+ * erf, for BERT's MLP (and FusedGemm's Gelu epilogue, the same function).
+ */
+static inline __attribute__((always_inline)) float gelu_f(float x)
+{
+	float z = x * 0.70710678118654752440f, a = z < 0 ? -z : z;
+	float t = 1.0f / (1.0f + 0.5f * a);
+	float p = 0.17087277f;
+	p = p * t - 0.82215223f;
+	p = p * t + 1.48851587f;
+	p = p * t - 1.13520398f;
+	p = p * t + 0.27886807f;
+	p = p * t - 0.18628806f;
+	p = p * t + 0.09678418f;
+	p = p * t + 0.37409196f;
+	p = p * t + 1.00002368f;
+	p = p * t - 1.26551223f;
+	float ac = a > 10.0f ? 10.0f : a;   /* e^-100: 0 in float32 */
+	float h = 0.5f * x * (t * exp_neg_f(p - ac * ac));
+	float v = z > 0 ? x - h : h;
+	/* |z| > 10: x itself above, -0 below (NaN for -inf, as -inf * 0) */
+	v = z > 10.0f ? x : z < -10.0f ? x * 0.0f : v;
+	return x != x ? x : v;
 }
 
 /* The float32 fast ops, and the loop over n elements for each ISA. */
@@ -1196,7 +1237,8 @@ static void fast_avx512(int op, const float *x, float *y, int64_t n)
 void cpu_fast_f32(int op, const float *x, float *y, int64_t n)
 {
 	_Static_assert((int)CPU_FAST_EXP == (int)F_EXP && (int)CPU_FAST_TANH == (int)F_TANH &&
-			       (int)CPU_FAST_SIGMOID == (int)F_SIGMOID && (int)CPU_FAST_ERF == (int)F_ERF,
+			       (int)CPU_FAST_SIGMOID == (int)F_SIGMOID && (int)CPU_FAST_ERF == (int)F_ERF &&
+			       (int)CPU_FAST_GELU == (int)F_GELU,
 		       "cpu_fast_f32's ops are the fast ops");
 #if defined(__x86_64__)
 	int isa = cpu_isa();
@@ -1591,6 +1633,7 @@ const struct cpu_kernel cpu_kernels_elementwise[] = {
 	{ IR_OP_Selu, k_selu, NULL },
 	{ IR_OP_Celu, k_celu, NULL },
 	{ IR_OP_Gelu, k_gelu, gelu_supports },
+	{ IR_OP_ogsh_Gelu, k_gelu, gelu_supports },
 	{ IR_OP_Sigmoid, k_sigmoid, NULL },
 	{ IR_OP_HardSigmoid, k_hardsigmoid, NULL },
 	{ IR_OP_HardSwish, k_hardswish, NULL },

@@ -87,6 +87,12 @@ static void act_f32(const struct kern_act *a, float *y, uint64_t n)
 		for (uint64_t i = 0; i < n; i++)
 			y[i] = tanhf(y[i]);
 		return;
+	case KACT_GELU:
+		if (a->p0 == 0) {   /* the erf form: Gelu's own float32 path */
+			cpu_fast_f32(CPU_FAST_GELU, y, y, (int64_t)n);
+			return;
+		}
+		/* fall through */
 	default:
 		for (uint64_t i = 0; i < n; i++)
 			y[i] = (float)act_f64(a, y[i]);
