@@ -25,7 +25,7 @@ static enum lclass layout_class(const struct ir_node *n)
 	case IR_OP_GlobalMaxPool:
 		return LC_GPOOL;
 	case IR_OP_Relu: case IR_OP_LeakyRelu: case IR_OP_Sigmoid: case IR_OP_HardSigmoid: case IR_OP_HardSwish:
-	case IR_OP_Tanh: case IR_OP_Clip: case IR_OP_Gelu: case IR_OP_Erf: case IR_OP_Add: case IR_OP_Sub:
+	case IR_OP_Tanh: case IR_OP_Clip: case IR_OP_Gelu: case IR_OP_ogsh_Gelu: case IR_OP_Erf: case IR_OP_Add: case IR_OP_Sub:
 	case IR_OP_Mul: case IR_OP_Div: case IR_OP_ogsh_Pointwise:
 	case IR_OP_QuantizeLinear: case IR_OP_DequantizeLinear:
 		return LC_ELTWISE;

@@ -787,7 +787,7 @@ static void normalization(struct cx *c, const struct ir_node *n, const struct cx
 		return;
 	double groups = 1, per = e->per;
 	switch (n->op) {
-	case IR_OP_LayerNormalization: {
+	case IR_OP_LayerNormalization: case IR_OP_ogsh_LayerNormalization: {
 		int a = axis_of(ir_node_attr_int(n, "axis", -1), x.rank);
 		groups = a < 0 ? 1 : prod(x.d, 0, a);
 		if (!has_in(n, 2))
@@ -2067,7 +2067,7 @@ static const struct cx_entry cx_elementwise[] = {
 	{ IR_OP_Swish, per_out, 5, "sigmoid 4, multiply" }, { IR_OP_HardSwish, per_out, 5, "hard sigmoid 4, multiply" },
 	{ IR_OP_Selu, per_out, 5, "elu 4, scale" }, { IR_OP_Mish, per_out, 5, "exp, add, log, tanh, multiply" },
 	{ IR_OP_Celu, per_out, 7, "divide, exp, subtract, multiply, min, max, add" },
-	{ IR_OP_Gelu, gelu, 0, NULL },
+	{ IR_OP_Gelu, gelu, 0, NULL }, { IR_OP_ogsh_Gelu, gelu, 0, NULL },
 	{ IR_OP_Sum, variadic, 0, "add" }, { IR_OP_Max, variadic, 0, "max" }, { IR_OP_Min, variadic, 0, "min" },
 	{ IR_OP_Mean, variadic, 0, "add, then divide" },
 	{ IR_OP_Softmax, softmax, 5, "max, subtract, exp, sum, divide" },
@@ -2079,6 +2079,7 @@ static const struct cx_entry cx_elementwise[] = {
 	{ IR_OP_DynamicQuantizeLinear, per_in, 6, "min and max, then quantize 4" },
 	{ IR_OP_BatchNormalization, batchnorm, 0, NULL },
 	{ IR_OP_LayerNormalization, normalization, 8, "mean 1, variance 3, normalize 2, scale 1, bias 1" },
+	{ IR_OP_ogsh_LayerNormalization, normalization, 8, "mean 1, variance 3, normalize 2, scale 1, bias 1" },
 	{ IR_OP_InstanceNormalization, normalization, 8, "mean 1, variance 3, normalize 2, scale 1, bias 1" },
 	{ IR_OP_GroupNormalization, normalization, 8, "mean 1, variance 3, normalize 2, scale 1, bias 1" },
 	{ IR_OP_RMSNormalization, normalization, 4, "square, sum, normalize, scale" },

@@ -330,7 +330,7 @@ const struct sx_entry sx_elementwise[] = {
 	{ IR_OP_Abs, same }, { IR_OP_Acos, same }, { IR_OP_Acosh, same }, { IR_OP_Asin, same },
 	{ IR_OP_Asinh, same }, { IR_OP_Atan, same }, { IR_OP_Atanh, same }, { IR_OP_Ceil, same },
 	{ IR_OP_Celu, same }, { IR_OP_Cos, same }, { IR_OP_Cosh, same }, { IR_OP_Elu, same },
-	{ IR_OP_Erf, same }, { IR_OP_Exp, same }, { IR_OP_Floor, same }, { IR_OP_Gelu, same },
+	{ IR_OP_Erf, same }, { IR_OP_Exp, same }, { IR_OP_Floor, same }, { IR_OP_Gelu, same }, { IR_OP_ogsh_Gelu, same },
 	{ IR_OP_HardSigmoid, same }, { IR_OP_HardSwish, same }, { IR_OP_Hardmax, same },
 	{ IR_OP_Identity, identity }, { IR_OP_LeakyRelu, same }, { IR_OP_Log, same },
 	{ IR_OP_LogSoftmax, same }, { IR_OP_LpNormalization, same }, { IR_OP_LRN, same },
@@ -360,7 +360,7 @@ const struct sx_entry sx_elementwise[] = {
 	{ IR_OP_DynamicQuantizeLinear, dynamic_quantize },
 	/* normalizations with extra outputs, random */
 	{ IR_OP_Dropout, dropout }, { IR_OP_BatchNormalization, batch_norm },
-	{ IR_OP_LayerNormalization, layer_norm },
+	{ IR_OP_LayerNormalization, layer_norm }, { IR_OP_ogsh_LayerNormalization, layer_norm },
 	{ IR_OP_RandomUniformLike, random_like }, { IR_OP_RandomNormalLike, random_like },
 	{ IR_OP_EyeLike, eye_like }, { IR_OP_Bernoulli, bernoulli },
 	/* ogsh's fused elementwise op */

@@ -100,7 +100,7 @@ static const struct ftype ftypes[IR_OP_COUNT] = {
 	[IR_OP_Unsqueeze] = { 1, 13 }, [IR_OP_Upsample] = { 1, 0, 2, 0, 0, 0 }, [IR_OP_Where] = { 9, 16 },
 	/* ogsh's fused ops: the kernels take both; their function bodies are checked op by op */
 	[IR_OP_ogsh_FusedConv] = { 1, 1 }, [IR_OP_ogsh_FusedGemm] = { 1, 1 }, [IR_OP_ogsh_Pointwise] = { 1, 1 },
-	[IR_OP_ogsh_FusedAttention] = { 1, 1 },
+	[IR_OP_ogsh_FusedAttention] = { 1, 1 }, [IR_OP_ogsh_LayerNormalization] = { 1, 1, 0, 6, 0, 0 }, [IR_OP_ogsh_Gelu] = { 1, 1 },
 };
 
 /* Ops whose result is exactly the same whether the rounding to float16
@@ -144,7 +144,8 @@ static int acc_kind(int op)
 	case IR_OP_ReduceSum: case IR_OP_ReduceMean: case IR_OP_ReduceL1: case IR_OP_ReduceLogSum:
 	case IR_OP_GlobalAveragePool:
 		return ACC_SUM;
-	case IR_OP_ReduceSumSquare: case IR_OP_ReduceL2: case IR_OP_LayerNormalization: case IR_OP_GroupNormalization:
+	case IR_OP_ReduceSumSquare: case IR_OP_ReduceL2: case IR_OP_LayerNormalization: case IR_OP_ogsh_LayerNormalization:
+	case IR_OP_GroupNormalization:
 	case IR_OP_InstanceNormalization: case IR_OP_RMSNormalization: case IR_OP_MeanVarianceNormalization:
 	case IR_OP_LpNormalization: case IR_OP_GlobalLpPool:
 		return ACC_SQUARES;
@@ -739,7 +740,7 @@ static bool red_depth(const struct cv *v, const struct ir_node *n, double *depth
 			return false;
 		return dims_prod(t, a, v13 ? a + 1 : r, depth, sym);
 	}
-	case IR_OP_LayerNormalization: case IR_OP_RMSNormalization: {
+	case IR_OP_LayerNormalization: case IR_OP_ogsh_LayerNormalization: case IR_OP_RMSNormalization: {
 		int a = norm_axis(ir_node_attr_int(n, "axis", -1), r);
 		return a >= 0 && dims_prod(t, a, r, depth, sym);
 	}

@@ -28,7 +28,7 @@ static bool is_act_op(int op)
 {
 	switch (op) {
 	case IR_OP_Relu: case IR_OP_Clip: case IR_OP_LeakyRelu: case IR_OP_Sigmoid: case IR_OP_HardSigmoid:
-	case IR_OP_HardSwish: case IR_OP_Tanh: case IR_OP_Gelu:
+	case IR_OP_HardSwish: case IR_OP_Tanh: case IR_OP_Gelu: case IR_OP_ogsh_Gelu:
 		return true;
 	default:
 		return false;
@@ -100,7 +100,7 @@ static bool read_act(const struct ir_model *m, const struct ir_node *a, struct a
 		act->p[0] = ir_node_attr_float(a, "alpha", 0.2f);
 		act->p[1] = ir_node_attr_float(a, "beta", 0.5f);
 		return true;
-	case IR_OP_Gelu: {
+	case IR_OP_Gelu: case IR_OP_ogsh_Gelu: {
 		const struct ir_attr *ap = ir_node_attr(a, "approximate");
 		const char *s = ap && ap->type == IR_ATTR_STRING && ap->s.data ? ap->s.data : "none";
 		if (strcmp(s, "none") && strcmp(s, "tanh")) {
@@ -156,50 +156,8 @@ static struct ir_value *fb_act(struct pass_fbody *b, const struct act *a, struct
 			pass_fb_attr_float(b, n, "max", a->p[1]);
 		return y;
 	}
-	if (!strcmp(name, "Gelu")) {
-		struct ir_value *in[2];
-		if (a->p[0] == 0) {
-			/* 0.5 * x * (1 + erf(x / sqrt(2))) */
-			in[0] = t;
-			in[1] = pass_fb_const(b, sqrt(2.0));
-			struct ir_value *e = pass_fb_node(b, "Div", in, 2, NULL);
-			e = pass_fb_node(b, "Erf", &e, 1, NULL);
-			in[0] = e;
-			in[1] = pass_fb_const(b, 1.0);
-			struct ir_value *s = pass_fb_node(b, "Add", in, 2, NULL);
-			in[0] = t;
-			in[1] = s;
-			struct ir_value *p = pass_fb_node(b, "Mul", in, 2, NULL);
-			in[0] = p;
-			in[1] = pass_fb_const(b, 0.5);
-			return pass_fb_node(b, "Mul", in, 2, NULL);
-		}
-		/* 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))) */
-		in[0] = t;
-		in[1] = t;
-		struct ir_value *x2 = pass_fb_node(b, "Mul", in, 2, NULL);
-		in[0] = x2;
-		struct ir_value *x3 = pass_fb_node(b, "Mul", in, 2, NULL);
-		in[0] = x3;
-		in[1] = pass_fb_const(b, 0.044715);
-		struct ir_value *k = pass_fb_node(b, "Mul", in, 2, NULL);
-		in[0] = t;
-		in[1] = k;
-		struct ir_value *s = pass_fb_node(b, "Add", in, 2, NULL);
-		in[0] = s;
-		in[1] = pass_fb_const(b, 0.79788456080286535588);
-		struct ir_value *u = pass_fb_node(b, "Mul", in, 2, NULL);
-		u = pass_fb_node(b, "Tanh", &u, 1, NULL);
-		in[0] = u;
-		in[1] = pass_fb_const(b, 1.0);
-		struct ir_value *v = pass_fb_node(b, "Add", in, 2, NULL);
-		in[0] = t;
-		in[1] = v;
-		struct ir_value *p = pass_fb_node(b, "Mul", in, 2, NULL);
-		in[0] = p;
-		in[1] = pass_fb_const(b, 0.5);
-		return pass_fb_node(b, "Mul", in, 2, NULL);
-	}
+	if (!strcmp(name, "Gelu"))
+		return pass_fb_gelu(b, t, a->p[0] != 0);
 	b->rc = ir_diag_err(b->d, IR_ERR, "internal error: no function for activation '%s'", name);
 	return NULL;
 }
@@ -725,7 +683,7 @@ const struct pass pass_fuse_activation = {
 		"still at hand: one node, one pass over the output instead of three (write, read, write). This pass "
 		"turns Conv -> act into FusedConv and Gemm -> act into FusedGemm, ogsh's own ops in the 'ai.ogsh' "
 		"domain, where act is Relu, Clip (Relu6 is Clip(0, 6)), LeakyRelu, Sigmoid, HardSigmoid, HardSwish, "
-		"Tanh or Gelu. Nothing is rounded differently: Y = act(Conv(X, W, B)) is computed by the same "
+		"Tanh or Gelu (ONNX's, or the ai.ogsh Gelu that fuse-gelu makes before opset 20). Nothing is rounded differently: Y = act(Conv(X, W, B)) is computed by the same "
 		"convolution, then the same function.\n\n"
 		"A residual connection, Conv -> Add(other) -> act as in ResNet, also fuses: "
 		"Y = act(Conv(X, W, B) + Z), with Z the Add's other input given to FusedConv as its fourth input "

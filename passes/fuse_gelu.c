@@ -1,6 +1,7 @@
 /*
  * fuse_gelu.c - the fuse-gelu pass: the erf and tanh forms of GELU written
- * out in elementwise ops become one Gelu node (ONNX opset 20).
+ * out in elementwise ops become one Gelu node (ONNX opset 20; before it,
+ * ogsh's Gelu, domain ai.ogsh, with a model-local function from fused.c).
  *
  * Anchors are the Erf and Tanh nodes; from each the pattern is followed in
  * both directions (the argument of the erf/tanh back to x, the result
@@ -10,7 +11,7 @@
  * Helpers that other fusion passes have too (const_scalar, sole_reader,
  * remove_nodes...) are static here: pass.h has no shared ones yet.
  */
-#include "passes/pass.h"
+#include "passes/fused.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -283,19 +284,21 @@ static bool match_tanh(struct match *m, struct ir_node *th)
 /* The pass                                                                   */
 /* ------------------------------------------------------------------------ */
 
-static int rewrite(struct pass_ctx *c, struct match *m, struct ir_node *anchor)
+static int rewrite(struct pass_ctx *c, struct match *m, struct ir_node *anchor, bool ogsh, int elem)
 {
 	struct ir_graph *g = c->m->graph;
 	char *name = pass_new_node_name(g, anchor, "Gelu");
 	if (!name)
 		return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
-	struct ir_node *n = ir_node_new(g, "Gelu", NULL, name, 1, 1, m->last);
+	struct ir_node *n = ir_node_new(g, "Gelu", ogsh ? FUSED_DOMAIN : NULL, name, 1, 1, m->last);
 	free(name);
 	if (!n)
 		return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
 	int rc = ir_node_set_input(n, 0, m->x);
 	if (!rc && m->tanh)
 		rc = set_attr_str(n, "approximate", "tanh", c->d);
+	if (!rc && ogsh)
+		rc = pass_fused_gelu_fn(c, n, m->tanh, elem);
 	struct ir_value *y = m->last->outputs[0];
 	if (!rc)
 		rc = ir_node_set_output(m->last, 0, NULL, c->d);
@@ -310,8 +313,9 @@ static int rewrite(struct pass_ctx *c, struct match *m, struct ir_node *anchor)
 	rc = pass_remove_nodes(c, m->nodes, m->n);
 	if (rc)
 		return rc;
-	pass_rewrote(c, n, "%d nodes (%s form) fused into Gelu%s of '%s'", count, m->tanh ? "tanh" : "erf",
-		     m->tanh ? " (approximate=tanh)" : "", m->x->name);
+	pass_rewrote(c, n, "%d nodes (%s form) fused into Gelu%s%s of '%s'", count, m->tanh ? "tanh" : "erf",
+		     m->tanh ? " (approximate=tanh)" : "", ogsh ? " (ai.ogsh: the model's opset is older than 20)" : "",
+		     m->x->name);
 	return 0;
 }
 
@@ -341,17 +345,29 @@ static int run(struct pass_ctx *c)
 				pass_rejected(c, a, "not fused: %s", m.why);
 			continue;
 		}
-		if (opset < GELU_OPSET) {
-			pass_rejected(c, a, "GELU (%s form) of '%s' found, but the model imports opset %lld; Gelu needs %d",
-				      m.tanh ? "tanh" : "erf", m.x->name, (long long)opset, GELU_OPSET);
-			continue;
-		}
 		const struct ir_type *t = ir_value_type(m.x);
 		if (t && t->kind == IR_TYPE_TENSOR && t->elem && !ir_dtype_is_float(t->elem)) {
 			pass_rejected(c, a, "'%s' is %s: Gelu takes floating-point tensors", m.x->name, ir_dtype_name(t->elem));
 			continue;
 		}
-		rc = rewrite(c, &m, a);
+		bool ogsh = opset < GELU_OPSET;
+		int elem = t && t->kind == IR_TYPE_TENSOR ? t->elem : 0;
+		if (ogsh) {
+			/* ogsh's Gelu, written out in the function it gets */
+			char fw[200];
+			if (!pass_fused_opset(c->m, fw, sizeof(fw))) {
+				pass_rejected(c, a, "GELU (%s form) of '%s' found, but the model imports opset %lld (Gelu needs "
+					      "%d) and ogsh's Gelu cannot be used: %s", m.tanh ? "tanh" : "erf", m.x->name,
+					      (long long)opset, GELU_OPSET, fw);
+				continue;
+			}
+			if (!elem) {
+				pass_rejected(c, a, "GELU (%s form) of '%s' not fused: its element type is not known (ogsh's Gelu "
+					      "needs it for its function's constants)", m.tanh ? "tanh" : "erf", m.x->name);
+				continue;
+			}
+		}
+		rc = rewrite(c, &m, a, ogsh, elem);
 	}
 	free(ids);
 	return rc;
@@ -359,7 +375,7 @@ static int run(struct pass_ctx *c)
 
 const struct pass pass_fuse_gelu = {
 	.name = "fuse-gelu",
-	.summary = "fuse GELU written out with Erf or Tanh into one Gelu node (opset 20)",
+	.summary = "fuse GELU written out with Erf or Tanh into one Gelu node (opset 20; before it ogsh's Gelu)",
 	.explain =
 		"GELU, the activation of BERT, GPT-2 and most transformers' MLPs, is x times the probability that a "
 		"standard normal variable is below x: gelu(x) = x * Phi(x) = 0.5 * x * (1 + erf(x / sqrt(2))). "
@@ -377,8 +393,14 @@ const struct pass pass_fuse_gelu = {
 		"rounding of the model's own type.\n\n"
 		"Nothing is fused when a value inside the pattern is read by anything else (another node, a "
 		"subgraph, or as a graph output): the Gelu node would not produce it, so those nodes would have to "
-		"stay and nothing would be saved. Nothing is fused either when the model imports an opset older "
-		"than 20, where Gelu does not exist: the pass does not change the model's opset. Constants that "
+		"stay and nothing would be saved.\n\n"
+		"Before opset 20 (BERT and GPT-2 exported with opset 11 to 19), where ONNX has no Gelu, the pattern "
+		"becomes ogsh's own Gelu (domain ai.ogsh): the same op, with the same approximate attribute and "
+		"kernels, which fuse-activation then takes into the Gemm before it like ONNX's. The pass does not "
+		"change the model's opset; the saved model stays runnable elsewhere: it gets a model-local ONNX "
+		"function (domain ai.ogsh, name Gelu, overload 'erf' or 'tanh') whose body is the pattern again, "
+		"its IR version becomes 10 and it imports ai.ogsh version 1. That needs opset 9 or later and the "
+		"element type of x to be known. Constants that "
 		"are graph inputs (they can be overridden at run time) are not constants here. Only the main "
 		"graph is rewritten.",
 	.level = PASS_LEVEL_EXTENDED,

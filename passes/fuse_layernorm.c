@@ -1,7 +1,9 @@
 /*
  * fuse_layernorm.c - the fuse-layernorm pass: layer normalization and RMS
  * normalization written out with ReduceMean, Sub, Pow, Sqrt, Div... become
- * one LayerNormalization (opset 17) or RMSNormalization (opset 23) node.
+ * one LayerNormalization (opset 17) or RMSNormalization (opset 23) node;
+ * before opset 17, ogsh's LayerNormalization (domain ai.ogsh, the same op)
+ * with a model-local function (fused.c).
  *
  * Anchors are ReduceMean nodes. A ReduceMean whose output is subtracted
  * from its own input is the mean of a layer norm; one that averages a
@@ -11,7 +13,7 @@
  * Helpers that other fusion passes have too (const_scalar, sole_reader,
  * remove_nodes...) are static here: pass.h has no shared ones yet.
  */
-#include "passes/pass.h"
+#include "passes/fused.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -446,7 +448,7 @@ static const char *op_names(const struct match *m, char *buf, size_t size)
 	return buf;
 }
 
-static int rewrite(struct pass_ctx *c, struct match *m, struct ir_node *anchor, const struct ir_type *xt)
+static int rewrite(struct pass_ctx *c, struct match *m, struct ir_node *anchor, const struct ir_type *xt, bool ogsh)
 {
 	struct ir_graph *g = c->m->graph;
 	const char *op = m->rms ? "RMSNormalization" : "LayerNormalization";
@@ -464,7 +466,7 @@ static int rewrite(struct pass_ctx *c, struct match *m, struct ir_node *anchor, 
 	char *name = pass_new_node_name(g, anchor, op);
 	if (!name)
 		return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
-	struct ir_node *n = ir_node_new(g, op, NULL, name, bias ? 3 : 2, 1, m->last);
+	struct ir_node *n = ir_node_new(g, op, ogsh ? FUSED_DOMAIN : NULL, name, bias ? 3 : 2, 1, m->last);
 	free(name);
 	if (!n)
 		return ir_diag_err(c->d, IR_ENOMEM, "out of memory");
@@ -477,6 +479,8 @@ static int rewrite(struct pass_ctx *c, struct match *m, struct ir_node *anchor, 
 		rc = set_attr_num(n, "axis", false, -m->k, c->d);
 	if (!rc)
 		rc = set_attr_num(n, "epsilon", true, m->eps, c->d);
+	if (!rc && ogsh)
+		rc = pass_fused_layernorm_fn(c, n, m->k, m->eps, bias != NULL, xt->elem);
 	struct ir_value *y = m->last->outputs[0];
 	if (!rc)
 		rc = ir_node_set_output(m->last, 0, NULL, c->d);
@@ -493,8 +497,9 @@ static int rewrite(struct pass_ctx *c, struct match *m, struct ir_node *anchor, 
 	rc = pass_remove_nodes(c, m->nodes, m->n);
 	if (rc)
 		return rc;
-	pass_rewrote(c, n, "%d nodes (%s) fused into %s of '%s' (axis %d, epsilon %g, scale %s%s)%s%s", count, ops, op,
-		     m->x->name, -m->k, m->eps, sc, bi, m->stop[0] ? "; " : "", m->stop);
+	pass_rewrote(c, n, "%d nodes (%s) fused into %s%s of '%s' (axis %d, epsilon %g, scale %s%s)%s%s", count, ops, op,
+		     ogsh ? " (ai.ogsh: the model's opset is older than 17)" : "", m->x->name, -m->k, m->eps, sc, bi,
+		     m->stop[0] ? "; " : "", m->stop);
 	return 0;
 }
 
@@ -531,10 +536,22 @@ static int run(struct pass_ctx *c)
 			continue;
 		}
 		int need = m.rms ? RMS_OPSET : LN_OPSET;
-		if (opset < need) {
-			pass_rejected(c, a, "%s of '%s' found, but the model imports opset %lld; %s needs %d", what,
-				      m.x->name, (long long)opset, m.rms ? "RMSNormalization" : "LayerNormalization", need);
+		bool ogsh = false;
+		if (opset < need && m.rms) {
+			pass_rejected(c, a, "%s of '%s' found, but the model imports opset %lld; RMSNormalization needs %d",
+				      what, m.x->name, (long long)opset, need);
 			continue;
+		}
+		if (opset < need) {
+			/* ogsh's LayerNormalization, written out in the function it gets */
+			char fw[200];
+			if (!pass_fused_opset(c->m, fw, sizeof(fw))) {
+				pass_rejected(c, a, "%s of '%s' found, but the model imports opset %lld (LayerNormalization "
+					      "needs %d) and ogsh's LayerNormalization cannot be used: %s", what, m.x->name,
+					      (long long)opset, need, fw);
+				continue;
+			}
+			ogsh = true;
 		}
 		const struct ir_type *xt = ir_value_type(m.x);
 		if (!xt || xt->kind != IR_TYPE_TENSOR || !ir_dtype_is_float(xt->elem)) {
@@ -557,7 +574,7 @@ static int run(struct pass_ctx *c)
 		}
 		m.stop[0] = 0;
 		match_affine(&m, xt);
-		rc = rewrite(c, &m, a, xt);
+		rc = rewrite(c, &m, a, xt, ogsh);
 	}
 	free(ids);
 	return rc;
@@ -565,7 +582,7 @@ static int run(struct pass_ctx *c)
 
 const struct pass pass_fuse_layernorm = {
 	.name = "fuse-layernorm",
-	.summary = "fuse layer norms and RMS norms written out with ReduceMean into LayerNormalization/RMSNormalization",
+	.summary = "fuse layer norms and RMS norms written out with ReduceMean into LayerNormalization/RMSNormalization (before opset 17 ogsh's LayerNormalization)",
 	.explain =
 		"Layer normalization rescales each row of x (the last axis, or the last k axes) to mean 0 and "
 		"variance 1, then applies a learned scale and bias: mean = ReduceMean(x), d = x - mean, "
@@ -583,9 +600,15 @@ const struct pass pass_fuse_layernorm = {
 		"RMS normalization (LLaMA, T5) leaves out the mean: y = x / sqrt(ReduceMean(x^2) + eps) * gamma. "
 		"It becomes RMSNormalization(x, gamma, axis=-k, epsilon=eps), which needs opset 23.\n\n"
 		"Nothing is fused when a value inside the pattern is read by anything else (another node, a "
-		"subgraph, a graph output), when epsilon or the exponent 2 is not a constant, or when the model "
-		"imports an opset older than the one the fused op needs: the pass does not change the model's "
-		"opset. LayerNormalization computes the mean and variance in float32 (stash_type 1), as the "
+		"subgraph, a graph output), when epsilon or the exponent 2 is not a constant, or, for an RMS norm, "
+		"when the model imports an opset older than 23: the pass does not change the model's opset.\n\n"
+		"Before opset 17 (BERT and most transformers exported with opset 11 to 16), where ONNX has no "
+		"LayerNormalization, a layer norm becomes ogsh's own LayerNormalization (domain ai.ogsh): the same "
+		"op with the same inputs, attributes and kernels. The saved model stays runnable elsewhere: it gets "
+		"a model-local ONNX function (domain ai.ogsh, name LayerNormalization, overload such as 'last1') "
+		"whose body is the nine nodes again, its IR version becomes 10 and it imports ai.ogsh version 1. "
+		"That needs opset 9 or later.\n\n"
+		"LayerNormalization computes the mean and variance in float32 (stash_type 1), as the "
 		"written-out float32 graph does, so outputs agree to rounding. Only the main graph is rewritten.",
 	.level = PASS_LEVEL_EXTENDED,
 	.run = run,

@@ -116,6 +116,54 @@ struct ir_value *pass_fb_const(struct pass_fbody *b, double v)
 	return fb_const_node(b, t);
 }
 
+/* GELU of t in standard ops: 0.5 * t * (1 + erf(t / sqrt(2))), or with
+ * tanh_form 0.5 * t * (1 + tanh(sqrt(2 / pi) * (t + 0.044715 * t^3))). */
+struct ir_value *pass_fb_gelu(struct pass_fbody *b, struct ir_value *t, bool tanh_form)
+{
+	struct ir_value *in[2];
+	if (!tanh_form) {
+		/* 0.5 * x * (1 + erf(x / sqrt(2))) */
+		in[0] = t;
+		in[1] = pass_fb_const(b, sqrt(2.0));
+		struct ir_value *e = pass_fb_node(b, "Div", in, 2, NULL);
+		e = pass_fb_node(b, "Erf", &e, 1, NULL);
+		in[0] = e;
+		in[1] = pass_fb_const(b, 1.0);
+		struct ir_value *s = pass_fb_node(b, "Add", in, 2, NULL);
+		in[0] = t;
+		in[1] = s;
+		struct ir_value *p = pass_fb_node(b, "Mul", in, 2, NULL);
+		in[0] = p;
+		in[1] = pass_fb_const(b, 0.5);
+		return pass_fb_node(b, "Mul", in, 2, NULL);
+	}
+	/* 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))) */
+	in[0] = t;
+	in[1] = t;
+	struct ir_value *x2 = pass_fb_node(b, "Mul", in, 2, NULL);
+	in[0] = x2;
+	struct ir_value *x3 = pass_fb_node(b, "Mul", in, 2, NULL);
+	in[0] = x3;
+	in[1] = pass_fb_const(b, 0.044715);
+	struct ir_value *k = pass_fb_node(b, "Mul", in, 2, NULL);
+	in[0] = t;
+	in[1] = k;
+	struct ir_value *s = pass_fb_node(b, "Add", in, 2, NULL);
+	in[0] = s;
+	in[1] = pass_fb_const(b, 0.79788456080286535588);
+	struct ir_value *u = pass_fb_node(b, "Mul", in, 2, NULL);
+	u = pass_fb_node(b, "Tanh", &u, 1, NULL);
+	in[0] = u;
+	in[1] = pass_fb_const(b, 1.0);
+	struct ir_value *v = pass_fb_node(b, "Add", in, 2, NULL);
+	in[0] = t;
+	in[1] = v;
+	struct ir_value *p = pass_fb_node(b, "Mul", in, 2, NULL);
+	in[0] = p;
+	in[1] = pass_fb_const(b, 0.5);
+	return pass_fb_node(b, "Mul", in, 2, NULL);
+}
+
 /* Attribute `name` of n refers to the calling node's attribute of that name. */
 void pass_fb_attr_ref(struct pass_fbody *b, struct ir_node *n, const char *name, enum ir_attr_type type)
 {
@@ -556,4 +604,99 @@ int pass_drop_uncalled_fns(struct ir_model *m, const bool *was, size_t n_was, co
 	m->n_functions = k;
 	free(used);
 	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* LayerNormalization and Gelu before the ONNX opset that has them           */
+/* ------------------------------------------------------------------------ */
+
+struct ln_fn {
+	int k;            /* normalized axes: the last k */
+	double eps;
+	bool bias;
+};
+
+/* mean = ReduceMean(X), d = X - mean, Y = d / sqrt(ReduceMean(d * d) + eps)
+ * * Scale [+ B], the means over the last k axes (the axes an attribute
+ * before opset 18, an input from 18 on) */
+static void build_layernorm_fn(struct pass_fbody *b, void *arg)
+{
+	const struct ln_fn *f = arg;
+	struct ir_value *x = pass_fb_input(b, "X");
+	struct ir_value *scale = pass_fb_input(b, "Scale");
+	struct ir_value *bias = f->bias ? pass_fb_input(b, "B") : NULL;
+	int64_t axes[IR_MAX_RANK];
+	for (int i = 0; i < f->k; i++)
+		axes[i] = i - f->k;
+	struct ir_value *axv = b->opset >= 18 ? fb_const_i64(b, axes, f->k, 1) : NULL;
+	struct ir_value *in[2] = { x, axv };
+	struct ir_node *r = NULL;
+	struct ir_value *mean = pass_fb_node(b, "ReduceMean", in, axv ? 2 : 1, &r);
+	if (!axv)
+		fb_set_ints(b, r, "axes", axes, f->k);
+	in[0] = x;
+	in[1] = mean;
+	struct ir_value *d = pass_fb_node(b, "Sub", in, 2, NULL);
+	in[0] = d;
+	in[1] = d;
+	struct ir_value *sq = pass_fb_node(b, "Mul", in, 2, NULL);
+	in[0] = sq;
+	in[1] = axv;
+	struct ir_value *var = pass_fb_node(b, "ReduceMean", in, axv ? 2 : 1, &r);
+	if (!axv)
+		fb_set_ints(b, r, "axes", axes, f->k);
+	in[0] = var;
+	in[1] = pass_fb_const(b, f->eps);
+	struct ir_value *s = pass_fb_node(b, "Add", in, 2, NULL);
+	s = pass_fb_node(b, "Sqrt", &s, 1, NULL);
+	in[0] = d;
+	in[1] = s;
+	struct ir_value *y = pass_fb_node(b, "Div", in, 2, NULL);
+	in[0] = y;
+	in[1] = scale;
+	y = pass_fb_node(b, "Mul", in, 2, NULL);
+	if (bias) {
+		in[0] = y;
+		in[1] = bias;
+		y = pass_fb_node(b, "Add", in, 2, NULL);
+	}
+	pass_fb_output(b, y);
+}
+
+int pass_fused_layernorm_fn(struct pass_ctx *c, struct ir_node *n, int k, double eps, bool bias, int elem)
+{
+	char key[160], base[64], doc[300];
+	double e = (double)(float)eps;
+	snprintf(key, sizeof(key), "LayerNormalization|k=%d|eps=%.9g|bias=%d|%s", k, e, bias, ir_dtype_name(elem));
+	snprintf(base, sizeof(base), "last%d%s%s%s", k, bias ? "" : "_nobias", elem != IR_FLOAT ? "_" : "",
+		 elem != IR_FLOAT ? ir_dtype_name(elem) : "");
+	snprintf(doc, sizeof(doc), "ogsh op: ONNX LayerNormalization (opset 17) for older opsets: Y = (X - mean) / "
+		 "sqrt(var + %.9g) * Scale%s, mean and variance over the last %d axes", e, bias ? " + B" : "", k);
+	static const char *const names[] = { "axis", "epsilon", "stash_type" };
+	struct ln_fn f = { k, e, bias };
+	return pass_fused_fn_use(c, n, base, key, doc, names, 3, elem, build_layernorm_fn, &f);
+}
+
+struct gelu_fn {
+	bool tanh_form;
+};
+
+static void build_gelu_fn(struct pass_fbody *b, void *arg)
+{
+	const struct gelu_fn *f = arg;
+	struct ir_value *x = pass_fb_input(b, "X");
+	pass_fb_output(b, pass_fb_gelu(b, x, f->tanh_form));
+}
+
+int pass_fused_gelu_fn(struct pass_ctx *c, struct ir_node *n, bool tanh_form, int elem)
+{
+	char key[96], base[64], doc[200];
+	snprintf(key, sizeof(key), "Gelu|%s|%s", tanh_form ? "tanh" : "none", ir_dtype_name(elem));
+	snprintf(base, sizeof(base), "%s%s%s", tanh_form ? "tanh" : "erf", elem != IR_FLOAT ? "_" : "",
+		 elem != IR_FLOAT ? ir_dtype_name(elem) : "");
+	snprintf(doc, sizeof(doc), "ogsh op: ONNX Gelu (opset 20) for older opsets: Y = %s", tanh_form ?
+		 "0.5 * X * (1 + tanh(sqrt(2 / pi) * (X + 0.044715 * X^3)))" : "0.5 * X * (1 + erf(X / sqrt(2)))");
+	static const char *const names[] = { "approximate" };
+	struct gelu_fn f = { tanh_form };
+	return pass_fused_fn_use(c, n, base, key, doc, names, 1, elem, build_gelu_fn, &f);
 }

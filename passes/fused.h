@@ -1,7 +1,8 @@
 /*
  * fused.h - private to passes/: model-local ONNX functions for ogsh's fused
- * ops (ai.ogsh FusedConv, FusedGemm, Pointwise, FusedAttention), built by fused.c for
- * fuse-activation, fuse-elementwise and fuse-attention, so saved models run elsewhere.
+ * ops (ai.ogsh FusedConv, FusedGemm, Pointwise, FusedAttention, LayerNormalization, Gelu), built by
+ * fused.c for fuse-activation, fuse-elementwise, fuse-attention, fuse-layernorm and fuse-gelu, so saved
+ * models run elsewhere.
  */
 #ifndef OGSH_PASSES_FUSED_H
 #define OGSH_PASSES_FUSED_H
@@ -26,6 +27,7 @@ struct ir_value *pass_fb_input(struct pass_fbody *b, const char *name);
 struct ir_value *pass_fb_node(struct pass_fbody *b, const char *op, struct ir_value *const *in, int n_in,
 			      struct ir_node **node);
 struct ir_value *pass_fb_const(struct pass_fbody *b, double v);
+struct ir_value *pass_fb_gelu(struct pass_fbody *b, struct ir_value *t, bool tanh_form);
 /* softmax(q kt * scale + mask) v, the last axis the keys (mask NULL: none);
  * with nan_zero, softmax rows that are NaN count as zeros (IsNaN, Where). */
 struct ir_value *pass_fb_sdpa(struct pass_fbody *b, struct ir_value *q, struct ir_value *kt, struct ir_value *v,
@@ -46,6 +48,10 @@ struct pass_attn_fn {
 	double scale;
 };
 int pass_fused_attention_fn(struct pass_ctx *c, struct ir_node *n, const struct pass_attn_fn *a, int elem);
+/* ai.ogsh LayerNormalization (over the last k axes, with or without a bias)
+ * and Gelu, ONNX's ops for models that import an older opset: their functions. */
+int pass_fused_layernorm_fn(struct pass_ctx *c, struct ir_node *n, int k, double eps, bool bias, int elem);
+int pass_fused_gelu_fn(struct pass_ctx *c, struct ir_node *n, bool tanh_form, int elem);
 int pass_fused_set_str(struct ir_node *n, const char *name, const char *value, struct ir_diag *d);
 
 /* Marks in used[0..m->n_functions) the functions that nodes of m's graphs

@@ -21,7 +21,7 @@ enum kind { K_NONE, K_ELTWISE, K_MATMUL, K_LAYERNORM };
 static enum kind kind_of(const struct ir_node *n)
 {
 	switch (n->op) {
-	case IR_OP_Relu: case IR_OP_Gelu: case IR_OP_Erf: case IR_OP_Tanh: case IR_OP_Sigmoid: case IR_OP_Sqrt:
+	case IR_OP_Relu: case IR_OP_Gelu: case IR_OP_ogsh_Gelu: case IR_OP_Erf: case IR_OP_Tanh: case IR_OP_Sigmoid: case IR_OP_Sqrt:
 	case IR_OP_Exp: case IR_OP_Log: case IR_OP_Neg: case IR_OP_Abs: case IR_OP_Reciprocal: case IR_OP_Cast:
 	case IR_OP_Identity: case IR_OP_Softplus: case IR_OP_HardSwish: case IR_OP_HardSigmoid: case IR_OP_LeakyRelu:
 	case IR_OP_Clip: case IR_OP_Add: case IR_OP_Sub: case IR_OP_Mul: case IR_OP_Div: case IR_OP_Pow:
@@ -29,7 +29,7 @@ static enum kind kind_of(const struct ir_node *n)
 		return K_ELTWISE;
 	case IR_OP_MatMul:
 		return K_MATMUL;
-	case IR_OP_LayerNormalization:
+	case IR_OP_LayerNormalization: case IR_OP_ogsh_LayerNormalization:
 		return K_LAYERNORM;
 	default:
 		return K_NONE;

@@ -64,6 +64,13 @@ OGSH_OPS = [
     ("QConv", 4, 9, 1, 1, "0"),
     ("QGemm", 4, 8, 1, 1, "0"),
     ("MatMulW4", 3, 5, 1, 1, "0"),
+    # ONNX ops for models that import an opset before the op exists
+    # (passes/fuse_layernorm.c, fuse_gelu.c), with the ONNX op's semantics,
+    # kernels and attributes:
+    #   LayerNormalization(X, Scale, B?) -> Y, Mean?, InvStdDev?   (ONNX opset 17)
+    #   Gelu(X) -> Y                                                (ONNX opset 20)
+    ("LayerNormalization", 2, 3, 1, 3, "IR_OPF_NORM"),
+    ("Gelu", 1, 1, 1, 1, "IR_OPF_ELEMENTWISE"),
 ]
 
 # Their attributes: (op, name, type, required, default text or None).
@@ -83,6 +90,9 @@ OGSH_ATTRS = {
               ("pads", "INTS", False, None), ("strides", "INTS", False, None)] + _ACT,
     "QGemm": [("transB", "INT", False, "0")] + _ACT,
     "MatMulW4": [("block_size", "INT", True, None)],
+    "LayerNormalization": [("axis", "INT", False, "-1"), ("epsilon", "FLOAT", False, "1e-05"),
+                           ("stash_type", "INT", False, "1")],
+    "Gelu": [("approximate", "STRING", False, "none")],
 }
 
 

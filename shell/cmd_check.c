@@ -676,6 +676,7 @@ static void check_precision(struct check *c)
 			    "%s has a float16 input: its exponentials and sum lose accuracy over long rows", nr);
 			break;
 		case IR_OP_LayerNormalization:
+		case IR_OP_ogsh_LayerNormalization:
 			if (ir_node_attr_int(n, "stash_type", 1) != 1)
 				add(c, G_PRECISION, SEV_WARNING, n, NULL, "set stash_type=1 (the default): the statistics in float32",
 				    "%s computes its mean and variance in float16 (stash_type=%" PRId64

@@ -832,6 +832,7 @@ const struct cpu_kernel cpu_kernels_norm[] = {
 	{ IR_OP_BatchNormalization, k_batchnorm, bn_supports },
 	{ IR_OP_InstanceNormalization, k_instancenorm, NULL },
 	{ IR_OP_LayerNormalization, k_layernorm, NULL },
+	{ IR_OP_ogsh_LayerNormalization, k_layernorm, NULL },
 	{ IR_OP_GroupNormalization, k_groupnorm, NULL },
 	{ IR_OP_RMSNormalization, k_rmsnorm, NULL },
 	{ IR_OP_LpNormalization, k_lpnorm, NULL },

@@ -219,7 +219,7 @@ static int unary_of(const struct ir_node *n, float *a, float *b, float *c, bool 
 	case IR_OP_Sqrt: return EU_SQRT;
 	case IR_OP_Reciprocal: return EU_RECIP;
 	case IR_OP_Erf: return EU_ERF;
-	case IR_OP_Gelu: return strcmp(attr_s(n, "approximate", "none"), "tanh") ? EU_GELU : EU_GELU_TANH;
+	case IR_OP_Gelu: case IR_OP_ogsh_Gelu: return strcmp(attr_s(n, "approximate", "none"), "tanh") ? EU_GELU : EU_GELU_TANH;
 	case IR_OP_Elu: *a = ir_node_attr_float(n, "alpha", 1.0f); return EU_ELU;
 	case IR_OP_Selu:
 		*a = ir_node_attr_float(n, "alpha", 1.67326319217681884765625f);
@@ -267,7 +267,7 @@ static bool sup_unary(const struct cuda_kctx *k, char *why, size_t size)
 		return refuse_dtype(dt, why, size);
 	if (k->out[0].dtype != dt)
 		return refuse_dtype(k->out[0].dtype, why, size);
-	if (k->node->op == IR_OP_Gelu) {
+	if (k->node->op == IR_OP_Gelu || k->node->op == IR_OP_ogsh_Gelu) {
 		const char *s = attr_s(k->node, "approximate", "none");
 		if (strcmp(s, "none") && strcmp(s, "tanh")) {
 			snprintf(why, size, "approximate '%s' is not none or tanh", s);
@@ -1356,7 +1356,7 @@ static void release_free(void *state)
 
 const struct cuda_kernel cuda_k_elementwise[] = {
 	U(Relu), U(LeakyRelu), U(Sigmoid), U(HardSigmoid), U(HardSwish), U(Tanh), U(Exp), U(Log), U(Sqrt),
-	U(Reciprocal), U(Neg), U(Abs), U(Erf), U(Gelu), U(Elu), U(Selu), U(Celu), U(Softplus), U(Softsign),
+	U(Reciprocal), U(Neg), U(Abs), U(Erf), U(Gelu), U(ogsh_Gelu), U(Elu), U(Selu), U(Celu), U(Softplus), U(Softsign),
 	U(Mish), U(Sin), U(Cos), U(Tan), U(Asin), U(Acos), U(Atan), U(Sinh), U(Cosh), U(Asinh), U(Acosh),
 	U(Atanh), U(Floor), U(Ceil), U(Round), U(Sign), U(Swish), U(ThresholdedRelu), U(Shrink),
 	{ IR_OP_Not, sup_not, NULL, run_not, NULL },

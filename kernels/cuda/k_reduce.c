@@ -1195,6 +1195,7 @@ const struct cuda_kernel cuda_k_reduce[] = {
 	{ IR_OP_LogSoftmax, supports_softmax, NULL, run_softmax, NULL },
 	{ IR_OP_TopK, supports_topk, NULL, run_topk, NULL },
 	{ IR_OP_LayerNormalization, supports_rownorm, NULL, run_rownorm, NULL },
+	{ IR_OP_ogsh_LayerNormalization, supports_rownorm, NULL, run_rownorm, NULL },
 	{ IR_OP_RMSNormalization, supports_rownorm, NULL, run_rownorm, NULL },
 	{ IR_OP_BatchNormalization, supports_batchnorm, NULL, run_batchnorm, NULL },
 	{ IR_OP_InstanceNormalization, supports_groupnorm, NULL, run_groupnorm, NULL },

@@ -106,6 +106,9 @@ static const struct spec specs[] = {
 	{ "LeakyRelu", F, "", { "3x5x7" } },
 	{ "Gelu", F, "", { "3x5x7@big|300x257|s" } },
 	{ "Gelu", F, "approximate='tanh'", { "3x5x7@big|300x257|s" } },
+	/* ogsh's Gelu (fuse-gelu before opset 20): ONNX Gelu's kernels */
+	{ "ai.ogsh:Gelu", F, "", { "3x5x7@big|128x3072" } },
+	{ "ai.ogsh:Gelu", F, "approximate='tanh'", { "3x5x7@big" } },
 	{ "IsNaN", F, "", { "3x5x7@nan|300x257@nan|s|16x64@nan" } },
 	{ "Not", "b", "", { "3x5x7|300x257|s" } },
 	{ "IsInf", F, "", { "3x5x7@nan|300x257@nan|s" } },
@@ -283,6 +286,9 @@ static const struct spec specs[] = {
 	/* rows in registers: 64-thread blocks below 2048 rows, scale and bias as vectors once a warp */
 	{ "LayerNormalization", F, "", { "4100x768|33x128x64|197x768", "768|64|!768", "768|64|!768" }, .tol = 10 },
 	{ "LayerNormalization", F, "", { "3x5x7|2x2x4096", "!7|!4096", "!7|!4096" }, .tol = 10 },
+	/* ogsh's LayerNormalization (fuse-layernorm before opset 17): ONNX's kernels */
+	{ "ai.ogsh:LayerNormalization", F, "epsilon=1e-12", { "128x768|3x5x7", "!768|!7", "!768|!7" }, .tol = 10 },
+	{ "ai.ogsh:LayerNormalization", F, "axis=1", { "3x5x7", "5x7" }, .tol = 10 },
 	{ "RMSNormalization", F, "", { "3x5x7|300x257|4x8x768", "7|257|768" }, .tol = 10, .opset = 23 },
 	{ "RMSNormalization", F, "axis=1;epsilon=0.001", { "3x5x7", "5x7" }, .tol = 10, .opset = 23 },
 	{ "BatchNormalization", F, "", { "2x3x5x7|2x64x33x17|5x3", "!3|!64|!3", "!3|!64|!3", "!3|!64|!3", "!3@pos|!64@pos|!3@pos" },

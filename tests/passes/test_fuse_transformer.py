@@ -139,6 +139,22 @@ def apply_and_check(name, path, passes, want_ops, gone_ops, feeds, want_text=())
     return text
 
 
+def ogsh_op_check(name, out, op, n, overloads):
+    """The saved model has n ai.ogsh `op` nodes, each calling a model-local
+    function of ai.ogsh (its overload in `overloads`), and imports ai.ogsh."""
+    if not os.path.exists(out):
+        check(False, f"{name}: saved model exists")
+        return
+    m = onnx.load(out)
+    nodes = [x for x in m.graph.node if x.op_type == op]
+    fns = {(f.domain, f.name, f.overload) for f in m.functions}
+    check(len(nodes) == n and all(x.domain == "ai.ogsh" for x in nodes),
+          f"{name}: {n} {op} node(s) of domain ai.ogsh", str([(x.domain, x.op_type) for x in nodes]))
+    check(all(("ai.ogsh", op, x.overload) in fns and x.overload in overloads for x in nodes),
+          f"{name}: each calls a model-local function ({', '.join(overloads)})", str(fns))
+    check(any(o.domain == "ai.ogsh" for o in m.opset_import), f"{name}: the model imports ai.ogsh")
+
+
 def reject_case(name, path, pas, reason, unchanged_op):
     out = os.path.join(TMP, name + "_out.onnx")
     rc, text = ogsh(path, f"apply {pas}; save {out}")
@@ -226,8 +242,27 @@ def test_gelu():
     check(rc == 0 and "Gelu" in text and "Tanh" not in text.split("ops")[-1],
           "gelu_tanh_f16: fused into Gelu(tanh), numbers within float16's rounding", text[-1500:])
     # rejections
+    # before opset 20: ogsh's Gelu (ai.ogsh) with a function; numbers, checker, onnxruntime
     p = save_model("gelu_old", erf, [X], [Y], cs, opset=14)
-    reject_case("gelu_old_opset", p, "fuse-gelu", "the model imports opset 14; Gelu needs 20", "Erf")
+    apply_and_check("gelu_old_opset", p, ["fuse-gelu"], {"Gelu": 1}, ["Erf", "Div"], feeds,
+                    ["fused into Gelu (ai.ogsh: the model's opset is older than 20)"])
+    ogsh_op_check("gelu_old_opset", os.path.join(TMP, "gelu_old_opset_out.onnx"), "Gelu", 1, ["erf"])
+    p = save_model("gelu_tanh_old", list(onnx.load(p3).graph.node), [X], [Y],
+                   onnx.load(p3).graph.initializer, opset=13)
+    apply_and_check("gelu_tanh_old_opset", p, ["fuse-gelu"], {"Gelu": 1}, ["Tanh", "Pow"], feeds)
+    ogsh_op_check("gelu_tanh_old_opset", os.path.join(TMP, "gelu_tanh_old_opset_out.onnx"), "Gelu", 1, ["tanh"])
+    # ogsh's Gelu then goes into the Gemm before it (fuse-activation), as ONNX's does
+    gm = [helper.make_node("Gemm", ["x2d", "w"], ["x"], name="fc")] + erf
+    p = save_model("gelu_old_gemm", gm, [vi("x2d", [6, 4])], [vi("y", [6, 8])],
+                   cs + [const("w", np.random.default_rng(5).normal(size=(4, 8)))], opset=14)
+    gfeeds = {"x2d": np.random.default_rng(6).normal(size=(6, 4)).astype(np.float32)}
+    text = apply_and_check("gelu_old_gemm", p, ["fuse-gelu", "fuse-activation"], {"FusedGemm": 1},
+                           ["Gelu", "Erf", "Gemm"], gfeeds, ["(activation=Gelu)"])
+    # opset 8 has no Erf; the tanh form there cannot get a function (it needs opset 9)
+    p = save_model("gelu_tanh_op8", list(onnx.load(p3).graph.node), [X], [Y],
+                   onnx.load(p3).graph.initializer, opset=8)
+    reject_case("gelu_opset8", p, "fuse-gelu", "and ogsh's Gelu cannot be used: the model imports ONNX opset 8",
+                "Tanh")
     p = save_model("gelu_shared", erf, [X], [Y, vi("e", [2, 3, 8])], cs)
     reject_case("gelu_intermediate_output", p, "fuse-gelu", "'e' is also a graph output", "Erf")
     extra = erf + [helper.make_node("Neg", ["a"], ["z"], name="other")]
@@ -333,9 +368,19 @@ def test_layernorm():
     apply_and_check("rmsnorm_of_difference_no_scale", p, ["fuse-layernorm"], {"RMSNormalization": 1, "Sub": 1},
                     ["ReduceMean", "Pow"], feeds, ["scale ones"])
     # rejections
+    # before opset 17: ogsh's LayerNormalization (ai.ogsh) with a function; numbers, checker, onnxruntime
     p = save_model("ln_old", ln_nodes(False), [X], [Y], ln_inits(), opset=14)
-    reject_case("ln_old_opset", p, "fuse-layernorm", "the model imports opset 14; LayerNormalization needs 17",
-                "ReduceMean")
+    apply_and_check("ln_old_opset", p, ["fuse-layernorm"], {"LayerNormalization": 1},
+                    ["ReduceMean", "Sqrt", "Pow", "Div"], feeds,
+                    ["fused into LayerNormalization (ai.ogsh: the model's opset is older than 17)"])
+    ogsh_op_check("ln_old_opset", os.path.join(TMP, "ln_old_opset_out.onnx"), "LayerNormalization", 1, ["last1"])
+    p = save_model("ln_old_nobias", ln_nodes(False, beta=False), [X], [Y], ln_inits(), opset=11)
+    apply_and_check("ln_old_opset_no_bias", p, ["fuse-layernorm"], {"LayerNormalization": 1}, ["ReduceMean"], feeds)
+    ogsh_op_check("ln_old_opset_no_bias", os.path.join(TMP, "ln_old_opset_no_bias_out.onnx"), "LayerNormalization",
+                  1, ["last1_nobias"])
+    p = save_model("ln_old8", ln_nodes(False), [X], [Y], ln_inits(), opset=8)
+    reject_case("ln_opset8", p, "fuse-layernorm",
+                "and ogsh's LayerNormalization cannot be used: the model imports ONNX opset 8", "ReduceMean")
     p = save_model("rms_old", rms_nodes(), [X], [Y], ln_inits(), opset=18)
     reject_case("rms_old_opset", p, "fuse-layernorm", "the model imports opset 18; RMSNormalization needs 23",
                 "ReduceMean")
@@ -503,16 +548,33 @@ def test_transformers():
         onnx.save_model(m, p14)
         rc, text = ogsh(p14, "apply fuse-gelu; apply fuse-layernorm; apply fuse-attention")
         check(rc == 0, f"{name} opset 14: passes run", text[-1500:])
-        check(text.count("the model imports opset 14; Gelu needs 20") == 2,
-              f"{name} opset 14: both GELUs rejected for the opset", text[-3000:])
-        check(text.count("the model imports opset 14; LayerNormalization needs 17") == n_ln,
-              f"{name} opset 14: all {n_ln} layer norms rejected for the opset", text[-3000:])
+        check(text.count("(ai.ogsh: the model's opset is older than 20)") == 2,
+              f"{name} opset 14: both GELUs fused into ogsh's Gelu", text[-3000:])
+        check(text.count("(ai.ogsh: the model's opset is older than 17)") == n_ln,
+              f"{name} opset 14: all {n_ln} layer norms fused into ogsh's LayerNormalization", text[-3000:])
         check(text.count("fused into FusedAttention(") == 2 and text.count("layout BSHD") == 2,
               f"{name} opset 14: both attention blocks fused into FusedAttention (BSHD)", text[-3000:])
         # (GPT-2's K and V transposes stay: its present key/value outputs read them)
         gone_tr = ["Transpose"] if name == "bert" else []
-        apply_and_check(f"{name} opset 14", p14, ["fuse-attention"], {"FusedAttention": 2}, ["Softmax"] + gone_tr,
-                        feeds)
+        apply_and_check(f"{name} opset 14", p14, ["fuse-gelu", "fuse-layernorm", "fuse-attention"],
+                        {"Gelu": 2, "LayerNormalization": n_ln, "FusedAttention": 2},
+                        ["Erf", "Softmax", "Sqrt", "Pow", "ReduceMean", "Div"] + gone_tr, feeds)
+        out14 = os.path.join(TMP, f"{name}_opset_14_out.onnx")
+        ogsh_op_check(f"{name} opset 14", out14, "Gelu", 2, ["erf" if gelu_form == "erf" else "tanh"])
+        ogsh_op_check(f"{name} opset 14", out14, "LayerNormalization", n_ln, ["last1"])
+        # optimize: the Gelus go into the FC1 Gemms (fuse-activation takes ogsh's Gelu too)
+        inp = os.path.join(TMP, f"{name}14_in.npz")
+        ref = os.path.join(TMP, f"{name}14_ref.npz")
+        np.savez(inp, **feeds)
+        rc, text = ogsh(p14, f"run --inputs={inp} --save-outputs={ref}; optimize --quiet; "
+                             f"run --inputs={inp} --expect={ref} --rtol=1e-4 --atol=1e-5; ops --json")
+        check(rc == 0, f"{name} opset 14: optimize keeps the numbers", text[-2500:])
+        try:
+            counts = {o["op"]: o["count"] for o in json.loads(text[text.rindex("\n[\n") + 1:])}
+        except ValueError:
+            counts = {}
+        check(not counts.get("Gelu") and counts.get("LayerNormalization") == n_ln and counts.get("FusedGemm", 0) >= 2,
+              f"{name} opset 14: optimize takes both Gelus into Gemms, keeps the layer norms", str(counts))
         p23 = os.path.join(TMP, f"{name}23.onnx")
         onnx.save_model(to_opset23(m), p23)
         # Q, K, V come from [batch, seq, heads, size] through transposes: FusedAttention BSHD

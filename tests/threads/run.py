@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The thread-count bit-identity test of the CPU kernels.
 
-    run.py THREAD_IDENT MODELDIR
+    run.py THREAD_IDENT MODELDIR [OGSH]
 
 Runs thread_ident (next to this file) with 1 and 3 threads over the ONNX
 backend test data inside the onnx package of this Python (node, simple,
@@ -9,7 +9,9 @@ pytorch-converted, pytorch-operator, light) and over the generated
 ResNet-50, MobileNetV2 and BERT-base (batch 1, sequence 128), made in MODELDIR by
 tests/models/make_models.py when missing (the costs tests share them).
 Every value the models compute must have the same bits; the 3-thread runs
-split even small tensors (thread_ident --small-ranges).
+split even small tensors (thread_ident --small-ranges). With OGSH, BERT-base
+after `optimize` runs too (saved by OGSH), so the fused kernels (FusedGemm
+with its Gelu epilogue, LayerNormalization, FusedAttention) are compared.
 """
 import os
 import subprocess
@@ -22,9 +24,10 @@ SUITES = ["node", "simple", "pytorch-converted", "pytorch-operator", "light"]
 
 def main():
     args = sys.argv[1:]
-    if len(args) != 2:
+    if len(args) not in (2, 3):
         raise SystemExit(__doc__)
     driver, modeldir = args[0], os.path.abspath(args[1])
+    ogsh = args[2] if len(args) == 3 else None
     import onnx
     data = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data")
     paths = [os.path.join(data, s) for s in SUITES]
@@ -41,6 +44,8 @@ def main():
     env.pop("OGSH_THREADS", None)
     with tempfile.TemporaryDirectory() as tmp:
         paths.append(bert_test(modeldir, tmp))
+        if ogsh:
+            paths.append(bert_optimized(paths[-1], ogsh, tmp))
         p = subprocess.run([driver, "3", "--small-ranges"] + paths, env=env, capture_output=True, text=True)
     sys.stdout.write(p.stdout)
     sys.stderr.write(p.stderr[-5000:])
@@ -66,6 +71,19 @@ def bert_test(modeldir, tmp):
     for i, (name, a) in enumerate([("input_ids", ids), ("attention_mask", mask), ("token_type_ids", types)]):
         with open(os.path.join(d, "test_data_set_0", f"input_{i}.pb"), "wb") as f:
             f.write(numpy_helper.from_array(a, name).SerializeToString())
+    return d
+
+
+def bert_optimized(bert_dir, ogsh, tmp):
+    """The BERT test folder's model after `optimize`, with the same inputs."""
+    d = os.path.join(tmp, "bert_optimized")
+    os.makedirs(d)
+    os.symlink(os.path.join(bert_dir, "test_data_set_0"), os.path.join(d, "test_data_set_0"))
+    out = os.path.join(d, "model.onnx")
+    p = subprocess.run([ogsh, os.path.join(bert_dir, "model.onnx"), "-c", f"optimize --quiet; save {out}"],
+                       capture_output=True, text=True)
+    if p.returncode or not os.path.exists(out):
+        raise SystemExit(f"cannot optimize BERT: {p.stdout}{p.stderr}")
     return d
 
 
