@@ -218,9 +218,11 @@ enum { CPU_ISA_GENERIC, CPU_ISA_AVX2, CPU_ISA_AVX512 };
 int cpu_isa(void);
 
 /* y[i] = op(x[i]) for n float32 values (x == y allowed), computed in
- * double with polynomials and rounded once: the unary ops' vectorized
- * paths (k_elementwise.c), on this CPU's instruction set, serially. */
-enum { CPU_FAST_EXP, CPU_FAST_TANH, CPU_FAST_SIGMOID, CPU_FAST_ERF, CPU_FAST_GELU };
+ * double with polynomials and rounded once (Gelu: in float32, within a few
+ * ulp): the unary ops' vectorized paths (k_elementwise.c), on this CPU's
+ * instruction set, serially. CPU_FAST_SOFTMAX: y is the softmax of the row
+ * x[0..n) (float32, the same bits on every ISA). */
+enum { CPU_FAST_EXP, CPU_FAST_TANH, CPU_FAST_SIGMOID, CPU_FAST_ERF, CPU_FAST_GELU, CPU_FAST_SOFTMAX };
 void cpu_fast_f32(int op, const float *x, float *y, int64_t n);
 
 /* --- GEMM (k_gemm.c) --- */

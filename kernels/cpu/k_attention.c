@@ -75,21 +75,15 @@ static void softmax_row(double *s, int64_t n)
 		s[j] /= sum;
 }
 
-/* softmax_row in float, for the float32 paths; nan_zero: NaN results are 0. */
+/* softmax_row in float, for the float32 paths; nan_zero: NaN results are 0.
+ * Vectorized (cpu_fast_f32's softmax): the same bits on every thread count
+ * and ISA. */
 static void softmax_row_f32(float *row, int64_t n, bool nan_zero)
 {
-	float mx = -INFINITY, sum = 0;
-	for (int64_t t = 0; t < n; t++)
-		mx = row[t] > mx ? row[t] : mx;
-	for (int64_t t = 0; t < n; t++) {
-		row[t] = expf(row[t] - mx);
-		sum += row[t];
-	}
-	for (int64_t t = 0; t < n; t++) {
-		row[t] /= sum;
-		if (nan_zero && isnan(row[t]))
+	cpu_fast_f32(CPU_FAST_SOFTMAX, row, row, n);
+	for (int64_t t = 0; nan_zero && t < n; t++)
+		if (isnan(row[t]))
 			row[t] = 0;
-	}
 }
 
 /* ------------------------------------------------------------------------ */

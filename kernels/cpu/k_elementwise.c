@@ -1196,8 +1196,54 @@ static inline __attribute__((always_inline)) float gelu_f(float x)
 	return x != x ? x : v;
 }
 
+/*
+ * The softmax of one row of n float32 values (x == y allowed), attention's:
+ * the max, e^(x - max) by exp_neg_f (the argument is never positive), the
+ * sum, then each divided by it. Max and sum are kept in 16 lanes (element
+ * t in lane t % 16, the lanes combined in a fixed tree), so the loops
+ * vectorize and every ISA gives the same bits. A row of -inf (or with a
+ * NaN) gives NaN.
+ */
+#define SM_LANES 16
+
+static inline __attribute__((always_inline)) void softmax_body(const float *x, float *y, int64_t n)
+{
+	float m[SM_LANES], s[SM_LANES];
+	const int64_t nv = n - n % SM_LANES;
+	for (int l = 0; l < SM_LANES; l++) {
+		m[l] = -INFINITY;
+		s[l] = 0;
+	}
+	for (int64_t t = 0; t < nv; t += SM_LANES)
+		for (int l = 0; l < SM_LANES; l++)
+			m[l] = x[t + l] > m[l] ? x[t + l] : m[l];
+	for (int64_t t = nv; t < n; t++)
+		m[t % SM_LANES] = x[t] > m[t % SM_LANES] ? x[t] : m[t % SM_LANES];
+	for (int w = SM_LANES / 2; w > 0; w /= 2)
+		for (int l = 0; l < w; l++)
+			m[l] = m[l + w] > m[l] ? m[l + w] : m[l];
+	const float mx = m[0];
+	for (int64_t t = 0; t < nv; t += SM_LANES)
+		for (int l = 0; l < SM_LANES; l++) {
+			float e = exp_neg_f(x[t + l] - mx);
+			y[t + l] = e;
+			s[l] += e;
+		}
+	for (int64_t t = nv; t < n; t++) {
+		float e = exp_neg_f(x[t] - mx);
+		y[t] = e;
+		s[t % SM_LANES] += e;
+	}
+	for (int w = SM_LANES / 2; w > 0; w /= 2)
+		for (int l = 0; l < w; l++)
+			s[l] += s[l + w];
+	const float sum = s[0];
+	for (int64_t t = 0; t < n; t++)
+		y[t] /= sum;
+}
+
 /* The float32 fast ops, and the loop over n elements for each ISA. */
-enum { F_EXP, F_TANH, F_SIGMOID, F_ERF, F_GELU };
+enum { F_EXP, F_TANH, F_SIGMOID, F_ERF, F_GELU, F_SOFTMAX };
 
 static inline __attribute__((always_inline)) void fast_body(int op, const float *x, float *y, int64_t n)
 {
@@ -1207,6 +1253,7 @@ static inline __attribute__((always_inline)) void fast_body(int op, const float 
 	case F_SIGMOID: for (int64_t i = 0; i < n; i++) y[i] = sigmoid_f(x[i]); break;
 	case F_ERF: for (int64_t i = 0; i < n; i++) y[i] = erf_f(x[i]); break;
 	case F_GELU: for (int64_t i = 0; i < n; i++) y[i] = gelu_f(x[i]); break;
+	case F_SOFTMAX: softmax_body(x, y, n); break;
 	default: break;
 	}
 }
@@ -1238,7 +1285,7 @@ void cpu_fast_f32(int op, const float *x, float *y, int64_t n)
 {
 	_Static_assert((int)CPU_FAST_EXP == (int)F_EXP && (int)CPU_FAST_TANH == (int)F_TANH &&
 			       (int)CPU_FAST_SIGMOID == (int)F_SIGMOID && (int)CPU_FAST_ERF == (int)F_ERF &&
-			       (int)CPU_FAST_GELU == (int)F_GELU,
+			       (int)CPU_FAST_GELU == (int)F_GELU && (int)CPU_FAST_SOFTMAX == (int)F_SOFTMAX,
 		       "cpu_fast_f32's ops are the fast ops");
 #if defined(__x86_64__)
 	int isa = cpu_isa();
