@@ -221,7 +221,9 @@ int cpu_isa(void);
  * double with polynomials and rounded once (Gelu: in float32, within a few
  * ulp): the unary ops' vectorized paths (k_elementwise.c), on this CPU's
  * instruction set, serially. CPU_FAST_SOFTMAX: y is the softmax of the row
- * x[0..n) (float32, the same bits on every ISA). */
+ * x[0..n) (float32). Gelu and softmax use FMA where the ISA has it, so
+ * their bits depend on the ISA; every op's bits are the same whatever the
+ * thread count. */
 enum { CPU_FAST_EXP, CPU_FAST_TANH, CPU_FAST_SIGMOID, CPU_FAST_ERF, CPU_FAST_GELU, CPU_FAST_SOFTMAX };
 void cpu_fast_f32(int op, const float *x, float *y, int64_t n);
 

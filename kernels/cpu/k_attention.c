@@ -76,8 +76,7 @@ static void softmax_row(double *s, int64_t n)
 }
 
 /* softmax_row in float, for the float32 paths; nan_zero: NaN results are 0.
- * Vectorized (cpu_fast_f32's softmax): the same bits on every thread count
- * and ISA. */
+ * Vectorized (cpu_fast_f32's softmax): the same bits on every thread count. */
 static void softmax_row_f32(float *row, int64_t n, bool nan_zero)
 {
 	cpu_fast_f32(CPU_FAST_SOFTMAX, row, row, n);
