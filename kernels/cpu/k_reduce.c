@@ -607,9 +607,14 @@ static int softmax_view(struct cpu_kctx *k, const struct ir_tensor *x, int64_t *
 	return 0;
 }
 
-/* Float32 softmax/logsoftmax of one contiguous row (the hot case). */
+/* Float32 softmax/logsoftmax of one contiguous row (the hot case); the
+ * softmax vectorized (cpu_fast_f32's, as attention's). */
 static void softmax_row_f32(const float *x, float *y, int64_t n, bool logsm)
 {
+	if (!logsm) {
+		cpu_fast_f32(CPU_FAST_SOFTMAX, x, y, n);
+		return;
+	}
 	float mx = -INFINITY;
 	for (int64_t j = 0; j < n; j++)
 		if (x[j] > mx)
@@ -617,22 +622,11 @@ static void softmax_row_f32(const float *x, float *y, int64_t n, bool logsm)
 	if (isinf(mx) && mx < 0)
 		mx = 0;   /* all -inf: avoid -inf - -inf */
 	double s = 0;
-	if (logsm) {
-		for (int64_t j = 0; j < n; j++)
-			s += expf(x[j] - mx);
-		double ls = log(s) + mx;
-		for (int64_t j = 0; j < n; j++)
-			y[j] = (float)((double)x[j] - ls);
-		return;
-	}
-	for (int64_t j = 0; j < n; j++) {
-		float e = expf(x[j] - mx);
-		y[j] = e;
-		s += e;
-	}
-	float inv = (float)(1.0 / s);
 	for (int64_t j = 0; j < n; j++)
-		y[j] *= inv;
+		s += expf(x[j] - mx);
+	double ls = log(s) + mx;
+	for (int64_t j = 0; j < n; j++)
+		y[j] = (float)((double)x[j] - ls);
 }
 
 struct sm_job {
