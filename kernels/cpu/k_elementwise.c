@@ -1141,10 +1141,12 @@ static inline __attribute__((always_inline)) float erf_f(float xf)
 
 /* e^x in float32 for x <= 0 (the caller's), 0 below -87: x = n ln2 + r,
  * e^r by Cephes' expf polynomial (relative error < 2e-7), 2^n put into the
- * exponent bits. */
-static inline __attribute__((always_inline)) float exp_neg_f(float x)
+ * exponent bits. exp_neg_core gives some number for NaN (gelu_f returns
+ * NaN itself); exp_neg_f keeps NaN. */
+static inline __attribute__((always_inline)) float exp_neg_core(float x)
 {
 	float xc = x < -87.0f ? -87.0f : x;
+	xc = xc == xc ? xc : 0.0f;   /* NaN: no integer conversion of it (the result is NaN below) */
 	const float shift = 12582912.0f;   /* 1.5 * 2^23: rounds to an integer in the low bits */
 	float n = (xc * 1.44269504088896341f + shift) - shift;
 	float r = xc - n * 0.693359375f + n * 2.12194440e-4f;
@@ -1155,10 +1157,16 @@ static inline __attribute__((always_inline)) float exp_neg_f(float x)
 	p = p * r + 1.6666665459e-1f;
 	p = p * r + 5.0000001201e-1f;
 	p = p * r * r + r + 1.0f;
-	int32_t bits = ((int32_t)n + 127) << 23;
+	uint32_t bits = (uint32_t)((int32_t)n + 127) << 23;
 	float s;
 	memcpy(&s, &bits, sizeof s);
 	return x < -87.0f ? 0.0f : p * s;
+}
+
+static inline __attribute__((always_inline)) float exp_neg_f(float x)
+{
+	float v = exp_neg_core(x);
+	return x == x ? v : x;
 }
 
 /*
@@ -1190,7 +1198,7 @@ static inline __attribute__((always_inline)) float gelu_f(float x)
 	p = p * t + 1.00002368f;
 	p = p * t - 1.26551223f;
 	float ac = a > 10.0f ? 10.0f : a;   /* e^-100: 0 in float32 */
-	float h = 0.5f * x * (t * exp_neg_f(p - ac * ac));
+	float h = 0.5f * x * (t * exp_neg_core(p - ac * ac));
 	float v = z > 0 ? x - h : h;
 	/* |z| > 10: x itself above, -0 below (NaN for -inf, as -inf * 0) */
 	v = z > 10.0f ? x : z < -10.0f ? x * 0.0f : v;
