@@ -96,6 +96,16 @@ bool exec_node_runnable_at(const struct ir_model *m, const struct ir_node *n, in
 int exec_check_inputs(const struct ir_model *m, const struct exec_values *inputs, struct ir_diag *d);
 
 /*
+ * The cost model's FLOPs and bytes (read + written) of every node of the
+ * main graph, in graph order, with the graph's inputs bound to the dims of
+ * `inputs` (a symbolic batch or sequence counts as given, not as 1): on a
+ * clone, with shapes inferred. A node whose cost is unknown gets 0. 0, or
+ * an error (out of memory, inference failed).
+ */
+int exec_node_costs(const struct ir_model *m, const struct exec_values *inputs, int n, double *flops, double *bytes,
+		    struct ir_diag *d);
+
+/*
  * Runs the model's main graph on `inputs` (checked with exec_check_inputs)
  * and appends its outputs, in order, to `outputs`. With opts->keep_all,
  * every value computed is appended to `all` (non-NULL) as well. Buffers of

@@ -1511,6 +1511,38 @@ static int inline_const_ifs(struct exec_plan *p, struct ir_diag *d)
 	return count;
 }
 
+int exec_node_costs(const struct ir_model *m, const struct exec_values *inputs, int n, double *flops, double *bytes,
+		    struct ir_diag *d)
+{
+	for (int i = 0; i < n; i++)
+		flops[i] = bytes[i] = 0;
+	struct ir_model *c = ir_model_clone(m);
+	if (!c)
+		return ir_diag_err(d, IR_ENOMEM, "out of memory");
+	struct ir_diag idg;
+	ir_diag_init(&idg);
+	int rc = bind_inputs(c, inputs, d);
+	if (!rc && (rc = ir_infer(c, &idg)))
+		rc = ir_diag_err(d, rc, "%s", idg.error ? idg.error : "shape inference failed");
+	ir_diag_clear(&idg);
+	int i = 0;
+	ir_for_each_node(c->graph, nd) {
+		if (rc || i >= n)
+			break;
+		struct ir_node_cost k;
+		if (!ir_node_cost(c, nd, &k, NULL)) {
+			if (k.known) {
+				flops[i] = k.flops;
+				bytes[i] = k.bytes_read + k.bytes_written;
+			}
+			ir_node_cost_clear(&k);
+		}
+		i++;
+	}
+	ir_model_free(c);
+	return rc;
+}
+
 /* Shape inference on the plan's model; its warnings are dropped */
 static int infer_plan(struct exec_plan *p, struct ir_diag *d)
 {

@@ -651,21 +651,30 @@ int cmd_profile(struct session *s, int argc, char **argv)
 			ms[i] = exec_median(&all[(size_t)i * (size_t)iters], iters);
 		}
 		free(all);
+		/* the costs at the dims the runs had (a symbolic batch or
+		 * sequence as bound, not 1) */
+		double *fl = calloc((size_t)(n ? n : 1), sizeof(double)), *by = calloc((size_t)(n ? n : 1), sizeof(double));
+		if (!fl || !by || exec_node_costs(s->model, &g.in, n, fl, by, &d)) {
+			free(fl);
+			free(by);
+			if (d.error) {
+				ir_diag_prefix(&d, "profile");
+				sh_diag(s, &d);
+			} else {
+				sh_error(s, "profile: out of memory");
+			}
+			goto out;
+		}
 		int i = 0;
 		ir_for_each_node(gr, nd) {
 			if (i >= n)
 				break;
-			rows[i] = (struct prow){ .node = nd, .where = "cpu", .impl = "ogsh cpu reference", .ms = ms[i] };
-			struct ir_node_cost c;
-			if (!ir_node_cost(s->model, nd, &c, NULL)) {
-				if (c.known) {
-					rows[i].flops = c.flops;
-					rows[i].bytes = c.bytes_read + c.bytes_written;
-				}
-				ir_node_cost_clear(&c);
-			}
+			rows[i] = (struct prow){ .node = nd, .where = "cpu", .impl = "ogsh cpu reference", .ms = ms[i],
+						 .flops = fl[i], .bytes = by[i] };
 			i++;
 		}
+		free(fl);
+		free(by);
 	}
 	double total = 0;
 	for (int i = 0; i < n; i++) {
