@@ -1140,31 +1140,31 @@ struct wpack_arg {
 	const float *w;
 };
 
-static float *conv_wpack(const void *arg)
+/* The weights of every group packed as the products' A (tr: W^T as the
+ * transposed products' B). */
+static float *conv_wpack_side(const struct wpack_arg *a, bool tr)
 {
-	const struct wpack_arg *a = arg;
 	const struct cgeom *g = a->g;
 	int64_t mg = g->M / g->G, kk = g->C / g->G * g->kersz;
-	size_t per = cpu_sgemm_pack_floats(false, mg, kk);
+	size_t per = cpu_sgemm_pack_floats(tr, mg, kk);
 	float *p = aligned_alloc(64, (per * (size_t)g->G * sizeof(float) + 63) / 64 * 64);
-	if (p)
-		for (int64_t gi = 0; gi < g->G; gi++)
+	for (int64_t gi = 0; p && gi < g->G; gi++) {
+		if (tr)
+			cpu_sgemm_pack_b(true, kk, mg, a->w + gi * mg * kk, kk, p + (size_t)gi * per);
+		else
 			cpu_sgemm_pack_a(false, mg, kk, a->w + gi * mg * kk, kk, p + (size_t)gi * per);
+	}
 	return p;
 }
 
-/* W^T of every group packed as the transposed products' B. */
+static float *conv_wpack(const void *arg)
+{
+	return conv_wpack_side(arg, false);
+}
+
 static float *conv_wtpack(const void *arg)
 {
-	const struct wpack_arg *a = arg;
-	const struct cgeom *g = a->g;
-	int64_t mg = g->M / g->G, kk = g->C / g->G * g->kersz;
-	size_t per = cpu_sgemm_pack_floats(true, mg, kk);
-	float *p = aligned_alloc(64, (per * (size_t)g->G * sizeof(float) + 63) / 64 * 64);
-	if (p)
-		for (int64_t gi = 0; gi < g->G; gi++)
-			cpu_sgemm_pack_b(true, kk, mg, a->w + gi * mg * kk, kk, p + (size_t)gi * per);
-	return p;
+	return conv_wpack_side(arg, true);
 }
 
 /* Float32 convolution: x [N, C, in], w [M, C/G, ker], bias [M] or NULL,
