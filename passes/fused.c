@@ -116,52 +116,32 @@ struct ir_value *pass_fb_const(struct pass_fbody *b, double v)
 	return fb_const_node(b, t);
 }
 
+/* op(x, y): a node of two inputs. */
+struct ir_value *pass_fb_bin(struct pass_fbody *b, const char *op, struct ir_value *x, struct ir_value *y)
+{
+	struct ir_value *in[2] = { x, y };
+	return pass_fb_node(b, op, in, 2, NULL);
+}
+
 /* GELU of t in standard ops: 0.5 * t * (1 + erf(t / sqrt(2))), or with
  * tanh_form 0.5 * t * (1 + tanh(sqrt(2 / pi) * (t + 0.044715 * t^3))). */
 struct ir_value *pass_fb_gelu(struct pass_fbody *b, struct ir_value *t, bool tanh_form)
 {
-	struct ir_value *in[2];
+	struct ir_value *u;
 	if (!tanh_form) {
-		/* 0.5 * x * (1 + erf(x / sqrt(2))) */
-		in[0] = t;
-		in[1] = pass_fb_const(b, sqrt(2.0));
-		struct ir_value *e = pass_fb_node(b, "Div", in, 2, NULL);
-		e = pass_fb_node(b, "Erf", &e, 1, NULL);
-		in[0] = e;
-		in[1] = pass_fb_const(b, 1.0);
-		struct ir_value *s = pass_fb_node(b, "Add", in, 2, NULL);
-		in[0] = t;
-		in[1] = s;
-		struct ir_value *p = pass_fb_node(b, "Mul", in, 2, NULL);
-		in[0] = p;
-		in[1] = pass_fb_const(b, 0.5);
-		return pass_fb_node(b, "Mul", in, 2, NULL);
+		/* erf(x / sqrt(2)) */
+		u = pass_fb_bin(b, "Div", t, pass_fb_const(b, sqrt(2.0)));
+		u = pass_fb_node(b, "Erf", &u, 1, NULL);
+	} else {
+		/* tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)) */
+		struct ir_value *x3 = pass_fb_bin(b, "Mul", pass_fb_bin(b, "Mul", t, t), t);
+		u = pass_fb_bin(b, "Add", t, pass_fb_bin(b, "Mul", x3, pass_fb_const(b, 0.044715)));
+		u = pass_fb_bin(b, "Mul", u, pass_fb_const(b, 0.79788456080286535588));
+		u = pass_fb_node(b, "Tanh", &u, 1, NULL);
 	}
-	/* 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))) */
-	in[0] = t;
-	in[1] = t;
-	struct ir_value *x2 = pass_fb_node(b, "Mul", in, 2, NULL);
-	in[0] = x2;
-	struct ir_value *x3 = pass_fb_node(b, "Mul", in, 2, NULL);
-	in[0] = x3;
-	in[1] = pass_fb_const(b, 0.044715);
-	struct ir_value *k = pass_fb_node(b, "Mul", in, 2, NULL);
-	in[0] = t;
-	in[1] = k;
-	struct ir_value *s = pass_fb_node(b, "Add", in, 2, NULL);
-	in[0] = s;
-	in[1] = pass_fb_const(b, 0.79788456080286535588);
-	struct ir_value *u = pass_fb_node(b, "Mul", in, 2, NULL);
-	u = pass_fb_node(b, "Tanh", &u, 1, NULL);
-	in[0] = u;
-	in[1] = pass_fb_const(b, 1.0);
-	struct ir_value *v = pass_fb_node(b, "Add", in, 2, NULL);
-	in[0] = t;
-	in[1] = v;
-	struct ir_value *p = pass_fb_node(b, "Mul", in, 2, NULL);
-	in[0] = p;
-	in[1] = pass_fb_const(b, 0.5);
-	return pass_fb_node(b, "Mul", in, 2, NULL);
+	/* 0.5 * x * (1 + u) */
+	struct ir_value *p = pass_fb_bin(b, "Mul", t, pass_fb_bin(b, "Add", u, pass_fb_const(b, 1.0)));
+	return pass_fb_bin(b, "Mul", p, pass_fb_const(b, 0.5));
 }
 
 /* Attribute `name` of n refers to the calling node's attribute of that name. */
@@ -634,32 +614,17 @@ static void build_layernorm_fn(struct pass_fbody *b, void *arg)
 	struct ir_value *mean = pass_fb_node(b, "ReduceMean", in, axv ? 2 : 1, &r);
 	if (!axv)
 		fb_set_ints(b, r, "axes", axes, f->k);
-	in[0] = x;
-	in[1] = mean;
-	struct ir_value *d = pass_fb_node(b, "Sub", in, 2, NULL);
-	in[0] = d;
-	in[1] = d;
-	struct ir_value *sq = pass_fb_node(b, "Mul", in, 2, NULL);
-	in[0] = sq;
+	struct ir_value *d = pass_fb_bin(b, "Sub", x, mean);
+	in[0] = pass_fb_bin(b, "Mul", d, d);
 	in[1] = axv;
 	struct ir_value *var = pass_fb_node(b, "ReduceMean", in, axv ? 2 : 1, &r);
 	if (!axv)
 		fb_set_ints(b, r, "axes", axes, f->k);
-	in[0] = var;
-	in[1] = pass_fb_const(b, f->eps);
-	struct ir_value *s = pass_fb_node(b, "Add", in, 2, NULL);
+	struct ir_value *s = pass_fb_bin(b, "Add", var, pass_fb_const(b, f->eps));
 	s = pass_fb_node(b, "Sqrt", &s, 1, NULL);
-	in[0] = d;
-	in[1] = s;
-	struct ir_value *y = pass_fb_node(b, "Div", in, 2, NULL);
-	in[0] = y;
-	in[1] = scale;
-	y = pass_fb_node(b, "Mul", in, 2, NULL);
-	if (bias) {
-		in[0] = y;
-		in[1] = bias;
-		y = pass_fb_node(b, "Add", in, 2, NULL);
-	}
+	struct ir_value *y = pass_fb_bin(b, "Mul", pass_fb_bin(b, "Div", d, s), scale);
+	if (bias)
+		y = pass_fb_bin(b, "Add", y, bias);
 	pass_fb_output(b, y);
 }
 

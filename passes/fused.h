@@ -27,6 +27,8 @@ struct ir_value *pass_fb_input(struct pass_fbody *b, const char *name);
 struct ir_value *pass_fb_node(struct pass_fbody *b, const char *op, struct ir_value *const *in, int n_in,
 			      struct ir_node **node);
 struct ir_value *pass_fb_const(struct pass_fbody *b, double v);
+/* op(x, y): a node of two inputs. */
+struct ir_value *pass_fb_bin(struct pass_fbody *b, const char *op, struct ir_value *x, struct ir_value *y);
 struct ir_value *pass_fb_gelu(struct pass_fbody *b, struct ir_value *t, bool tanh_form);
 /* softmax(q kt * scale + mask) v, the last axis the keys (mask NULL: none);
  * with nan_zero, softmax rows that are NaN count as zeros (IsNaN, Where). */
