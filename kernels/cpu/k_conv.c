@@ -9,7 +9,10 @@
  * of the weights (packed once and cached for initializers) and the im2col
  * matrix, which is never stored: col_pack writes it straight into the
  * GEMM's panels (cpu_sgemm_src, k_gemm.c). A 1x1 stride-1 unpadded conv
- * multiplies the image directly; a depthwise 2-D conv is direct. Everything
+ * multiplies the image directly; a depthwise 2-D conv is direct; a 3x3
+ * stride-1 one with 32 or more channels in and out goes through Winograd's
+ * F(2x2, 3x3) (conv_wino: 16 products with 2.25 times fewer multiply-adds,
+ * and additions to transform the tiles in and out). Everything
  * else computes in double: im2col and a plain product, or for ConvTranspose
  * a product and col2im.
  */
@@ -710,6 +713,9 @@ static _Thread_local struct cseg_list cseg_tl;
 /* and its buffer for pw_transposed's T */
 static _Thread_local float *pwt_buf, *pwt_col;
 static _Thread_local size_t pwt_cap, pwt_colcap;
+/* and conv_wino's V and products */
+static _Thread_local float *wino_vbuf, *wino_mbuf;
+static _Thread_local size_t wino_vcap, wino_mcap;
 
 /* cpu_conv_thread_done(): see cpu.h */
 
@@ -719,6 +725,10 @@ void cpu_conv_thread_done(void)
 	cseg_tl = (struct cseg_list){ 0 };
 	free(pwt_buf);
 	free(pwt_col);
+	free(wino_vbuf);
+	free(wino_mbuf);
+	wino_vbuf = wino_mbuf = NULL;
+	wino_vcap = wino_mcap = 0;
 	pwt_buf = pwt_col = NULL;
 	pwt_cap = pwt_colcap = 0;
 }
@@ -1167,6 +1177,352 @@ static float *conv_wtpack(const void *arg)
 	return conv_wpack_side(arg, true);
 }
 
+/*
+ * Winograd F(2x2, 3x3) for 3x3 stride-1 convolutions (Lavin and Gray,
+ * "Fast Algorithms for Convolutional Neural Networks", 2016). Each 2x2
+ * block of outputs (a tile) comes from a 4x4 block of the input d:
+ * Y = A^T [U . V] A, U = G g G^T (the 3x3 weights g, transformed once and
+ * cached), V = B^T d B. The 16 products U . V, summed over the input
+ * channels, are 16 GEMMs (one per element xi of the 4x4 transform),
+ * M x tiles x C, with 2.25 times fewer multiply-adds than the direct
+ * product's M x positions x 9C. The transforms only add and subtract (G
+ * also halves, done in double once), so the results differ from the
+ * direct product's by rounding alone (the tests bound it).
+ *
+ *   B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]
+ *   G   = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1]
+ *   A^T = [1 1 1 0; 0 1 -1 -1]
+ *
+ * Three passes, each split by what it writes: V[xi][c][t] for the tiles t
+ * of all images (the pool splits (image, channel) pairs), the 16 GEMMs
+ * (split inside, as every product), then Y from the 16 results, plane by
+ * plane (image, output channel), with the bias and the fused epilogue.
+ * Each output element sees the same arithmetic at any thread count.
+ */
+
+/* floats of wino_pack's block: 16 packed U_xi, then the 16 U_xi plain */
+static size_t wino_floats(int64_t M, int64_t C)
+{
+	return 16 * (cpu_sgemm_pack_floats(false, M, C) + (size_t)(M * C));
+}
+
+struct wino_warg {
+	const float *w;          /* [M, C, 3, 3] */
+	int64_t M, C;
+};
+
+static float *wino_pack(const void *arg)
+{
+	const struct wino_warg *a = arg;
+	int64_t M = a->M, C = a->C;
+	size_t per = cpu_sgemm_pack_floats(false, M, C);
+	float *p = aligned_alloc(64, (wino_floats(M, C) * sizeof(float) + 63) / 64 * 64);
+	if (!p)
+		return NULL;
+	float *plain = p + 16 * per;
+	static const double G[4][3] = { { 1, 0, 0 }, { 0.5, 0.5, 0.5 }, { 0.5, -0.5, 0.5 }, { 0, 0, 1 } };
+	for (int64_t m = 0; m < M; m++)
+		for (int64_t c = 0; c < C; c++) {
+			const float *g = a->w + (m * C + c) * 9;
+			double t[4][3];
+			for (int i = 0; i < 4; i++)
+				for (int kx = 0; kx < 3; kx++)
+					t[i][kx] = G[i][0] * g[kx] + G[i][1] * g[3 + kx] + G[i][2] * g[6 + kx];
+			for (int i = 0; i < 4; i++)
+				for (int jx = 0; jx < 4; jx++)
+					plain[(size_t)(i * 4 + jx) * (size_t)(M * C) + (size_t)(m * C + c)] =
+						(float)(t[i][0] * G[jx][0] + t[i][1] * G[jx][1] + t[i][2] * G[jx][2]);
+		}
+	for (int xi = 0; xi < 16; xi++)
+		cpu_sgemm_pack_a(false, M, C, plain + (size_t)xi * (size_t)(M * C), C, p + (size_t)xi * per);
+	return p;
+}
+
+struct wino_job {
+	const struct cgeom *g;
+	const float *x, *bias;
+	float *y, *V, *Mo;       /* V [16][C][T], Mo [16][M][T] */
+	int64_t th, tw, T;       /* tile rows and columns of an image; tiles of all images */
+	const struct cpu_epi *epi;
+	bool avx512;
+};
+
+/* the widest row of tiles the transforms take (tw <= WINO_MAXTW) */
+#define WINO_MAXTW 512
+#define WINO_ROW (2 * WINO_MAXTW + 64)
+
+/* Row r of tile row ty of channel plane xc, padded: rowbuf[x'] is input
+ * column x' - pl, 0 outside; WINO_ROW floats. */
+static void wino_row(const struct cgeom *g, const float *xc, int64_t iy, float *rowbuf, int64_t width)
+{
+	int64_t W = g->in[1], pl = g->pb[1];
+	int64_t a = pl < width ? pl : width, b = pl + W < width ? pl + W : width;
+	if (iy < 0 || iy >= g->in[0] || b <= a) {
+		memset(rowbuf, 0, (size_t)width * sizeof(float));
+		return;
+	}
+	memset(rowbuf, 0, (size_t)a * sizeof(float));
+	memcpy(rowbuf + a, xc + iy * W + (a - pl), (size_t)(b - a) * sizeof(float));
+	memset(rowbuf + b, 0, (size_t)(width - b) * sizeof(float));
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+/* The row transform of 16 tiles from a column-transformed row t (tile k
+ * reads t[2k .. 2k + 3]): out[j] = (a - c, b + c, c - b, b - d)[j]. */
+__attribute__((target("avx512f")))
+static void wino_in16(const float *t, float *out0, float *out1, float *out2, float *out3, __mmask16 m)
+{
+	const __m512i ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+	const __m512i od = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+	__m512 l0 = _mm512_loadu_ps(t), l1 = _mm512_loadu_ps(t + 16);
+	__m512 l2 = _mm512_loadu_ps(t + 2), l3 = _mm512_loadu_ps(t + 18);
+	__m512 a = _mm512_permutex2var_ps(l0, ev, l1), b = _mm512_permutex2var_ps(l0, od, l1);
+	__m512 c = _mm512_permutex2var_ps(l2, ev, l3), d = _mm512_permutex2var_ps(l2, od, l3);
+	_mm512_mask_storeu_ps(out0, m, _mm512_sub_ps(a, c));
+	_mm512_mask_storeu_ps(out1, m, _mm512_add_ps(b, c));
+	_mm512_mask_storeu_ps(out2, m, _mm512_sub_ps(c, b));
+	_mm512_mask_storeu_ps(out3, m, _mm512_sub_ps(b, d));
+}
+
+/* The column transform of four padded rows, n floats (a multiple of 16). */
+__attribute__((target("avx512f")))
+static void wino_cols16(float (*r)[WINO_ROW], float (*t)[WINO_ROW], int64_t n)
+{
+	for (int64_t x = 0; x < n; x += 16) {
+		__m512 r0 = _mm512_load_ps(r[0] + x), r1 = _mm512_load_ps(r[1] + x);
+		__m512 r2 = _mm512_load_ps(r[2] + x), r3 = _mm512_load_ps(r[3] + x);
+		_mm512_store_ps(t[0] + x, _mm512_sub_ps(r0, r2));
+		_mm512_store_ps(t[1] + x, _mm512_add_ps(r1, r2));
+		_mm512_store_ps(t[2] + x, _mm512_sub_ps(r2, r1));
+		_mm512_store_ps(t[3] + x, _mm512_sub_ps(r1, r3));
+	}
+}
+
+/* 16 tiles of one row of tiles (cnt of them valid) from the 16 products
+ * mx[xi]: the output rows y0 and y1 (y1 NULL past the image), ncol of
+ * their columns from the tiles' first (at most 32), plus the bias. */
+__attribute__((target("avx512f")))
+static void wino_out16(const float *const *mx, int64_t tx, __mmask16 m, float b, float *y0, float *y1, int64_t ncol)
+{
+	__m512 s0[4], s1[4];
+	for (int i = 0; i < 4; i++) {
+		__m512 a0 = _mm512_maskz_loadu_ps(m, mx[i * 4] + tx), a1 = _mm512_maskz_loadu_ps(m, mx[i * 4 + 1] + tx);
+		__m512 a2 = _mm512_maskz_loadu_ps(m, mx[i * 4 + 2] + tx), a3 = _mm512_maskz_loadu_ps(m, mx[i * 4 + 3] + tx);
+		s0[i] = _mm512_add_ps(_mm512_add_ps(a0, a1), a2);
+		s1[i] = _mm512_sub_ps(_mm512_sub_ps(a1, a2), a3);
+	}
+	const __m512i lo = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+	const __m512i hi = _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8);
+	__m512 bv = _mm512_set1_ps(b);
+	uint32_t cm = ncol >= 32 ? 0xffffffffu : (1u << ncol) - 1;
+	for (int r = 0; r < 2; r++) {
+		float *yr = r ? y1 : y0;
+		if (!yr)
+			break;
+		__m512 c0 = r ? _mm512_sub_ps(_mm512_sub_ps(s0[1], s0[2]), s0[3])
+			      : _mm512_add_ps(_mm512_add_ps(s0[0], s0[1]), s0[2]);
+		__m512 c1 = r ? _mm512_sub_ps(_mm512_sub_ps(s1[1], s1[2]), s1[3])
+			      : _mm512_add_ps(_mm512_add_ps(s1[0], s1[1]), s1[2]);
+		c0 = _mm512_add_ps(c0, bv);
+		c1 = _mm512_add_ps(c1, bv);
+		_mm512_mask_storeu_ps(yr, (__mmask16)cm, _mm512_permutex2var_ps(c0, lo, c1));
+		_mm512_mask_storeu_ps(yr + 16, (__mmask16)(cm >> 16), _mm512_permutex2var_ps(c0, hi, c1));
+	}
+}
+#endif
+
+/* V for the (image, channel) pairs [begin, end) */
+static void wino_in(void *ctx, int64_t begin, int64_t end, int worker)
+{
+	const struct wino_job *j = ctx;
+	const struct cgeom *g = j->g;
+	(void)worker;
+	int64_t C = g->C, tw = j->tw, width = 2 * tw + 2;
+	/* four padded input rows, then their column transform; room for
+	 * the 16-tile loads past the last tile (never stored) */
+	float r[4][WINO_ROW] __attribute__((aligned(64))), t[4][WINO_ROW] __attribute__((aligned(64)));
+	memset(r, 0, sizeof(r));
+	memset(t, 0, sizeof(t));
+	for (int64_t pc = begin; pc < end; pc++) {
+		int64_t n = pc / C, c = pc % C;
+		const float *xc = j->x + (n * C + c) * g->insz;
+		for (int64_t ty = 0; ty < j->th; ty++) {
+			for (int q = 0; q < 4; q++)
+				wino_row(g, xc, 2 * ty - g->pb[0] + q, r[q], width);
+#if defined(__x86_64__) || defined(__i386__)
+			if (j->avx512)
+				wino_cols16(r, t, (width + 15) / 16 * 16);
+			else
+#endif
+			for (int64_t xp = 0; xp < width; xp++) {
+				t[0][xp] = r[0][xp] - r[2][xp];
+				t[1][xp] = r[1][xp] + r[2][xp];
+				t[2][xp] = r[2][xp] - r[1][xp];
+				t[3][xp] = r[1][xp] - r[3][xp];
+			}
+			int64_t t0 = (n * j->th + ty) * tw;
+			for (int i = 0; i < 4; i++) {
+				float *o[4];
+				for (int q = 0; q < 4; q++)
+					o[q] = j->V + ((int64_t)(i * 4 + q) * C + c) * j->T + t0;
+				int64_t tx = 0;
+#if defined(__x86_64__) || defined(__i386__)
+				if (j->avx512)
+					for (; tx < tw; tx += 16) {
+						int64_t cnt = tw - tx < 16 ? tw - tx : 16;
+						wino_in16(t[i] + 2 * tx, o[0] + tx, o[1] + tx, o[2] + tx, o[3] + tx,
+							  (__mmask16)((1u << cnt) - 1));
+					}
+#endif
+				for (; tx < tw; tx++) {
+					const float *s = t[i] + 2 * tx;
+					o[0][tx] = s[0] - s[2];
+					o[1][tx] = s[1] + s[2];
+					o[2][tx] = s[2] - s[1];
+					o[3][tx] = s[1] - s[3];
+				}
+			}
+		}
+	}
+}
+
+/* Y for the (image, output channel) planes [begin, end) */
+static void wino_out(void *ctx, int64_t begin, int64_t end, int worker)
+{
+	const struct wino_job *j = ctx;
+	const struct cgeom *g = j->g;
+	(void)worker;
+	int64_t M = g->M, Ho = g->out[0], Wo = g->out[1], tw = j->tw;
+	float s[4][2][WINO_MAXTW] __attribute__((aligned(64)));
+	for (int64_t pm = begin; pm < end; pm++) {
+		int64_t n = pm / M, m = pm % M;
+		float b = j->bias ? j->bias[m] : 0;
+		float *yp = j->y + (n * M + m) * g->outsz;
+		for (int64_t ty = 0; ty < j->th; ty++) {
+			int64_t t0 = (n * j->th + ty) * tw;
+			const float *mx[16];
+			for (int xi = 0; xi < 16; xi++)
+				mx[xi] = j->Mo + ((int64_t)xi * M + m) * j->T + t0;
+#if defined(__x86_64__) || defined(__i386__)
+			if (j->avx512) {
+				float *y0 = yp + 2 * ty * Wo, *y1 = 2 * ty + 1 < Ho ? y0 + Wo : NULL;
+				for (int64_t tx = 0; tx < tw; tx += 16) {
+					int64_t cnt = tw - tx < 16 ? tw - tx : 16;
+					wino_out16(mx, tx, (__mmask16)((1u << cnt) - 1), b, y0 + 2 * tx,
+						   y1 ? y1 + 2 * tx : NULL, Wo - 2 * tx);
+				}
+				continue;
+			}
+#endif
+			/* the column transform of each row i of the 4x4 */
+			for (int i = 0; i < 4; i++)
+				for (int64_t tx = 0; tx < tw; tx++) {
+					float a0 = mx[i * 4][tx], a1 = mx[i * 4 + 1][tx], a2 = mx[i * 4 + 2][tx],
+					      a3 = mx[i * 4 + 3][tx];
+					s[i][0][tx] = a0 + a1 + a2;
+					s[i][1][tx] = a1 - a2 - a3;
+				}
+			for (int r = 0; r < 2 && 2 * ty + r < Ho; r++) {
+				float *yr = yp + (2 * ty + r) * Wo;
+				for (int64_t tx = 0; tx < tw; tx++)
+					for (int q = 0; q < 2 && 2 * tx + q < Wo; q++) {
+						float v = r == 0 ? s[0][q][tx] + s[1][q][tx] + s[2][q][tx]
+								 : s[1][q][tx] - s[2][q][tx] - s[3][q][tx];
+						yr[2 * tx + q] = v + b;
+					}
+			}
+		}
+		if (j->epi)
+			cpu_epi_apply(j->epi, yp, yp - j->y, g->outsz, 1, g->outsz);
+	}
+}
+
+/* The 16 products U_xi V_xi, by blocks of columns (tiles) */
+struct wino_gemm_job {
+	const struct wino_job *j;
+	const float *u;          /* wino_pack's block */
+	size_t per;              /* floats of one packed U_xi */
+	int64_t cols, nb;        /* columns a block; blocks a product */
+};
+
+static void wino_gemms(void *ctx, int64_t begin, int64_t end, int worker)
+{
+	const struct wino_gemm_job *p = ctx;
+	const struct wino_job *j = p->j;
+	int64_t M = j->g->M, C = j->g->C;
+	const float *plain = p->u + 16 * p->per;
+	(void)worker;
+	for (int64_t b = begin; b < end; b++) {
+		int64_t xi = b / p->nb, c0 = b % p->nb * p->cols, n = j->T - c0 < p->cols ? j->T - c0 : p->cols;
+		cpu_sgemm_pre(false, false, M, n, C, 1.0f, plain + xi * M * C, C, p->u + (size_t)xi * p->per,
+			      j->V + xi * C * j->T + c0, j->T, NULL, 0.0f, NULL, j->Mo + xi * M * j->T + c0, j->T,
+			      NULL);
+	}
+}
+
+/* Whether conv_wino takes g: 2-D, one group, 3x3, stride and dilation 1,
+ * enough channels that the transforms cost little next to the products,
+ * and images of at least 8x8 outputs (a 7x7 one pads its tiles by a
+ * third). */
+static bool wino_fits(const struct cgeom *g)
+{
+	if (g->nd != 2 || g->G != 1)
+		return false;
+	for (int i = 0; i < 2; i++)
+		if (g->ker[i] != 3 || g->str[i] != 1 || g->dil[i] != 1 || g->out[i] < 7)
+			return false;
+	return g->C >= 32 && g->M >= 32 && (g->out[1] + 1) / 2 <= WINO_MAXTW;
+}
+
+/* V's and the products' floats at most (each), so a batch of large
+ * images goes through a few images at a time */
+#define WINO_MAX_FLOATS ((int64_t)16 << 20)
+
+/* The conv through F(2x2, 3x3), a few images at a time; false when it
+ * cannot (an image too large for the buffers, no memory for them or for
+ * the cached weights), before writing anything: the caller takes the
+ * direct path. */
+static bool conv_wino(struct cpu_kctx *k, const struct cgeom *g, const float *x, const float *w, const float *bias,
+		      float *y, const struct cpu_epi *epi)
+{
+	int64_t M = g->M, C = g->C, th = (g->out[0] + 1) / 2, tw = (g->out[1] + 1) / 2;
+	int64_t per_img = 16 * (C > M ? C : M) * th * tw;
+	if (per_img > WINO_MAX_FLOATS)
+		return false;
+	int64_t nimg = WINO_MAX_FLOATS / per_img < g->N ? WINO_MAX_FLOATS / per_img : g->N;
+	struct wino_warg wa = { w, M, C };
+	const float *u = cpu_wcache_get(k, 1, 0x57000000u, wino_floats(M, C), wino_pack, &wa);
+	float *V = pwt_space(&wino_vbuf, &wino_vcap, (size_t)(16 * C * th * tw * nimg));
+	float *Mo = pwt_space(&wino_mbuf, &wino_mcap, (size_t)(16 * M * th * tw * nimg));
+	if (!u || !V || !Mo)
+		return false;
+	for (int64_t n0 = 0; n0 < g->N; n0 += nimg) {
+		struct cgeom gc = *g;
+		gc.N = g->N - n0 < nimg ? g->N - n0 : nimg;
+		struct cpu_epi e, *ep = NULL;
+		if (epi) {
+			e = *epi;
+			e.z = e.z ? e.z + n0 * M * g->outsz : NULL;
+			ep = &e;
+		}
+		struct wino_job j = { &gc, x + n0 * C * g->insz, bias, y + n0 * M * g->outsz, V, Mo, th, tw,
+				      gc.N * th * tw, ep, cpu_isa() >= CPU_ISA_AVX512 };
+		cpu_parallel_for(gc.N * C, 1, wino_in, &j);
+		/* the 16 products cut into blocks of whole 32-column panels,
+		 * at least two a thread when there are columns for them; each
+		 * block runs serially (its elements' arithmetic does not
+		 * depend on the cut) */
+		struct wino_gemm_job gj = { &j, u, cpu_sgemm_pack_floats(false, M, C), 0, 1 };
+		int64_t panels = (j.T + 31) / 32, want = (2 * (int64_t)cpu_threads() + 15) / 16;
+		gj.nb = want < panels ? want : panels;
+		gj.cols = (panels + gj.nb - 1) / gj.nb * 32;
+		gj.nb = (j.T + gj.cols - 1) / gj.cols;
+		cpu_parallel_for(16 * gj.nb, 1, wino_gemms, &gj);
+		cpu_parallel_for(gc.N * M, 1, wino_out, &j);
+	}
+	return true;
+}
+
 /* Float32 convolution: x [N, C, in], w [M, C/G, ker], bias [M] or NULL,
  * y [N, M, out]. wconst: w is input 1's own data, so its packed form may
  * be cached. epi (NULL: none): a fused epilogue, Z laid out as y. */
@@ -1176,6 +1532,10 @@ static int conv_f32(struct cpu_kctx *k, const struct cgeom *g, const float *x, c
 	int64_t cg = g->C / g->G, kk = cg * g->kersz;
 	if (g->nd == 2 && cg == 1 && g->G > 1)
 		return conv_dw_f32(k, g, x, w, bias, y, epi);
+	if (wconst && wino_fits(g)) {
+		if (conv_wino(k, g, x, w, bias, y, epi))
+			return kstop(k);
+	}
 	bool pw = pointwise(g);
 	struct conv_job j = { g, x, w, bias, y, pw, false, NULL, 0, epi, false, NULL, 0 };
 	int64_t mg = g->M / g->G;

@@ -6,7 +6,8 @@
 One model holds many independent nodes: convolutions that take each of the
 CPU's paths (1x1 stride 1 without im2col, im2col bands, grouped, the
 direct depthwise kernel at stride 1 and 2 with row widths around the
-16-float vector, dilations, asymmetric pads, 1-D and 3-D), ConvTranspose,
+16-float vector, Winograd's F(2x2, 3x3) for 3x3 stride-1 convs with odd
+and even outputs and pads, dilations, asymmetric pads, 1-D and 3-D), ConvTranspose,
 batched and broadcast MatMul (matrix-vector included) and Gemm with
 transposes and one or two rows, and MaxPool (the register kernel at stride
 1 and 2 and the loop it stands in for, with NaNs, pads, dilations and
@@ -159,6 +160,15 @@ def main():
     conv(1, 4, 9, [14, 15], [3, 2], strides=[1, 2], pads=[2, 0, 1, 1], dil=[2, 3])
     conv(1, 1, 3, [8, 8], [1, 1])
     conv(1, 64, 40, [14, 14], [3, 3], pads=[1, 1, 1, 1])   # K = 576, several KC blocks
+    # 3x3 stride 1 with 32+ channels both ways (Winograd F(2x2, 3x3)): odd
+    # and even outputs, rows of tiles past 16, pads none, asymmetric and
+    # wider than 1, two images, several KC blocks of channels
+    conv(1, 32, 32, [8, 8], [3, 3], pads=[1, 1, 1, 1])
+    conv(2, 40, 33, [11, 9], [3, 3], pads=[1, 1, 1, 1])
+    conv(1, 35, 48, [12, 45], [3, 3])
+    conv(1, 64, 36, [10, 13], [3, 3], pads=[0, 1, 2, 1], bias=False)
+    conv(1, 33, 40, [9, 10], [3, 3], pads=[2, 2, 2, 2])
+    conv(1, 300, 64, [9, 8], [3, 3], pads=[1, 1, 1, 1])
     # groups: 2 groups, and a grouped conv that is not depthwise
     conv(1, 8, 12, [10, 10], [3, 3], pads=[1, 1, 1, 1], group=2)
     conv(2, 12, 6, [9, 7], [3, 3], strides=[2, 1], group=3)
