@@ -129,8 +129,17 @@ static void pack_b(bool tb, const float *B, int64_t ldb, int64_t p0, int64_t j0,
 		for (int64_t p = 0; p < kc; p++) {
 			const float *s = B + (p0 + p) * ldb + j0;
 			float *d = bp + p * NR;
-			for (int64_t j = 0; j < full; j += NR)
-				memcpy(d + j * kc, s + j, (size_t)NR * sizeof(float));
+			/* copies of a constant size, which the compiler makes
+			 * a few vector moves (a call each costs more) */
+			if (NR == 32)   /* AVX-512's */
+				for (int64_t j = 0; j < full; j += 32)
+					memcpy(d + j * kc, s + j, 32 * sizeof(float));
+			else if (NR == 16)   /* AVX2's */
+				for (int64_t j = 0; j < full; j += 16)
+					memcpy(d + j * kc, s + j, 16 * sizeof(float));
+			else
+				for (int64_t j = 0; j < full; j += NR)
+					memcpy(d + j * kc, s + j, (size_t)NR * sizeof(float));
 		}
 	} else {
 		/* columns of op(B) are rows of B: read each once, in order */
