@@ -68,6 +68,8 @@ struct exec_report {
 	uint64_t total_bytes;   /* bytes of every activation made (no reuse) */
 	uint64_t n_allocs, n_reused;   /* activation buffers made, and of those taken from freed ones */
 	double *node_ms;        /* time_nodes: per main-graph node in order (owned; exec_report_clear) */
+	const char **node_impl; /* time_nodes: per main-graph node, the CPU kernel's algorithm when it
+				 * picks one (static strings, cpu_kctx.impl) or NULL (the array owned) */
 	int n_node_ms;
 };
 void exec_report_clear(struct exec_report *r);

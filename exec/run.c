@@ -70,6 +70,7 @@ void exec_values_clear(struct exec_values *vs)
 void exec_report_clear(struct exec_report *r)
 {
 	free(r->node_ms);
+	free(r->node_impl);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -93,6 +94,8 @@ struct run {
 	uint64_t live, peak, total, n_allocs, n_reused, max_live;
 	struct exec_values *all;
 	double *node_ms;             /* opts->time_nodes: per main-graph node */
+	const char **node_impl;      /* and the algorithm its CPU kernel picked, or NULL */
+	const char *last_impl;       /* the last kernel's (cpu_kctx.impl) */
 	uint64_t steps;              /* nodes and subgraph runs so far */
 	int fn_depth;                /* model functions being called, nested */
 };
@@ -713,6 +716,7 @@ static int run_node_in(struct frame *f, struct ir_node *n, bool label_errors)
 		.hooks = &hooks,
 	};
 	rc = cpu_run_node(&k);
+	R->last_impl = k.impl;
 	if (rc)
 		goto fail;
 	for (int i = 0; i < nout; i++) {
@@ -776,12 +780,15 @@ static int run_graph(struct frame *f, int pos_base)
 		if (ir_interrupted)
 			return ir_diag_err(R->d, IR_EINTR, "stopped after %d of %d nodes", pos, total);
 		double t0 = pos_base >= 0 && R->o->time_nodes ? exec_now_ms() : 0;
+		R->last_impl = NULL;
 		int rc = run_node(f, n);
 		if (rc)
 			return rc;
 		if (pos_base >= 0) {
 			if (R->node_ms)
 				R->node_ms[pos] = exec_now_ms() - t0;
+			if (R->node_impl)
+				R->node_impl[pos] = R->last_impl;
 			if (R->o->on_value)
 				for (int i = 0; i < n->n_outputs; i++) {
 					struct ir_value *v = n->outputs[i];
@@ -909,8 +916,12 @@ int exec_run(const struct ir_model *m, const struct exec_values *inputs, const s
 		.all = opts->keep_all ? all : NULL,
 	};
 	const struct ir_graph *g = m->graph;
-	if (opts->time_nodes && g->n_nodes && !(R.node_ms = calloc((size_t)g->n_nodes, sizeof(double))))
+	if (opts->time_nodes && g->n_nodes &&
+	    (!(R.node_ms = calloc((size_t)g->n_nodes, sizeof(double))) ||
+	     !(R.node_impl = calloc((size_t)g->n_nodes, sizeof(*R.node_impl))))) {
+		free(R.node_ms);
 		return ir_diag_err(d, IR_ENOMEM, "out of memory");
+	}
 	keep_take(&R);
 	double t0 = exec_now_ms();
 	struct frame f;
@@ -964,10 +975,13 @@ done:
 		rep->n_allocs = R.n_allocs;
 		rep->n_reused = R.n_reused;
 		rep->node_ms = R.node_ms;
+		rep->node_impl = R.node_impl;
 		rep->n_node_ms = R.node_ms ? g->n_nodes : 0;
 		R.node_ms = NULL;
+		R.node_impl = NULL;
 	}
 	free(R.node_ms);
+	free(R.node_impl);
 	return rc;
 }
 

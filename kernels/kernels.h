@@ -106,6 +106,8 @@ struct cpu_kctx {
 	struct ir_diag *d;
 	const struct cpu_exec_hooks *hooks;
 	struct cpu_epi *epi;        /* private to kernels/cpu (a fused op's epilogue); NULL */
+	const char *impl;           /* set by a kernel that picks among algorithms: the one that
+				     * ran ("ogsh cpu winograd F(2x2,3x3)", a static string); NULL */
 };
 
 typedef int (*cpu_kernel_fn)(struct cpu_kctx *k);

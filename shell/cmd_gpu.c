@@ -626,7 +626,11 @@ int cmd_profile(struct session *s, int argc, char **argv)
 	} else {
 		/* the CPU reference: exec_run's per-node times, median over the runs */
 		double *all = calloc((size_t)(n ? n : 1) * (size_t)iters, sizeof(double));
-		if (!all) {
+		/* what computed each node, where its kernel picks (static strings) */
+		const char **impl = calloc((size_t)(n ? n : 1), sizeof(*impl));
+		if (!all || !impl) {
+			free(all);
+			free(impl);
 			sh_error(s, "profile: out of memory");
 			goto out;
 		}
@@ -636,13 +640,16 @@ int cmd_profile(struct session *s, int argc, char **argv)
 			struct exec_report rep = { 0 };
 			struct exec_opts o = { .time_nodes = true };
 			rc = exec_run(s->model, &g.in, &o, &out, NULL, &rep, &d);
-			for (int i = 0; !rc && i < rep.n_node_ms && i < n; i++)
+			for (int i = 0; !rc && i < rep.n_node_ms && i < n; i++) {
 				all[(size_t)i * (size_t)iters + (size_t)it] = rep.node_ms[i];
+				impl[i] = rep.node_impl ? rep.node_impl[i] : NULL;
+			}
 			exec_values_clear(&out);
 			exec_report_clear(&rep);
 		}
 		if (rc) {
 			free(all);
+			free(impl);
 			ir_diag_prefix(&d, "profile");
 			sh_diag(s, &d);
 			goto out;
@@ -657,6 +664,7 @@ int cmd_profile(struct session *s, int argc, char **argv)
 		if (!fl || !by || exec_node_costs(s->model, &g.in, n, fl, by, &d)) {
 			free(fl);
 			free(by);
+			free(impl);
 			if (d.error) {
 				ir_diag_prefix(&d, "profile");
 				sh_diag(s, &d);
@@ -669,12 +677,13 @@ int cmd_profile(struct session *s, int argc, char **argv)
 		ir_for_each_node(gr, nd) {
 			if (i >= n)
 				break;
-			rows[i] = (struct prow){ .node = nd, .where = "cpu", .impl = "ogsh cpu reference", .ms = ms[i],
-						 .flops = fl[i], .bytes = by[i] };
+			rows[i] = (struct prow){ .node = nd, .where = "cpu", .impl = impl[i] ? impl[i] : "ogsh cpu reference",
+						 .ms = ms[i], .flops = fl[i], .bytes = by[i] };
 			i++;
 		}
 		free(fl);
 		free(by);
+		free(impl);
 	}
 	double total = 0;
 	for (int i = 0; i < n; i++) {

@@ -1530,9 +1530,12 @@ static int conv_f32(struct cpu_kctx *k, const struct cgeom *g, const float *x, c
 		    float *y, bool wconst, const struct cpu_epi *epi)
 {
 	int64_t cg = g->C / g->G, kk = cg * g->kersz;
-	if (g->nd == 2 && cg == 1 && g->G > 1)
+	if (g->nd == 2 && cg == 1 && g->G > 1) {
+		k->impl = "ogsh cpu depthwise direct";
 		return conv_dw_f32(k, g, x, w, bias, y, epi);
+	}
 	if (wconst && wino_fits(g)) {
+		k->impl = "ogsh cpu winograd F(2x2,3x3)";
 		if (conv_wino(k, g, x, w, bias, y, epi))
 			return kstop(k);
 	}
@@ -1540,6 +1543,8 @@ static int conv_f32(struct cpu_kctx *k, const struct cgeom *g, const float *x, c
 	struct conv_job j = { g, x, w, bias, y, pw, false, NULL, 0, epi, false, NULL, 0 };
 	int64_t mg = g->M / g->G;
 	j.tr = pw_by_positions(g, mg, kk);
+	k->impl = j.tr ? (pw ? "ogsh cpu 1x1 sgemm, transposed" : "ogsh cpu im2col sgemm, transposed")
+		       : pw ? "ogsh cpu 1x1 sgemm" : "ogsh cpu im2col sgemm";
 	if (wconst && j.tr) {
 		struct wpack_arg wa = { g, w };
 		j.wtk_g = (int64_t)cpu_sgemm_pack_floats(true, mg, kk);

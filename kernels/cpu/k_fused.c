@@ -209,7 +209,9 @@ static int run_as(struct cpu_kctx *k, int op, int n_in)
 	struct cpu_kctx sub = *k;
 	if (sub.n_in > n_in)
 		sub.n_in = n_in;
-	return fn(&sub);
+	int rc = fn(&sub);
+	k->impl = sub.impl;
+	return rc;
 }
 
 /* The activations the products apply as they finish (struct cpu_epi). */
@@ -243,6 +245,7 @@ static int k_fusedconv(struct cpu_kctx *k)
 		struct cpu_kctx sub = *k;
 		sub.epi = &e;
 		int rc = run_as(&sub, IR_OP_Conv, 3);
+		k->impl = sub.impl;
 		if (rc || e.done)
 			return rc;
 		return finish(k, 3);
