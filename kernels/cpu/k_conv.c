@@ -20,6 +20,7 @@
 #include "pool.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 /* The geometry of one convolution. For ConvTranspose, `in` is the small
@@ -1245,6 +1246,7 @@ struct wino_job {
 	int64_t th, tw, T;       /* tile rows and columns of an image; tiles of all images */
 	const struct cpu_epi *epi;
 	bool avx512;
+	atomic_bool nonfinite;   /* an output came out NaN or infinite */
 };
 
 /* the widest row of tiles the transforms take (tw <= WINO_MAXTW) */
@@ -1386,10 +1388,41 @@ static void wino_in(void *ctx, int64_t begin, int64_t end, int worker)
 	}
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+__attribute__((target("avx512f")))
+static bool plane_finite_avx512(const float *y, int64_t n)
+{
+	__mmask16 bad = 0;
+	int64_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		__m512 v = _mm512_loadu_ps(y + i);
+		bad |= _mm512_cmp_ps_mask(_mm512_sub_ps(v, v), _mm512_setzero_ps(), _CMP_NEQ_UQ);
+	}
+	__m512 v = _mm512_maskz_loadu_ps((__mmask16)((1u << (n - i)) - 1), y + i);
+	bad |= _mm512_cmp_ps_mask(_mm512_sub_ps(v, v), _mm512_setzero_ps(), _CMP_NEQ_UQ);
+	return !bad;
+}
+#endif
+
+/* Whether the n floats at y are all finite (v - v is 0 for those, NaN
+ * for infinities and NaNs). */
+static bool plane_finite(const float *y, int64_t n, bool avx512)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	if (avx512)
+		return plane_finite_avx512(y, n);
+#endif
+	bool bad = false;
+	(void)avx512;
+	for (int64_t i = 0; i < n; i++)
+		bad |= !(y[i] - y[i] == 0);
+	return !bad;
+}
+
 /* Y for the (image, output channel) planes [begin, end) */
 static void wino_out(void *ctx, int64_t begin, int64_t end, int worker)
 {
-	const struct wino_job *j = ctx;
+	struct wino_job *j = ctx;
 	const struct cgeom *g = j->g;
 	(void)worker;
 	int64_t M = g->M, Ho = g->out[0], Wo = g->out[1], tw = j->tw;
@@ -1432,6 +1465,12 @@ static void wino_out(void *ctx, int64_t begin, int64_t end, int worker)
 					}
 			}
 		}
+		/* an infinity in a tile's input reaches every output of the
+		 * tile through the transforms (and inf - inf makes NaNs), where
+		 * the direct product confines it to the outputs that read it:
+		 * the caller then computes the conv again directly */
+		if (!plane_finite(yp, g->outsz, j->avx512))
+			atomic_store_explicit(&j->nonfinite, true, memory_order_relaxed);
 		if (j->epi)
 			cpu_epi_apply(j->epi, yp, yp - j->y, g->outsz, 1, g->outsz);
 	}
@@ -1480,8 +1519,8 @@ static bool wino_fits(const struct cgeom *g)
 
 /* The conv through F(2x2, 3x3), a few images at a time; false when it
  * cannot (an image too large for the buffers, no memory for them or for
- * the cached weights), before writing anything: the caller takes the
- * direct path. */
+ * the cached weights) or an output came out NaN or infinite: the caller
+ * then computes it directly (over whatever was written). */
 static bool conv_wino(struct cpu_kctx *k, const struct cgeom *g, const float *x, const float *w, const float *bias,
 		      float *y, const struct cpu_epi *epi)
 {
@@ -1506,7 +1545,7 @@ static bool conv_wino(struct cpu_kctx *k, const struct cgeom *g, const float *x,
 			ep = &e;
 		}
 		struct wino_job j = { &gc, x + n0 * C * g->insz, bias, y + n0 * M * g->outsz, V, Mo, th, tw,
-				      gc.N * th * tw, ep, cpu_isa() >= CPU_ISA_AVX512 };
+				      gc.N * th * tw, ep, cpu_isa() >= CPU_ISA_AVX512, false };
 		cpu_parallel_for(gc.N * C, 1, wino_in, &j);
 		/* the 16 products cut into blocks of whole 32-column panels,
 		 * at least two a thread when there are columns for them; each
@@ -1519,6 +1558,8 @@ static bool conv_wino(struct cpu_kctx *k, const struct cgeom *g, const float *x,
 		gj.nb = (j.T + gj.cols - 1) / gj.cols;
 		cpu_parallel_for(16 * gj.nb, 1, wino_gemms, &gj);
 		cpu_parallel_for(gc.N * M, 1, wino_out, &j);
+		if (atomic_load(&j.nonfinite))
+			return false;
 	}
 	return true;
 }
