@@ -1565,7 +1565,8 @@ static bool conv_wino(struct cpu_kctx *k, const struct cgeom *g, const float *x,
 }
 
 /* Float32 convolution: x [N, C, in], w [M, C/G, ker], bias [M] or NULL,
- * y [N, M, out]. wconst: w is input 1's own data, so its packed form may
+ * y [N, M, out]. wconst: w is input 1's own data (or its float32 form, kept
+ * by the weight cache), so its packed and transformed forms may
  * be cached. epi (NULL: none): a fused epilogue, Z laid out as y. */
 static int conv_f32(struct cpu_kctx *k, const struct cgeom *g, const float *x, const float *w, const float *bias,
 		    float *y, bool wconst, const struct cpu_epi *epi)
@@ -1665,6 +1666,11 @@ static float *f32_copy(const struct ir_tensor *t)
 	return v;
 }
 
+static float *f32_copy_of(const void *arg)
+{
+	return f32_copy(arg);
+}
+
 static int check_bias(struct cpu_kctx *k, const struct ir_tensor *b, int64_t M, int dt)
 {
 	if (!b)
@@ -1727,13 +1733,15 @@ static int k_conv(struct cpu_kctx *k)
 		return rc;
 	}
 	if (dt == IR_FLOAT16 || dt == IR_BFLOAT16) {
-		/* compute in float32, round once */
-		float *fx = f32_copy(x), *fw = f32_copy(w), *fb = b ? f32_copy(b) : NULL;
+		/* compute in float32, round once; an initializer's weights are
+		 * converted once and kept (with their packed forms) */
+		const float *cw = cpu_wcache_get(k, 1, 0x46000000u, (size_t)w->numel, f32_copy_of, w);
+		float *fx = f32_copy(x), *fw = cw ? NULL : f32_copy(w), *fb = b ? f32_copy(b) : NULL;
 		float *fy = malloc(o->numel * sizeof(float));
-		if (!fx || !fw || (b && !fb) || !fy)
+		if (!fx || (!cw && !fw) || (b && !fb) || !fy)
 			rc = kenomem(k);
 		else
-			rc = conv_f32(k, &g, fx, fw, fb, fy, false, NULL);
+			rc = conv_f32(k, &g, fx, cw ? cw : fw, fb, fy, cw != NULL, NULL);
 		if (!rc)
 			for (uint64_t i = 0; i < o->numel; i++)
 				kst(dt, kwdata(o), i, fy[i]);
