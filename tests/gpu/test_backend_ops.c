@@ -358,6 +358,8 @@ static const struct spec specs[] = {
 	  .tol = 10 },
 	/* ---- convolution, pooling ---- */
 	{ "Conv", F, "pads=[1,1,1,1]", { "1x3x9x11|2x16x33x35", "!4x3x3x3|!32x16x3x3", "!4|!32" }, .tol = 10, .flags = MUST_F32 },
+	/* 3x3 stride 1 with 32+ channels: the CPU reference takes Winograd's F(2x2, 3x3) */
+	{ "Conv", F, "pads=[1,1,1,1]", { "2x32x15x13", "!48x32x3x3", "!48" }, .tol = 10 },
 	{ "Conv", F, "strides=[2,2];pads=[0,1,2,1];dilations=[1,2]", { "2x3x9x11", "!5x3x3x3" }, .tol = 10 },
 	{ "Conv", F, "group=6;pads=[1,1,1,1]", { "1x6x8x8", "!6x1x3x3", "!6" }, .tol = 10 },
 	{ "Conv", F, "group=64;strides=[2,2];pads=[1,1,1,1]", { "2x64x31x33", "!64x1x3x3", "!64" }, .tol = 10 },
