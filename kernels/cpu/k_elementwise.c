@@ -1251,6 +1251,35 @@ static inline __attribute__((always_inline)) void softmax_body(const float *x, f
 		y[t] /= sum;
 }
 
+/*
+ * gelu_f over n elements: whole blocks of GELU_VL in one loop, and the
+ * last n % GELU_VL through a block of GELU_VL padded with zeros, so that
+ * every element takes the main loop's vector code. Left to itself the
+ * compiler gives the tail its own loop at half the vector width (AVX-512:
+ * 8 lanes), whose FMAs round differently (1 ulp here and there): a
+ * value's GELU then depended on where it sat in the array and on the
+ * array's length. Now its bits are a function of the value (on one ISA),
+ * so FusedGemm's epilogue, which runs it on rows of a tile, gives the bits
+ * of the pass over the whole tensor.
+ */
+#define GELU_VL 16
+
+static inline __attribute__((always_inline)) void gelu_body(const float *x, float *y, int64_t n)
+{
+	const int64_t nv = n - n % GELU_VL;
+	for (int64_t i = 0; i < nv; i++)
+		y[i] = gelu_f(x[i]);
+	if (nv < n) {
+		float t[GELU_VL] = { 0 };
+		for (int64_t i = nv; i < n; i++)
+			t[i - nv] = x[i];
+		for (int i = 0; i < GELU_VL; i++)
+			t[i] = gelu_f(t[i]);
+		for (int64_t i = nv; i < n; i++)
+			y[i] = t[i - nv];
+	}
+}
+
 /* The float32 fast ops, and the loop over n elements for each ISA. */
 enum { F_EXP, F_TANH, F_SIGMOID, F_ERF, F_GELU, F_SOFTMAX };
 
@@ -1261,7 +1290,7 @@ static inline __attribute__((always_inline)) void fast_body(int op, const float 
 	case F_TANH: for (int64_t i = 0; i < n; i++) y[i] = tanh_f(x[i]); break;
 	case F_SIGMOID: for (int64_t i = 0; i < n; i++) y[i] = sigmoid_f(x[i]); break;
 	case F_ERF: for (int64_t i = 0; i < n; i++) y[i] = erf_f(x[i]); break;
-	case F_GELU: for (int64_t i = 0; i < n; i++) y[i] = gelu_f(x[i]); break;
+	case F_GELU: gelu_body(x, y, n); break;
 	case F_SOFTMAX: softmax_body(x, y, n); break;
 	default: break;
 	}
