@@ -598,6 +598,17 @@ void cpu_epi_apply(const struct cpu_epi *e, float *c, int64_t off, int64_t ldc, 
 	const float *z = e->z ? e->z + off : NULL;
 	if (!z && e->act == CPU_EPI_NONE)
 		return;
+	if (e->act == CPU_EPI_GELU) {
+		/* Z first, then GELU row by row, while the block is in
+		 * cache: the separate pass's order and bits */
+		if (z) {
+			struct cpu_epi ez = *e;
+			ez.act = CPU_EPI_NONE;
+			cpu_epi_apply(&ez, c, off, ldc, rows, cols);
+		}
+		cpu_fast_gelu_rows(c, ldc, rows, cols);
+		return;
+	}
 #ifdef SGEMM_X86
 	/* lo <= hi (and neither NaN): the clip's max-then-min order is the
 	 * scalar's compare order */
@@ -645,6 +656,10 @@ struct sgemm_job {
 	bool bdirect;           /* few rows: the micro-kernel reads B itself (u.dfn), unpacked */
 	const struct cpu_epi *epi;   /* applied to each tile after its last KC block, or NULL */
 	bool vepi;              /* u.dfn applies epi in its registers */
+	bool bepi;              /* epi applied per block of mc x nc rows and
+				 * columns (in L2), not per tile: GELU, whose
+				 * loop costs too much to start for each row
+				 * of 32 of a tile */
 };
 
 /* The row values of a C that starts as zero. */
@@ -735,10 +750,17 @@ static void sgemm_task(void *ctx, int64_t begin, int64_t end, int worker)
 							else
 								j->u.fn(kc, ap + ir * kc, bp + jr * kc, c + ir * j->ldc,
 									j->ldc, j->alpha, mr, nr, ci);
-							if (last && !e)
+							if (last && !e && !j->bepi)
 								cpu_epi_apply(j->epi, c + ir * j->ldc,
 									      c + ir * j->ldc - j->C, j->ldc, mr, nr);
 						}
+					}
+					/* GELU: over the block's mc rows of nc
+					 * columns once its tiles are done, while it
+					 * is in L2 */
+					if (j->bepi && pc + kc == j->K) {
+						float *cb = j->C + (i0 + ic) * j->ldc + j0 + jc;
+						cpu_epi_apply(j->epi, cb, cb - j->C, j->ldc, mc, nc);
 					}
 				}
 			}
@@ -833,7 +855,7 @@ void cpu_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, c
 
 static void sgemm_pre(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
 		      const float *apk, const float *B, int64_t ldb, const float *bpk, float beta, const float *rowbias,
-		      float *C, int64_t ldc);
+		      float *C, int64_t ldc, const struct cpu_epi *epi);
 
 void cpu_sgemm_pre(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
 		   const float *apk, const float *B, int64_t ldb, const float *bpk, float beta, const float *rowbias,
@@ -845,19 +867,19 @@ void cpu_sgemm_pre(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alph
 		/* the first KC block writes C (the row bias plus its part),
 		 * the last applies the epilogue */
 		struct sgemm_job j = { ta, tb, M, N, K, alpha, A, B, lda, ldb, ldc, C, pick_ukr(), 0, 0, 0, 0, false,
-				       apk, bpk, 0, 0, NULL, NULL, true, rowbias, false, epi, false };
+				       apk, bpk, 0, 0, NULL, NULL, true, rowbias, false, epi, false, false };
 		sgemm_blocked(&j);
 		return;
 	}
-	sgemm_pre(ta, tb, M, N, K, alpha, A, lda, apk, B, ldb, bpk, beta, rowbias, C, ldc);
-	if (epi)
-		cpu_epi_apply(epi, C, 0, ldc, M, N);
+	sgemm_pre(ta, tb, M, N, K, alpha, A, lda, apk, B, ldb, bpk, beta, rowbias, C, ldc, epi);
 }
 
-/* cpu_sgemm_pre's other cases (no epilogue) */
+/* cpu_sgemm_pre's other cases: the blocked product applies epi to each
+ * tile after its last KC block (C's start, beta C, is complete before any
+ * tile's first block), the others over C after the product */
 static void sgemm_pre(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
 		      const float *apk, const float *B, int64_t ldb, const float *bpk, float beta, const float *rowbias,
-		      float *C, int64_t ldc)
+		      float *C, int64_t ldc, const struct cpu_epi *epi)
 {
 	if (beta == 0 && rowbias) {
 		/* C = rowbias, then the product is added */
@@ -871,19 +893,24 @@ static void sgemm_pre(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float a
 		struct scale_job s = { N, ldc, beta, C };
 		cpu_parallel_for(M, (1 << 14) / N + 1, scale_rows, &s);
 	}
-	if (K <= 0 || alpha == 0)
+	if (K <= 0 || alpha == 0) {
+		if (epi)
+			cpu_epi_apply(epi, C, 0, ldc, M, N);
 		return;
+	}
 	if (M <= 2) {
 		/* each column of C is its own dot product or axpy lane, so
 		 * splitting the columns (in whole vectors) keeps the bits */
 		struct rows_job r = { ta, tb, M, N, K, alpha, A, B, lda, ldb, ldc, C };
 		int64_t units = (N + ROWS_CW - 1) / ROWS_CW;
 		cpu_parallel_for(units, (K * M < 4096 ? 4096 / (K * M + 1) : 1) + 1, rows_task, &r);
+		if (epi)
+			cpu_epi_apply(epi, C, 0, ldc, M, N);
 		return;
 	}
 
 	struct sgemm_job j = { ta, tb, M, N, K, alpha, A, B, lda, ldb, ldc, C, pick_ukr(), 0, 0, 0, 0, false, apk,
-			       bpk, 0, 0, NULL, NULL, false, NULL, false, NULL, false };
+			       bpk, 0, 0, NULL, NULL, false, NULL, false, epi, false, false };
 	sgemm_blocked(&j);
 }
 
@@ -1069,7 +1096,9 @@ static void sgemm_blocked(struct sgemm_job *jp)
 	/* with at most four tiles of rows a packed panel of B would be used
 	 * at most four times: packing it costs more than reading B's rows */
 	j.bdirect = j.u.dfn && j.B && !j.tb && !j.bpk && !j.bsrc && M <= 4 * MR;
-	j.vepi = j.u.dfn && j.epi && (j.epi->act != CPU_EPI_CLIP || j.epi->lo <= j.epi->hi);
+	j.vepi = j.u.dfn && j.epi && j.epi->act != CPU_EPI_GELU &&
+		 (j.epi->act != CPU_EPI_CLIP || j.epi->lo <= j.epi->hi);
+	j.bepi = j.epi && j.epi->act == CPU_EPI_GELU;
 	j.mpad = (M + MR - 1) / MR * MR;
 	j.npad = (N + NR - 1) / NR * NR;
 	j.mb = MC / MR * MR;
@@ -1120,7 +1149,7 @@ bool cpu_sgemm_src(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
 		return true;
 	}
 	struct sgemm_job j = { false, false, M, N, K, alpha, A, NULL, lda, 0, ldc, C, pick_ukr(), 0, 0, 0, 0, false,
-			       apk, NULL, 0, 0, bsrc, bctx, init, rowbias, false, epi, false };
+			       apk, NULL, 0, 0, bsrc, bctx, init, rowbias, false, epi, false, false };
 	sgemm_blocked(&j);
 	return !j.failed;
 }
@@ -1257,8 +1286,17 @@ static int k_gemm(struct cpu_kctx *k)
 			for (int64_t j = 0; j < N; j++)
 				fy[i * N + j] = pc ? pc[(cm == 1 ? 0 : i) * cn + (cn == 1 ? 0 : j)] : 0;
 		const float *bpk = dt == IR_FLOAT ? cached_b(k, 1, tb, K, N, pb, M) : NULL;
+		/* a FusedGemm's residual and activation (k_fused.c), applied
+		 * by the product as its tiles finish (struct cpu_epi), when Z
+		 * is float32 of the output's shape */
+		struct cpu_epi *epi = dt == IR_FLOAT ? k->epi : NULL;
+		const struct ir_tensor *z = epi ? epi->zt : NULL;
+		if (z && !(z->dtype == IR_FLOAT && z->rank == 2 && z->dims[0] == M && z->dims[1] == N))
+			epi = NULL;
 		cpu_sgemm_pre(ta, tb, M, N, K, alpha, pa, a->dims[1], NULL, pb, b->dims[1], bpk, pc ? beta : 0, NULL, fy,
-			      N, NULL);
+			      N, epi);
+		if (epi)
+			epi->done = true;
 		if (dt != IR_FLOAT)
 			store_f32(dt, y, fy, MN);
 f32_out:
