@@ -675,8 +675,16 @@ static void sgemm_task(void *ctx, int64_t begin, int64_t end, int worker)
 		int64_t mt = j->M - i0 < j->mt ? j->M - i0 : j->mt, nt = j->N - j0 < j->nb ? j->N - j0 : j->nb;
 		int64_t kcap = j->K < KC ? j->K : KC, mcap = j->apk ? 0 : (mt + MR - 1) / MR * MR;
 		int64_t ncap = nt < NCH ? (nt + NR - 1) / NR * NR : NCH;
+		/* more than one chunk of columns and of K: the chunks outside
+		 * the KC blocks, so that a chunk's block of C stays in L2
+		 * through all of K instead of the task's whole C going to
+		 * memory and back once per KC block; A is then packed for all
+		 * of K first. Every tile still sees its KC blocks in order:
+		 * the same bits. (Not for a cpu_bpack_fn's B, the convolutions'.) */
+		bool jout = !j->bsrc && !j->bdirect && nt > NCH && j->K > KC;
+		int64_t arows = jout ? j->K : kcap;
 		/* B's chunk first: both stay 64-byte aligned (NR * 4 bytes divides 64) */
-		float *bp = pack_space((size_t)((mcap + ncap) * kcap));
+		float *bp = pack_space((size_t)(ncap * kcap + mcap * arows));
 		if (!bp && j->bsrc) {
 			j->failed = true;
 			continue;
@@ -695,13 +703,16 @@ static void sgemm_task(void *ctx, int64_t begin, int64_t end, int worker)
 			j->failed = true;
 			continue;
 		}
-		float *apack = bp + ncap * kcap;
+		float *apack0 = bp + ncap * kcap;
+		for (int64_t jo = 0; jo < (jout ? nt : 1); jo += NCH)
 		for (int64_t pc = 0; pc < j->K; pc += KC) {
 			int64_t kc = j->K - pc < KC ? j->K - pc : KC;
-			/* unpacked A: the task is one block of rows, packed here */
-			if (!j->apk)
+			/* unpacked A: the task is one block of rows, packed here
+			 * (block pc at pc * mcap when packed for all of K) */
+			float *apack = jout ? apack0 + pc * mcap : apack0;
+			if (!j->apk && jo == 0)
 				pack_a(j->ta, j->A, j->lda, i0, pc, mt, kc, apack, (int)MR);
-			for (int64_t jc = 0; jc < nt; jc += NCH) {
+			for (int64_t jc = jout ? jo : 0; jc < (jout ? jo + 1 : nt); jc += NCH) {
 				int64_t nc = nt - jc < NCH ? nt - jc : NCH;
 				if (j->bdirect)
 					;       /* read in place below */
