@@ -1357,9 +1357,15 @@ static int k_gemm(struct cpu_kctx *k)
 			rc = kenomem(k);
 			goto f32_out;
 		}
-		for (int64_t i = 0; i < M; i++)
-			for (int64_t j = 0; j < N; j++)
-				fy[i * N + j] = pc ? pc[(cm == 1 ? 0 : i) * cn + (cn == 1 ? 0 : j)] : 0;
+		/* C's start (beta 0 without C: the product writes all of it) */
+		for (int64_t i = 0; pc && i < M; i++) {
+			const float *cr = pc + (cm == 1 ? 0 : i) * cn;
+			if (cn == N)
+				memcpy(fy + i * N, cr, (size_t)N * sizeof(float));
+			else
+				for (int64_t j = 0; j < N; j++)
+					fy[i * N + j] = cr[0];
+		}
 		const float *bpk = dt == IR_FLOAT ? cached_b(k, 1, tb, K, N, pb, M) : NULL;
 		/* a FusedGemm's residual and activation (k_fused.c), applied
 		 * by the product as its tiles finish (struct cpu_epi), when Z
