@@ -10,7 +10,8 @@ micro-tiles in both directions), K over one and several KC blocks, a
 column bias, a full bias and none, transB, with and without Z, and each
 next to the same computation as plain ops (Gemm, Add, Gelu / Relu / Clip):
 - FusedGemm's output has exactly the bits of the plain ops' (the epilogue
-  is the separate pass's arithmetic, in the same order);
+  is the separate pass's arithmetic, in the same order; not for Sigmoid,
+  whose pass uses expf where the Sigmoid op has its own vectorized form);
 - 1 and 3 threads give the same bits;
 - both are within float32 tolerance of numpy in float64 (math.erf GELU).
 It runs once per instruction set (OGSH_CPU_ISA=generic, avx2, avx512).
