@@ -226,6 +226,9 @@ int cpu_isa(void);
  * thread count. */
 enum { CPU_FAST_EXP, CPU_FAST_TANH, CPU_FAST_SIGMOID, CPU_FAST_ERF, CPU_FAST_GELU, CPU_FAST_SOFTMAX };
 void cpu_fast_f32(int op, const float *x, float *y, int64_t n);
+/* cpu_fast_f32(CPU_FAST_GELU, r, r, cols) on each of rows rows r of c,
+ * ldc floats apart (the same bits, one dispatch). */
+void cpu_fast_gelu_rows(float *c, int64_t ldc, int64_t rows, int64_t cols);
 
 /* --- GEMM (k_gemm.c) --- */
 
@@ -260,12 +263,15 @@ void cpu_sgemm_pre(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alph
  * once the element is complete, while its tile is still in cache: v += Z
  * at the same place (z NULL: no residual), then the activation:
  * CPU_EPI_RELU v < 0 ? 0 : v, CPU_EPI_CLIP v < lo ? lo : v > hi ? hi : v
- * (NaN stays NaN). The same bits as k_fused.c's separate pass. For the
+ * (NaN stays NaN), CPU_EPI_GELU GELU's erf form by cpu_fast_f32's
+ * CPU_FAST_GELU (FusedGemm's only: the products apply it to each finished
+ * block of C of a task, mc x nc, while it is in L2; the convolutions do
+ * not know it). The same bits as k_fused.c's separate pass. For the
  * products (cpu_sgemm_pre / _src), z is laid out as C (row stride ldc)
  * and points at C's first element's residual. The kernel that applied it
  * sets `done`; when it does not, the caller applies it.
  */
-enum { CPU_EPI_NONE, CPU_EPI_RELU, CPU_EPI_CLIP };
+enum { CPU_EPI_NONE, CPU_EPI_RELU, CPU_EPI_CLIP, CPU_EPI_GELU };
 struct cpu_epi {
 	const float *z;
 	int act;

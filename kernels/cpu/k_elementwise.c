@@ -1251,6 +1251,35 @@ static inline __attribute__((always_inline)) void softmax_body(const float *x, f
 		y[t] /= sum;
 }
 
+/*
+ * gelu_f over n elements: whole blocks of GELU_VL in one loop, and the
+ * last n % GELU_VL through a block of GELU_VL padded with zeros, so that
+ * every element takes the main loop's vector code. Left to itself the
+ * compiler gives the tail its own loop at half the vector width (AVX-512:
+ * 8 lanes), whose FMAs round differently (1 ulp here and there): a
+ * value's GELU then depended on where it sat in the array and on the
+ * array's length. Now its bits are a function of the value (on one ISA),
+ * so FusedGemm's epilogue, which runs it on rows of a tile, gives the bits
+ * of the pass over the whole tensor.
+ */
+#define GELU_VL 16
+
+static inline __attribute__((always_inline)) void gelu_body(const float *x, float *y, int64_t n)
+{
+	const int64_t nv = n - n % GELU_VL;
+	for (int64_t i = 0; i < nv; i++)
+		y[i] = gelu_f(x[i]);
+	if (nv < n) {
+		float t[GELU_VL] = { 0 };
+		for (int64_t i = nv; i < n; i++)
+			t[i - nv] = x[i];
+		for (int i = 0; i < GELU_VL; i++)
+			t[i] = gelu_f(t[i]);
+		for (int64_t i = nv; i < n; i++)
+			y[i] = t[i - nv];
+	}
+}
+
 /* The float32 fast ops, and the loop over n elements for each ISA. */
 enum { F_EXP, F_TANH, F_SIGMOID, F_ERF, F_GELU, F_SOFTMAX };
 
@@ -1261,7 +1290,7 @@ static inline __attribute__((always_inline)) void fast_body(int op, const float 
 	case F_TANH: for (int64_t i = 0; i < n; i++) y[i] = tanh_f(x[i]); break;
 	case F_SIGMOID: for (int64_t i = 0; i < n; i++) y[i] = sigmoid_f(x[i]); break;
 	case F_ERF: for (int64_t i = 0; i < n; i++) y[i] = erf_f(x[i]); break;
-	case F_GELU: for (int64_t i = 0; i < n; i++) y[i] = gelu_f(x[i]); break;
+	case F_GELU: gelu_body(x, y, n); break;
 	case F_SOFTMAX: softmax_body(x, y, n); break;
 	default: break;
 	}
@@ -1312,7 +1341,83 @@ static void fastc_avx512(int op, const float *x, float *y, int64_t n)
 }
 #endif
 
+/*
+ * GELU in place on rows x cols floats at c (rows ldc apart), the bits of
+ * cpu_fast_f32(CPU_FAST_GELU, ...) on each element (gelu_body's are a
+ * function of the value): FusedGemm's epilogue on a finished block of its
+ * product (rows of up to 512 columns). Short rows are copied into one
+ * contiguous block first, so that the loop's setup (its constants
+ * broadcast into registers) is not paid for every few vectors.
+ */
+#define GELU_BUF 1024
+
+/* (the copies stay loops of vector moves, not a memcpy call per row) */
+#pragma GCC push_options
+#pragma GCC optimize("no-tree-loop-distribute-patterns")
+
+static inline __attribute__((always_inline)) void gelu_rows_body(float *c, int64_t ldc, int64_t rows, int64_t cols)
+{
+	if (cols == ldc || cols > GELU_BUF / 4) {
+		if (cols == ldc)
+			gelu_body(c, c, rows * cols);
+		else
+			for (int64_t i = 0; i < rows; i++)
+				gelu_body(c + i * ldc, c + i * ldc, cols);
+		return;
+	}
+	float buf[GELU_BUF] __attribute__((aligned(64)));
+	int64_t per = GELU_BUF / cols;
+	for (int64_t i0 = 0; i0 < rows; i0 += per) {
+		int64_t nr = rows - i0 < per ? rows - i0 : per;
+		for (int64_t i = 0; i < nr; i++)
+			for (int64_t j = 0; j < cols; j++)
+				buf[i * cols + j] = c[(i0 + i) * ldc + j];
+		gelu_body(buf, buf, nr * cols);
+		for (int64_t i = 0; i < nr; i++)
+			for (int64_t j = 0; j < cols; j++)
+				c[(i0 + i) * ldc + j] = buf[i * cols + j];
+	}
+}
+
+static void gelu_rows_generic(float *c, int64_t ldc, int64_t rows, int64_t cols)
+{
+	gelu_rows_body(c, ldc, rows, cols);
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx2,fma")))
+static void gelu_rows_avx2(float *c, int64_t ldc, int64_t rows, int64_t cols)
+{
+	gelu_rows_body(c, ldc, rows, cols);
+}
+
+__attribute__((target("avx512f,avx512dq")))
+static void gelu_rows_avx512(float *c, int64_t ldc, int64_t rows, int64_t cols)
+{
+	gelu_rows_body(c, ldc, rows, cols);
+}
+#endif
 #pragma GCC pop_options
+
+#pragma GCC pop_options
+
+/* cpu_fast_gelu_rows(): see cpu.h */
+
+void cpu_fast_gelu_rows(float *c, int64_t ldc, int64_t rows, int64_t cols)
+{
+#if defined(__x86_64__)
+	int isa = cpu_isa();
+	if (isa >= 2) {
+		gelu_rows_avx512(c, ldc, rows, cols);
+		return;
+	}
+	if (isa >= 1) {
+		gelu_rows_avx2(c, ldc, rows, cols);
+		return;
+	}
+#endif
+	gelu_rows_generic(c, ldc, rows, cols);
+}
 
 /* cpu_fast_f32(): see cpu.h (its ops are F_EXP..F_ERF in order) */
 

@@ -6,7 +6,8 @@
  * itself (the attribute names are the same), then add the residual Z and
  * apply the activation in place on the output; FusedConv hands a float32
  * residual and a Relu or Clip to its Conv instead (struct cpu_epi), whose
- * products apply them to each tile as it finishes. Pointwise compiles its
+ * products apply them to each tile as it finishes, and FusedGemm the same
+ * and GELU's erf form to its Gemm. Pointwise compiles its
  * `expr` once per call into a small postfix program and runs it over blocks
  * of elements: float for float32, double for the other float types.
  *
@@ -214,8 +215,10 @@ static int run_as(struct cpu_kctx *k, int op, int n_in)
 	return rc;
 }
 
-/* The activations the products apply as they finish (struct cpu_epi). */
-static bool epi_of(const struct kern_act *a, struct cpu_epi *e)
+/* The activations the products apply as they finish (struct cpu_epi);
+ * GELU's erf form (act_f32's cpu_fast_f32 path) only where gelu (the
+ * Gemm's products know it, the convolutions do not). */
+static bool epi_of(const struct kern_act *a, struct cpu_epi *e, bool gelu)
 {
 	memset(e, 0, sizeof(*e));
 	switch (a->kind) {
@@ -226,6 +229,9 @@ static bool epi_of(const struct kern_act *a, struct cpu_epi *e)
 		e->lo = (float)a->p0;
 		e->hi = (float)a->p1;
 		return true;
+	case KACT_GELU:
+		e->act = CPU_EPI_GELU;
+		return gelu && a->p0 == 0;
 	default: return false;
 	}
 }
@@ -239,7 +245,7 @@ static int k_fusedconv(struct cpu_kctx *k)
 	struct kern_act a;
 	struct cpu_epi e;
 	const struct ir_tensor *z = kin(k, 3);
-	if (kern_act_of(k->node, &a, why, sizeof(why)) && epi_of(&a, &e) && (!z || z->dtype == IR_FLOAT)) {
+	if (kern_act_of(k->node, &a, why, sizeof(why)) && epi_of(&a, &e, false) && (!z || z->dtype == IR_FLOAT)) {
 		e.zt = z;
 		e.z = z ? kdata(z) : NULL;
 		struct cpu_kctx sub = *k;
@@ -254,8 +260,26 @@ static int k_fusedconv(struct cpu_kctx *k)
 	return rc ? rc : finish(k, 3);
 }
 
+/* FusedGemm: the same with the Gemm kernel, whose product applies a
+ * float32 residual of the output's shape and a Relu, Clip or GELU (the erf
+ * form) to each tile as it finishes (k_gemm.c); anything else is finished
+ * in a pass after. */
 static int k_fusedgemm(struct cpu_kctx *k)
 {
+	char why[200];
+	struct kern_act a;
+	struct cpu_epi e;
+	const struct ir_tensor *z = kin(k, 3);
+	if (kern_act_of(k->node, &a, why, sizeof(why)) && epi_of(&a, &e, true) && (!z || z->dtype == IR_FLOAT)) {
+		e.zt = z;
+		e.z = z ? kdata(z) : NULL;
+		struct cpu_kctx sub = *k;
+		sub.epi = &e;
+		int rc = run_as(&sub, IR_OP_Gemm, 3);
+		if (rc || e.done)
+			return rc;
+		return finish(k, 3);
+	}
 	int rc = run_as(k, IR_OP_Gemm, 3);
 	return rc ? rc : finish(k, 3);
 }

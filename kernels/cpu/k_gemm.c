@@ -86,11 +86,75 @@ int cpu_isa(void)
 #define SPLIT_COST_BT 8             /* of B transposed */
 #define SPLIT_COST_SRC 16           /* of B from a cpu_bpack_fn (im2col) */
 
+#ifdef SGEMM_X86
+/* The 16 rows in r transposed in place (r[q] becomes column q). */
+__attribute__((target("avx512f"), always_inline))
+static inline void transpose16(__m512 *r)
+{
+	__m512 t[16];
+	for (int q = 0; q < 16; q += 2) {
+		t[q] = _mm512_unpacklo_ps(r[q], r[q + 1]);
+		t[q + 1] = _mm512_unpackhi_ps(r[q], r[q + 1]);
+	}
+	/* rows 4g..4g+3 of columns c, c + 4, c + 8, c + 12 (c = 0..3) in r[4g + c] */
+	for (int g = 0; g < 16; g += 4) {
+		__m512d a = _mm512_castps_pd(t[g]), b = _mm512_castps_pd(t[g + 1]);
+		__m512d c = _mm512_castps_pd(t[g + 2]), d = _mm512_castps_pd(t[g + 3]);
+		r[g] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+		r[g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+		r[g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+		r[g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+	}
+	/* 128-bit lanes: rows 0-7 (t[c], t[c + 4]) and rows 8-15 (t[c + 8], t[c + 12]) */
+	for (int h = 0; h < 16; h += 8)
+		for (int c = 0; c < 4; c++) {
+			t[h + c] = _mm512_shuffle_f32x4(r[h + c], r[h + c + 4], 0x88);
+			t[h + c + 4] = _mm512_shuffle_f32x4(r[h + c], r[h + c + 4], 0xdd);
+		}
+	for (int c = 0; c < 8; c++) {
+		r[c] = _mm512_shuffle_f32x4(t[c], t[c + 8], 0x88);
+		r[c + 8] = _mm512_shuffle_f32x4(t[c], t[c + 8], 0xdd);
+	}
+}
+
+/* pack_a for a row-major A (no transpose) and mr <= 16: blocks of 16
+ * columns of a panel's rows transposed in registers, each column stored as
+ * mr contiguous floats (the scalar loop's strided stores cost ~5 cycles an
+ * element). The same floats in the same places. */
+__attribute__((target("avx512f")))
+static void pack_a_avx512(const float *A, int64_t lda, int64_t i0, int64_t p0, int64_t mc, int64_t kc, float *ap,
+			  int MR)
+{
+	const __mmask16 sm = (__mmask16)((1u << MR) - 1);
+	for (int64_t i = 0; i < mc; i += MR) {
+		int mr = (int)(mc - i < MR ? mc - i : MR);
+		const float *s = A + (i0 + i) * lda + p0;
+		for (int64_t p = 0; p < kc; p += 16) {
+			int n = (int)(kc - p < 16 ? kc - p : 16);
+			__mmask16 lm = n == 16 ? 0xffff : (__mmask16)((1u << n) - 1);
+			__m512 r[16];
+			for (int q = 0; q < 16; q++)
+				r[q] = q < mr ? _mm512_maskz_loadu_ps(lm, s + q * lda + p) : _mm512_setzero_ps();
+			transpose16(r);
+			for (int q = 0; q < n; q++)
+				_mm512_mask_storeu_ps(ap + (p + q) * MR, sm, r[q]);
+		}
+		ap += kc * MR;
+	}
+}
+#endif
+
 /* Packs op(A)[i0:i0+mc, p0:p0+kc] as panels of mr rows, k-major inside a
  * panel, zero-padding the last panel. */
 static void pack_a(bool ta, const float *A, int64_t lda, int64_t i0, int64_t p0, int64_t mc, int64_t kc, float *ap,
 		   int MR)
 {
+#ifdef SGEMM_X86
+	if (!ta && MR <= 16 && cpu_isa() >= CPU_ISA_AVX512) {
+		pack_a_avx512(A, lda, i0, p0, mc, kc, ap, MR);
+		return;
+	}
+#endif
 	for (int64_t i = 0; i < mc; i += MR) {
 		int64_t mr = mc - i < MR ? mc - i : MR;
 		if (ta) {
@@ -598,6 +662,17 @@ void cpu_epi_apply(const struct cpu_epi *e, float *c, int64_t off, int64_t ldc, 
 	const float *z = e->z ? e->z + off : NULL;
 	if (!z && e->act == CPU_EPI_NONE)
 		return;
+	if (e->act == CPU_EPI_GELU) {
+		/* Z first, then GELU row by row, while the block is in
+		 * cache: the separate pass's order and bits */
+		if (z) {
+			struct cpu_epi ez = *e;
+			ez.act = CPU_EPI_NONE;
+			cpu_epi_apply(&ez, c, off, ldc, rows, cols);
+		}
+		cpu_fast_gelu_rows(c, ldc, rows, cols);
+		return;
+	}
 #ifdef SGEMM_X86
 	/* lo <= hi (and neither NaN): the clip's max-then-min order is the
 	 * scalar's compare order */
@@ -645,6 +720,10 @@ struct sgemm_job {
 	bool bdirect;           /* few rows: the micro-kernel reads B itself (u.dfn), unpacked */
 	const struct cpu_epi *epi;   /* applied to each tile after its last KC block, or NULL */
 	bool vepi;              /* u.dfn applies epi in its registers */
+	bool bepi;              /* epi applied per block of mc x nc rows and
+				 * columns (in L2), not per tile: GELU, whose
+				 * loop costs too much to start for each row
+				 * of 32 of a tile */
 };
 
 /* The row values of a C that starts as zero. */
@@ -660,8 +739,16 @@ static void sgemm_task(void *ctx, int64_t begin, int64_t end, int worker)
 		int64_t mt = j->M - i0 < j->mt ? j->M - i0 : j->mt, nt = j->N - j0 < j->nb ? j->N - j0 : j->nb;
 		int64_t kcap = j->K < KC ? j->K : KC, mcap = j->apk ? 0 : (mt + MR - 1) / MR * MR;
 		int64_t ncap = nt < NCH ? (nt + NR - 1) / NR * NR : NCH;
+		/* more than one chunk of columns and of K: the chunks outside
+		 * the KC blocks, so that a chunk's block of C stays in L2
+		 * through all of K instead of the task's whole C going to
+		 * memory and back once per KC block; A is then packed for all
+		 * of K first. Every tile still sees its KC blocks in order:
+		 * the same bits. (Not for a cpu_bpack_fn's B, the convolutions'.) */
+		bool jout = !j->bsrc && !j->bdirect && nt > NCH && j->K > KC;
+		int64_t arows = jout ? j->K : kcap;
 		/* B's chunk first: both stay 64-byte aligned (NR * 4 bytes divides 64) */
-		float *bp = pack_space((size_t)((mcap + ncap) * kcap));
+		float *bp = pack_space((size_t)(ncap * kcap + mcap * arows));
 		if (!bp && j->bsrc) {
 			j->failed = true;
 			continue;
@@ -680,13 +767,16 @@ static void sgemm_task(void *ctx, int64_t begin, int64_t end, int worker)
 			j->failed = true;
 			continue;
 		}
-		float *apack = bp + ncap * kcap;
+		float *apack0 = bp + ncap * kcap;
+		for (int64_t jo = 0; jo < (jout ? nt : 1); jo += NCH)
 		for (int64_t pc = 0; pc < j->K; pc += KC) {
 			int64_t kc = j->K - pc < KC ? j->K - pc : KC;
-			/* unpacked A: the task is one block of rows, packed here */
-			if (!j->apk)
+			/* unpacked A: the task is one block of rows, packed here
+			 * (block pc at pc * mcap when packed for all of K) */
+			float *apack = jout ? apack0 + pc * mcap : apack0;
+			if (!j->apk && jo == 0)
 				pack_a(j->ta, j->A, j->lda, i0, pc, mt, kc, apack, (int)MR);
-			for (int64_t jc = 0; jc < nt; jc += NCH) {
+			for (int64_t jc = jout ? jo : 0; jc < (jout ? jo + 1 : nt); jc += NCH) {
 				int64_t nc = nt - jc < NCH ? nt - jc : NCH;
 				if (j->bdirect)
 					;       /* read in place below */
@@ -735,10 +825,17 @@ static void sgemm_task(void *ctx, int64_t begin, int64_t end, int worker)
 							else
 								j->u.fn(kc, ap + ir * kc, bp + jr * kc, c + ir * j->ldc,
 									j->ldc, j->alpha, mr, nr, ci);
-							if (last && !e)
+							if (last && !e && !j->bepi)
 								cpu_epi_apply(j->epi, c + ir * j->ldc,
 									      c + ir * j->ldc - j->C, j->ldc, mr, nr);
 						}
+					}
+					/* GELU: over the block's mc rows of nc
+					 * columns once its tiles are done, while it
+					 * is in L2 */
+					if (j->bepi && pc + kc == j->K) {
+						float *cb = j->C + (i0 + ic) * j->ldc + j0 + jc;
+						cpu_epi_apply(j->epi, cb, cb - j->C, j->ldc, mc, nc);
 					}
 				}
 			}
@@ -833,7 +930,7 @@ void cpu_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, c
 
 static void sgemm_pre(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
 		      const float *apk, const float *B, int64_t ldb, const float *bpk, float beta, const float *rowbias,
-		      float *C, int64_t ldc);
+		      float *C, int64_t ldc, const struct cpu_epi *epi);
 
 void cpu_sgemm_pre(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
 		   const float *apk, const float *B, int64_t ldb, const float *bpk, float beta, const float *rowbias,
@@ -845,19 +942,19 @@ void cpu_sgemm_pre(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alph
 		/* the first KC block writes C (the row bias plus its part),
 		 * the last applies the epilogue */
 		struct sgemm_job j = { ta, tb, M, N, K, alpha, A, B, lda, ldb, ldc, C, pick_ukr(), 0, 0, 0, 0, false,
-				       apk, bpk, 0, 0, NULL, NULL, true, rowbias, false, epi, false };
+				       apk, bpk, 0, 0, NULL, NULL, true, rowbias, false, epi, false, false };
 		sgemm_blocked(&j);
 		return;
 	}
-	sgemm_pre(ta, tb, M, N, K, alpha, A, lda, apk, B, ldb, bpk, beta, rowbias, C, ldc);
-	if (epi)
-		cpu_epi_apply(epi, C, 0, ldc, M, N);
+	sgemm_pre(ta, tb, M, N, K, alpha, A, lda, apk, B, ldb, bpk, beta, rowbias, C, ldc, epi);
 }
 
-/* cpu_sgemm_pre's other cases (no epilogue) */
+/* cpu_sgemm_pre's other cases: the blocked product applies epi to each
+ * tile after its last KC block (C's start, beta C, is complete before any
+ * tile's first block), the others over C after the product */
 static void sgemm_pre(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
 		      const float *apk, const float *B, int64_t ldb, const float *bpk, float beta, const float *rowbias,
-		      float *C, int64_t ldc)
+		      float *C, int64_t ldc, const struct cpu_epi *epi)
 {
 	if (beta == 0 && rowbias) {
 		/* C = rowbias, then the product is added */
@@ -871,19 +968,24 @@ static void sgemm_pre(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float a
 		struct scale_job s = { N, ldc, beta, C };
 		cpu_parallel_for(M, (1 << 14) / N + 1, scale_rows, &s);
 	}
-	if (K <= 0 || alpha == 0)
+	if (K <= 0 || alpha == 0) {
+		if (epi)
+			cpu_epi_apply(epi, C, 0, ldc, M, N);
 		return;
+	}
 	if (M <= 2) {
 		/* each column of C is its own dot product or axpy lane, so
 		 * splitting the columns (in whole vectors) keeps the bits */
 		struct rows_job r = { ta, tb, M, N, K, alpha, A, B, lda, ldb, ldc, C };
 		int64_t units = (N + ROWS_CW - 1) / ROWS_CW;
 		cpu_parallel_for(units, (K * M < 4096 ? 4096 / (K * M + 1) : 1) + 1, rows_task, &r);
+		if (epi)
+			cpu_epi_apply(epi, C, 0, ldc, M, N);
 		return;
 	}
 
 	struct sgemm_job j = { ta, tb, M, N, K, alpha, A, B, lda, ldb, ldc, C, pick_ukr(), 0, 0, 0, 0, false, apk,
-			       bpk, 0, 0, NULL, NULL, false, NULL, false, NULL, false };
+			       bpk, 0, 0, NULL, NULL, false, NULL, false, epi, false, false };
 	sgemm_blocked(&j);
 }
 
@@ -1069,7 +1171,9 @@ static void sgemm_blocked(struct sgemm_job *jp)
 	/* with at most four tiles of rows a packed panel of B would be used
 	 * at most four times: packing it costs more than reading B's rows */
 	j.bdirect = j.u.dfn && j.B && !j.tb && !j.bpk && !j.bsrc && M <= 4 * MR;
-	j.vepi = j.u.dfn && j.epi && (j.epi->act != CPU_EPI_CLIP || j.epi->lo <= j.epi->hi);
+	j.vepi = j.u.dfn && j.epi && j.epi->act != CPU_EPI_GELU &&
+		 (j.epi->act != CPU_EPI_CLIP || j.epi->lo <= j.epi->hi);
+	j.bepi = j.epi && j.epi->act == CPU_EPI_GELU;
 	j.mpad = (M + MR - 1) / MR * MR;
 	j.npad = (N + NR - 1) / NR * NR;
 	j.mb = MC / MR * MR;
@@ -1120,7 +1224,7 @@ bool cpu_sgemm_src(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
 		return true;
 	}
 	struct sgemm_job j = { false, false, M, N, K, alpha, A, NULL, lda, 0, ldc, C, pick_ukr(), 0, 0, 0, 0, false,
-			       apk, NULL, 0, 0, bsrc, bctx, init, rowbias, false, epi, false };
+			       apk, NULL, 0, 0, bsrc, bctx, init, rowbias, false, epi, false, false };
 	sgemm_blocked(&j);
 	return !j.failed;
 }
@@ -1253,12 +1357,27 @@ static int k_gemm(struct cpu_kctx *k)
 			rc = kenomem(k);
 			goto f32_out;
 		}
-		for (int64_t i = 0; i < M; i++)
-			for (int64_t j = 0; j < N; j++)
-				fy[i * N + j] = pc ? pc[(cm == 1 ? 0 : i) * cn + (cn == 1 ? 0 : j)] : 0;
+		/* C's start (beta 0 without C: the product writes all of it) */
+		for (int64_t i = 0; pc && i < M; i++) {
+			const float *cr = pc + (cm == 1 ? 0 : i) * cn;
+			if (cn == N)
+				memcpy(fy + i * N, cr, (size_t)N * sizeof(float));
+			else
+				for (int64_t j = 0; j < N; j++)
+					fy[i * N + j] = cr[0];
+		}
 		const float *bpk = dt == IR_FLOAT ? cached_b(k, 1, tb, K, N, pb, M) : NULL;
+		/* a FusedGemm's residual and activation (k_fused.c), applied
+		 * by the product as its tiles finish (struct cpu_epi), when Z
+		 * is float32 of the output's shape */
+		struct cpu_epi *epi = dt == IR_FLOAT ? k->epi : NULL;
+		const struct ir_tensor *z = epi ? epi->zt : NULL;
+		if (z && !(z->dtype == IR_FLOAT && z->rank == 2 && z->dims[0] == M && z->dims[1] == N))
+			epi = NULL;
 		cpu_sgemm_pre(ta, tb, M, N, K, alpha, pa, a->dims[1], NULL, pb, b->dims[1], bpk, pc ? beta : 0, NULL, fy,
-			      N, NULL);
+			      N, epi);
+		if (epi)
+			epi->done = true;
 		if (dt != IR_FLOAT)
 			store_f32(dt, y, fy, MN);
 f32_out:

@@ -8,6 +8,11 @@
  *   cpu_sgemm_pre with op(A), op(B) or both packed beforehand
  *   (cpu_sgemm_pack_a/_b, what the weight cache keeps), and a row bias
  *   as C's start (beta 0) the same bits as C filled with it (beta 1);
+ * - the fused epilogue (struct cpu_epi: a residual, then Relu, Clip or
+ *   GELU) the same bits as a pass after the product (GELU: cpu_fast_f32
+ *   over all of C, or over each row when C has padding, where the
+ *   product runs it on the rows of each tile), at beta 0 with a
+ *   row bias and at beta 1 (C filled with a bias, Gemm's way);
  *
  * `test_sgemm bench` times the products of the benchmark models instead
  * (GFLOP/s per shape, one thread) and checks nothing.
@@ -135,36 +140,61 @@ static void one(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, 
 		if (memcmp(C, C2, (size_t)(M * ldc) * sizeof(float)))
 			FAIL("M %lld N %lld K %lld ta %d tb %d: a row bias as C's start differs", (long long)M,
 			     (long long)N, (long long)K, ta, tb);
-		/* a fused epilogue (a residual, then Relu or Clip): the same
-		 * bits as the product followed by a plain pass */
+		/* a fused epilogue (a residual, then Relu, Clip or GELU): the
+		 * same bits as the product followed by a plain pass (GELU:
+		 * cpu_fast_f32 over all of C, or each row with padding, where
+		 * the product runs it on the rows of each tile), with C's start a row bias (beta
+		 * 0) or C filled with it (beta 1, Gemm's bias) */
 		float *Z = malloc((size_t)(M * ldc) * sizeof(float));
-		for (int act = CPU_EPI_NONE; Z && act <= CPU_EPI_CLIP; act++) {
+		for (int v = 0; Z && v < 2 * (CPU_EPI_GELU + 1); v++) {
+			int act = v / 2;
+			bool fill = v & 1;
 			for (int64_t i = 0; i < M * ldc; i++)
 				Z[i] = i % 7 == 3 ? -0.0f : frand();
 			struct cpu_epi e = { act == CPU_EPI_RELU ? NULL : Z, act, -0.25f, 0.5f, NULL, false };
 			for (int64_t i = 0; i < M; i++)
 				for (int64_t j = 0; j < ldc; j++)
-					C2[i * ldc + j] = j < N ? NAN : 7.0f;
-			cpu_sgemm_pre(ta, tb, M, N, K, alpha, A, lda, NULL, B, ldb, NULL, 0.0f, rb, C2, ldc, &e);
+					C2[i * ldc + j] = j >= N ? 7.0f : fill ? rb[i] : NAN;
+			cpu_sgemm_pre(ta, tb, M, N, K, alpha, A, lda, NULL, B, ldb, NULL, fill ? 1.0f : 0.0f,
+				      fill ? NULL : rb, C2, ldc, &e);
 			float *R2 = malloc((size_t)(M * ldc) * sizeof(float));
 			if (!R2)
 				break;
 			memcpy(R2, C, (size_t)(M * ldc) * sizeof(float));
-			for (int64_t i = 0; i < M; i++)
+			for (int64_t i = 0; i < M; i++) {
 				for (int64_t j = 0; j < N; j++) {
-					float v = R2[i * ldc + j];
+					float x = R2[i * ldc + j];
 					if (e.z)
-						v += Z[i * ldc + j];
+						x += Z[i * ldc + j];
 					if (act == CPU_EPI_RELU)
-						v = v < 0 ? 0 : v;
+						x = x < 0 ? 0 : x;
 					else if (act == CPU_EPI_CLIP)
-						v = v < e.lo ? e.lo : v > e.hi ? e.hi : v;
-					R2[i * ldc + j] = v;
+						x = x < e.lo ? e.lo : x > e.hi ? e.hi : x;
+					R2[i * ldc + j] = x;
 				}
+				if (act == CPU_EPI_GELU && ldc > N)
+					cpu_fast_f32(CPU_FAST_GELU, R2 + i * ldc, R2 + i * ldc, N);
+			}
+			/* C without padding: one pass over all of it (FusedGemm's) */
+			if (act == CPU_EPI_GELU && ldc == N)
+				cpu_fast_f32(CPU_FAST_GELU, R2, R2, M * N);
 			checks++;
 			if (memcmp(R2, C2, (size_t)(M * ldc) * sizeof(float)))
-				FAIL("M %lld N %lld K %lld ta %d tb %d: the fused epilogue (act %d) differs", (long long)M,
-				     (long long)N, (long long)K, ta, tb, act);
+				FAIL("M %lld N %lld K %lld ta %d tb %d: the fused epilogue (act %d, beta %d) differs",
+				     (long long)M, (long long)N, (long long)K, ta, tb, act, fill);
+			/* GELU against the erf form in double */
+			for (int64_t i = 0; act == CPU_EPI_GELU && i < M; i++)
+				for (int64_t j = 0; j < N; j++) {
+					double x = (double)C[i * ldc + j] + (double)Z[i * ldc + j];
+					double g = 0.5 * x * (1 + erf(x / sqrt(2.0))), got = C2[i * ldc + j];
+					if (!(fabs(got - g) <= 1e-5 * fabs(g) + 1e-6)) {
+						FAIL("M %lld N %lld K %lld: GELU epilogue [%lld,%lld] = %.8g, want %.8g",
+						     (long long)M, (long long)N, (long long)K, (long long)i, (long long)j,
+						     got, g);
+						i = M;
+						break;
+					}
+				}
 			free(R2);
 		}
 		free(Z);
