@@ -236,52 +236,40 @@ static bool epi_of(const struct kern_act *a, struct cpu_epi *e, bool gelu)
 	}
 }
 
-/* FusedConv: the Conv kernel applies a float32 residual of the output's
- * shape and a Relu or Clip itself, to each tile as it finishes; anything
- * else (or a Conv path that does not) is finished in a pass after. */
-static int k_fusedconv(struct cpu_kctx *k)
+/* The fused node run as `op` (Conv or Gemm), whose products apply a
+ * float32 residual of the output's shape and a Relu or Clip (and for the
+ * Gemm, gelu: GELU's erf form) to each tile as it finishes; anything else
+ * (or a path of the op that does not) is finished in a pass after. */
+static int run_fused(struct cpu_kctx *k, int op, bool gelu)
 {
 	char why[200];
 	struct kern_act a;
 	struct cpu_epi e;
 	const struct ir_tensor *z = kin(k, 3);
-	if (kern_act_of(k->node, &a, why, sizeof(why)) && epi_of(&a, &e, false) && (!z || z->dtype == IR_FLOAT)) {
+	if (kern_act_of(k->node, &a, why, sizeof(why)) && epi_of(&a, &e, gelu) && (!z || z->dtype == IR_FLOAT)) {
 		e.zt = z;
 		e.z = z ? kdata(z) : NULL;
 		struct cpu_kctx sub = *k;
 		sub.epi = &e;
-		int rc = run_as(&sub, IR_OP_Conv, 3);
+		int rc = run_as(&sub, op, 3);
 		k->impl = sub.impl;
 		if (rc || e.done)
 			return rc;
 		return finish(k, 3);
 	}
-	int rc = run_as(k, IR_OP_Conv, 3);
+	int rc = run_as(k, op, 3);
 	return rc ? rc : finish(k, 3);
 }
 
-/* FusedGemm: the same with the Gemm kernel, whose product applies a
- * float32 residual of the output's shape and a Relu, Clip or GELU (the erf
- * form) to each tile as it finishes (k_gemm.c); anything else is finished
- * in a pass after. */
+static int k_fusedconv(struct cpu_kctx *k)
+{
+	return run_fused(k, IR_OP_Conv, false);
+}
+
+/* FusedGemm: its products know GELU too (k_gemm.c) */
 static int k_fusedgemm(struct cpu_kctx *k)
 {
-	char why[200];
-	struct kern_act a;
-	struct cpu_epi e;
-	const struct ir_tensor *z = kin(k, 3);
-	if (kern_act_of(k->node, &a, why, sizeof(why)) && epi_of(&a, &e, true) && (!z || z->dtype == IR_FLOAT)) {
-		e.zt = z;
-		e.z = z ? kdata(z) : NULL;
-		struct cpu_kctx sub = *k;
-		sub.epi = &e;
-		int rc = run_as(&sub, IR_OP_Gemm, 3);
-		if (rc || e.done)
-			return rc;
-		return finish(k, 3);
-	}
-	int rc = run_as(k, IR_OP_Gemm, 3);
-	return rc ? rc : finish(k, 3);
+	return run_fused(k, IR_OP_Gemm, true);
 }
 
 /* ------------------------------------------------------------------------ */
