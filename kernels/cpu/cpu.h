@@ -230,6 +230,12 @@ void cpu_fast_f32(int op, const float *x, float *y, int64_t n);
  * ldc floats apart (the same bits, one dispatch). */
 void cpu_fast_gelu_rows(float *c, int64_t ldc, int64_t rows, int64_t cols);
 
+/* float16 <-> float32 for n elements, the same bits as ir_f16_to_f32 and
+ * ir_f32_to_f16 element by element (AVX-512's conversions where the CPU
+ * has them; k_conv.c). */
+void cpu_f16_to_f32(const uint16_t *h, float *f, int64_t n);
+void cpu_f32_to_f16(const float *f, uint16_t *h, int64_t n);
+
 /* --- GEMM (k_gemm.c) --- */
 
 /* Frees the calling thread's GEMM packing buffer (a pool worker, as it exits). */

@@ -1656,13 +1656,83 @@ static double *f64_of(const struct ir_tensor *t, const struct ir_tensor *zp, int
 	return v;
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+/* 16 at a time: vcvtph2ps widens exactly (a signaling NaN keeps its
+ * payload bits but comes out quiet, which ir_f16_to_f32 does not do: such
+ * blocks take the scalar path); vcvtps2ph rounds to nearest even and
+ * quiets NaNs keeping the top payload bits, as ir_f32_to_f16 does */
+__attribute__((target("avx512f")))
+static void f16_to_f32_avx512(const uint16_t *h, float *f, int64_t n)
+{
+	int64_t i = 0;
+	const __m256i expm = _mm256_set1_epi16(0x7c00), qbit = _mm256_set1_epi16(0x0200);
+	for (; i + 16 <= n; i += 16) {
+		__m256i v = _mm256_loadu_si256((const __m256i *)(h + i));
+		/* exponent all ones, quiet bit clear, mantissa not zero: a
+		 * signaling NaN */
+		__m256i e = _mm256_cmpeq_epi16(_mm256_and_si256(v, expm), expm);
+		__m256i q = _mm256_cmpeq_epi16(_mm256_and_si256(v, qbit), _mm256_setzero_si256());
+		__m256i nz = _mm256_xor_si256(_mm256_cmpeq_epi16(_mm256_and_si256(v, _mm256_set1_epi16(0x01ff)),
+								  _mm256_setzero_si256()), _mm256_set1_epi16(-1));
+		if (!_mm256_testz_si256(_mm256_and_si256(e, _mm256_and_si256(q, nz)), _mm256_set1_epi16(-1))) {
+			for (int k = 0; k < 16; k++)
+				f[i + k] = ir_f16_to_f32(h[i + k]);
+			continue;
+		}
+		_mm512_storeu_ps(f + i, _mm512_cvtph_ps(v));
+	}
+	for (; i < n; i++)
+		f[i] = ir_f16_to_f32(h[i]);
+}
+
+__attribute__((target("avx512f")))
+static void f32_to_f16_avx512(const float *f, uint16_t *h, int64_t n)
+{
+	int64_t i = 0;
+	for (; i + 16 <= n; i += 16)
+		_mm256_storeu_si256((__m256i *)(h + i),
+				    _mm512_cvtps_ph(_mm512_loadu_ps(f + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+	for (; i < n; i++)
+		h[i] = ir_f32_to_f16(f[i]);
+}
+#endif
+
+/* cpu_f16_to_f32(), cpu_f32_to_f16(): see cpu.h */
+
+void cpu_f16_to_f32(const uint16_t *h, float *f, int64_t n)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	if (cpu_isa() >= CPU_ISA_AVX512) {
+		f16_to_f32_avx512(h, f, n);
+		return;
+	}
+#endif
+	for (int64_t i = 0; i < n; i++)
+		f[i] = ir_f16_to_f32(h[i]);
+}
+
+void cpu_f32_to_f16(const float *f, uint16_t *h, int64_t n)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	if (cpu_isa() >= CPU_ISA_AVX512) {
+		f32_to_f16_avx512(f, h, n);
+		return;
+	}
+#endif
+	for (int64_t i = 0; i < n; i++)
+		h[i] = ir_f32_to_f16(f[i]);
+}
+
 static float *f32_copy(const struct ir_tensor *t)
 {
 	float *v = malloc((t->numel ? t->numel : 1) * sizeof(float));
 	if (!v)
 		return NULL;
-	for (uint64_t i = 0; i < t->numel; i++)
-		v[i] = (float)kld(t->dtype, kdata(t), i);
+	if (t->dtype == IR_FLOAT16)
+		cpu_f16_to_f32(kdata(t), v, (int64_t)t->numel);
+	else
+		for (uint64_t i = 0; i < t->numel; i++)
+			v[i] = (float)kld(t->dtype, kdata(t), i);
 	return v;
 }
 
@@ -1742,7 +1812,9 @@ static int k_conv(struct cpu_kctx *k)
 			rc = kenomem(k);
 		else
 			rc = conv_f32(k, &g, fx, cw ? cw : fw, fb, fy, cw != NULL, NULL);
-		if (!rc)
+		if (!rc && dt == IR_FLOAT16)
+			cpu_f32_to_f16(fy, kwdata(o), (int64_t)o->numel);
+		else if (!rc)
 			for (uint64_t i = 0; i < o->numel; i++)
 				kst(dt, kwdata(o), i, fy[i]);
 		free(fx);
